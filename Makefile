@@ -1,0 +1,43 @@
+# neve — two commands on a fresh machine:  make demo   and   make test
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck bench setup java clean
+
+setup: $(STAMP) java
+
+$(STAMP): pyproject.toml
+	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
+	@test -x $(PY) || python3 -m venv $(VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(VENV); }
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	@touch $(STAMP)
+
+# Spark needs Java 17: install it with apt-get when `java` is missing.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing openjdk-17-jre-headless"; \
+	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+demo: setup
+	$(PY) -m neve.demo
+
+test: setup
+	$(PY) -m pytest -q
+
+lint:
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck:
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) benchmarks/bench_commits.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo

@@ -1,0 +1,71 @@
+"""neve: a table format engine on the Iceberg format, with a PySpark data plane.
+
+    import neve
+    catalog = neve.connect("sqlite:////abs/catalog.db", warehouse="/abs/warehouse")
+    table = catalog.create_table("db.events", schema=pa_schema, partition_by=["day(ts)"])
+    table.append(pa_table)
+    table.scan(filter="id < 100").to_arrow()
+"""
+
+from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
+from neve.errors import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CommitError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    DataSchemaMismatchError,
+    ExpressionError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NeveError,
+    NeveIOError,
+    NoSuchNamespaceError,
+    NoSuchSnapshotError,
+    NoSuchTableError,
+    NotFoundError,
+    SchemaError,
+    TableAlreadyExistsError,
+    UnsupportedFormatVersionError,
+    ValidationError,
+)
+from neve.spec.schema import Schema
+from neve.spec.types import NestedField
+from neve.table.scan import FileScanTask, TableScan
+from neve.table.table import Table
+from neve.table.transaction import Transaction
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyExistsError",
+    "Catalog",
+    "CommitConflictError",
+    "CommitError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "DataSchemaMismatchError",
+    "ExpressionError",
+    "FileScanTask",
+    "FilesystemCatalog",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NestedField",
+    "NeveError",
+    "NeveIOError",
+    "NoSuchNamespaceError",
+    "NoSuchSnapshotError",
+    "NoSuchTableError",
+    "NotFoundError",
+    "Schema",
+    "SchemaError",
+    "SqlCatalog",
+    "Table",
+    "TableAlreadyExistsError",
+    "TableScan",
+    "Transaction",
+    "UnsupportedFormatVersionError",
+    "ValidationError",
+    "__version__",
+    "connect",
+]

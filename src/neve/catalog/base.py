@@ -1,0 +1,290 @@
+"""The catalog contract. A catalog maps table names to the location of their current
+metadata file and swaps that location atomically on commit; everything else (building
+metadata, writing data and manifests) happens in the table layer.
+
+Subclasses implement the primitives marked abstract. The public methods here turn them
+into the user-facing API shared by every catalog.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from neve.errors import (
+    NeveIOError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
+from neve.io.fileio import FileIO
+from neve.spec.metadata_json import metadata_from_bytes, metadata_to_bytes
+from neve.spec.schema import Schema
+from neve.spec.table_metadata import TableMetadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from neve.table.table import Table
+
+__all__ = ["Catalog", "Identifier", "parse_identifier"]
+
+Identifier = tuple[str, ...]
+
+
+def parse_identifier(name: str | Sequence[str]) -> Identifier:
+    """``"db.events"`` or ``("db", "events")`` -> ``("db", "events")``."""
+    parts = tuple(name.split(".")) if isinstance(name, str) else tuple(name)
+    if not parts or any(not p for p in parts):
+        raise ValidationError(
+            f"invalid name {name!r}: use 'namespace.table' (dots separate levels)"
+        )
+    return parts
+
+
+def _table_ident(name: str | Sequence[str]) -> Identifier:
+    ident = parse_identifier(name)
+    if len(ident) < 2:
+        raise ValidationError(
+            f"table name {name!r} needs a namespace: use 'namespace.table', e.g. 'db.events'"
+        )
+    return ident
+
+
+class Catalog(ABC):
+    """Base of all catalogs."""
+
+    def __init__(self, name: str, warehouse: str, properties: Mapping[str, str] | None = None):
+        self.name = name
+        self.warehouse = warehouse.rstrip("/")
+        self.properties = dict(properties or {})
+        self.io = FileIO(self.properties)
+
+    # -- primitives for subclasses ----------------------------------------------------
+
+    @abstractmethod
+    def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
+        """Create a namespace; raise NamespaceAlreadyExistsError if it exists."""
+
+    @abstractmethod
+    def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        """Properties of a namespace; raise NoSuchNamespaceError when absent."""
+
+    @abstractmethod
+    def _update_namespace_properties(
+        self, namespace: Identifier, removals: set[str], updates: Mapping[str, str]
+    ) -> None: ...
+
+    @abstractmethod
+    def _drop_namespace(self, namespace: Identifier) -> None:
+        """Drop an empty namespace; NoSuchNamespaceError / NamespaceNotEmptyError."""
+
+    @abstractmethod
+    def _list_namespaces(self, parent: Identifier) -> list[Identifier]: ...
+
+    @abstractmethod
+    def _list_tables(self, namespace: Identifier) -> list[Identifier]: ...
+
+    @abstractmethod
+    def _metadata_location(self, ident: Identifier) -> str:
+        """Location of the table's current metadata file; NoSuchTableError when absent."""
+
+    @abstractmethod
+    def _create_table(self, ident: Identifier, metadata: TableMetadata) -> str:
+        """Write the first metadata file and register the table atomically.
+
+        Raises TableAlreadyExistsError (after removing the file it wrote) when the name
+        is taken. Returns the metadata location."""
+
+    @abstractmethod
+    def _register_table(self, ident: Identifier, metadata_location: str) -> str:
+        """Register an existing metadata file; returns the location the catalog tracks."""
+
+    @abstractmethod
+    def _commit(
+        self, ident: Identifier, base_location: str, metadata: TableMetadata
+    ) -> str:
+        """Write ``metadata`` as a new version and swap the pointer from
+        ``base_location`` to it atomically. Raise CommitFailedError (after removing the
+        new file) when the pointer moved, CommitStateUnknownError when the outcome is
+        unknown. Returns the new metadata location."""
+
+    @abstractmethod
+    def _drop_table(self, ident: Identifier) -> None:
+        """Remove the catalog entry; NoSuchTableError when absent."""
+
+    @abstractmethod
+    def _rename_table(self, src: Identifier, dst: Identifier) -> None: ...
+
+    def default_table_location(self, ident: Identifier) -> str:
+        return "/".join([self.warehouse, *ident[:-1]]) + f"/{ident[-1]}"
+
+    # -- helpers for subclasses --------------------------------------------------------
+
+    def new_metadata_location(self, metadata: TableMetadata, version: int) -> str:
+        """``<location>/metadata/<version:05d>-<uuid>.metadata.json`` (Iceberg-Java's)."""
+        codec = metadata.properties.get("write.metadata.compression-codec", "none").lower()
+        suffix = ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
+        return (
+            f"{metadata.location.rstrip('/')}/metadata/"
+            f"{version:05d}-{uuid.uuid4()}{suffix}"
+        )
+
+    def write_metadata(self, metadata: TableMetadata, location: str, exclusive: bool = False) -> None:
+        compress = location.endswith(".gz.metadata.json")
+        data = metadata_to_bytes(metadata, compress=compress)
+        if exclusive:
+            self.io.create_exclusive(location, data)
+        else:
+            self.io.write_bytes(location, data)
+
+    def read_metadata(self, location: str) -> TableMetadata:
+        return metadata_from_bytes(self.io.read_bytes(location))
+
+    # -- namespaces -------------------------------------------------------------------
+
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        self._create_namespace(parse_identifier(namespace), dict(properties or {}))
+
+    def create_namespace_if_not_exists(
+        self, namespace: str | Sequence[str], properties: Mapping[str, str] | None = None
+    ) -> None:
+        from neve.errors import NamespaceAlreadyExistsError
+
+        try:
+            self.create_namespace(namespace, properties)
+        except NamespaceAlreadyExistsError:
+            pass
+
+    def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        from neve.errors import NoSuchNamespaceError
+
+        try:
+            self._namespace_properties(parse_identifier(namespace))
+            return True
+        except NoSuchNamespaceError:
+            return False
+
+    def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
+        p = parse_identifier(parent) if parent else ()
+        return sorted(self._list_namespaces(p))
+
+    def namespace_properties(self, namespace: str | Sequence[str]) -> dict[str, str]:
+        return self._namespace_properties(parse_identifier(namespace))
+
+    def update_namespace_properties(
+        self,
+        namespace: str | Sequence[str],
+        removals: Iterable[str] = (),
+        updates: Mapping[str, str] | None = None,
+    ) -> None:
+        self._update_namespace_properties(
+            parse_identifier(namespace), set(removals), dict(updates or {})
+        )
+
+    def drop_namespace(self, namespace: str | Sequence[str]) -> None:
+        self._drop_namespace(parse_identifier(namespace))
+
+    # -- tables ------------------------------------------------------------------------
+
+    def list_tables(self, namespace: str | Sequence[str]) -> list[Identifier]:
+        return sorted(self._list_tables(parse_identifier(namespace)))
+
+    def table_exists(self, name: str | Sequence[str]) -> bool:
+        try:
+            self._metadata_location(_table_ident(name))
+            return True
+        except NoSuchTableError:
+            return False
+
+    def create_table(
+        self,
+        name: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | None = None,
+        *,
+        sort_by: Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        format_version: int = 2,
+    ) -> Table:
+        """Create a table. ``partition_by`` takes terms such as ``"day(ts)"``,
+        ``"bucket(16, id)"``, ``"truncate(4, name)"`` or a column name."""
+        from neve.table.create import new_table_metadata
+        from neve.table.table import Table
+
+        ident = _table_ident(name)
+        self._namespace_properties(ident[:-1])  # NoSuchNamespaceError when missing
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(
+                f"table {'.'.join(ident)} exists already; load it, or drop it first"
+            )
+        md = new_table_metadata(
+            schema,
+            partition_by=partition_by or (),
+            sort_by=sort_by or (),
+            location=(location or self.default_table_location(ident)).rstrip("/"),
+            properties=properties or {},
+            format_version=format_version,
+        )
+        loc = self._create_table(ident, md)
+        return Table(ident, md, loc, self)
+
+    def load_table(self, name: str | Sequence[str]) -> Table:
+        from neve.table.table import Table
+
+        ident = _table_ident(name)
+        loc = self._metadata_location(ident)
+        return Table(ident, self.read_metadata(loc), loc, self)
+
+    def register_table(self, name: str | Sequence[str], metadata_location: str) -> Table:
+        """Track a table written by anyone, given its current metadata file."""
+        from neve.table.table import Table
+
+        ident = _table_ident(name)
+        self._namespace_properties(ident[:-1])
+        try:
+            md = self.read_metadata(metadata_location)
+        except NeveIOError as exc:
+            raise NeveIOError(
+                f"cannot read metadata {metadata_location!r} to register "
+                f"{'.'.join(ident)}: {exc}"
+            ) from exc
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(
+                f"table {'.'.join(ident)} exists already; pick another name or drop it first"
+            )
+        loc = self._register_table(ident, metadata_location)
+        return Table(ident, md, loc, self)
+
+    def drop_table(self, name: str | Sequence[str], purge: bool = False) -> None:
+        """Remove a table from the catalog; with ``purge`` also delete its files."""
+        ident = _table_ident(name)
+        table = self.load_table(ident) if purge else None
+        self._drop_table(ident)
+        if table is not None:
+            from neve.table.maintenance import purge_table_files
+
+            purge_table_files(table)
+
+    def rename_table(self, src: str | Sequence[str], dst: str | Sequence[str]) -> None:
+        s, d = _table_ident(src), _table_ident(dst)
+        self._namespace_properties(d[:-1])
+        if self.table_exists(d):
+            raise TableAlreadyExistsError(
+                f"cannot rename to {'.'.join(d)}: a table of that name exists"
+            )
+        self._rename_table(s, d)
+
+    def commit_metadata(
+        self, ident: Identifier, base_location: str, metadata: TableMetadata
+    ) -> str:
+        """Swap the table's metadata from ``base_location`` to ``metadata``."""
+        return self._commit(ident, base_location, metadata)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"

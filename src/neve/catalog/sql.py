@@ -1,0 +1,614 @@
+"""The SQL catalog: table pointers in a relational database through SQLAlchemy Core.
+
+It uses the same two tables as Iceberg-Java's JDBC catalog and pyiceberg's SqlCatalog,
+so one database can be shared by all three:
+
+- ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
+  previous_metadata_location[, iceberg_type])``: one row per table. ``iceberg_type`` is
+  the column of Java's "V1" layout (``TABLE``, ``VIEW`` or NULL for rows written by
+  older clients); neve creates it, works without it on databases made by older
+  clients, and never touches view rows.
+- ``iceberg_namespace_properties(catalog_name, namespace, property_key,
+  property_value)``: namespace properties. Every namespace neve creates gets the
+  ``exists`` = ``true`` row Java writes, so it exists without other properties; the
+  row is hidden from :meth:`namespace_properties`.
+
+Namespaces are stored dotted (``a.b``), so no level may contain a dot. A namespace
+exists when it has a property row, holds a table, or has a child namespace (Java's and
+pyiceberg's rule). Creating ``a.b`` also creates ``a`` when missing.
+
+A commit writes the new metadata file, then swaps the pointer with one conditional
+``UPDATE ... WHERE metadata_location = <base>`` and checks that exactly one row changed.
+SQLite transactions run as ``BEGIN IMMEDIATE`` with a busy timeout, so threads and
+processes sharing one database file queue up instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    Engine,
+    MetaData,
+    String,
+    Table,
+    and_,
+    create_engine,
+    delete,
+    event,
+    insert,
+    inspect,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    IntegrityError,
+    NoSuchModuleError,
+    SQLAlchemyError,
+)
+from sqlalchemy.pool import StaticPool
+
+from neve.catalog.base import Catalog, Identifier
+from neve.errors import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NeveError,
+    NeveIOError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationError,
+)
+from neve.spec.table_metadata import TableMetadata
+
+__all__ = ["SqlCatalog"]
+
+_EXISTS_KEY = "exists"  # the marker property Iceberg-Java writes on every namespace
+_TABLE_TYPE = "TABLE"
+_SQLITE_BUSY_TIMEOUT_S = 60.0
+
+_schema = MetaData()
+
+ICEBERG_TABLES = Table(
+    "iceberg_tables",
+    _schema,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("table_namespace", String(255), primary_key=True, nullable=False),
+    Column("table_name", String(255), primary_key=True, nullable=False),
+    Column("metadata_location", String(1000), nullable=True),
+    Column("previous_metadata_location", String(1000), nullable=True),
+    Column("iceberg_type", String(5), nullable=True),
+)
+
+NAMESPACE_PROPERTIES = Table(
+    "iceberg_namespace_properties",
+    _schema,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("namespace", String(255), primary_key=True, nullable=False),
+    Column("property_key", String(255), primary_key=True, nullable=False),
+    Column("property_value", String(1000), nullable=True),
+)
+
+_T = ICEBERG_TABLES.c
+_P = NAMESPACE_PROPERTIES.c
+
+# -- engines: one per URI and process ------------------------------------------------
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def _forget_engines_after_fork() -> None:
+    # A forked child must not reuse the parent's pooled connections (SQLAlchemy's rule).
+    global _engines_lock
+    _engines_lock = threading.Lock()
+    for engine in _engines.values():
+        engine.dispose(close=False)
+    _engines.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_engines_after_fork)
+
+
+def _new_engine(uri: str) -> Engine:
+    try:
+        url = make_url(uri)
+    except ArgumentError as exc:
+        raise ValidationError(
+            f"cannot parse catalog URI {uri!r}: {exc}; use e.g. 'sqlite:////abs/path.db' or "
+            "'postgresql+psycopg://user:password@host:5432/db'"
+        ) from exc
+    kwargs: dict[str, Any] = {}
+    sqlite = url.get_backend_name() == "sqlite"
+    if sqlite:
+        connect_args: dict[str, Any] = {"timeout": _SQLITE_BUSY_TIMEOUT_S}
+        if url.database in (None, "", ":memory:"):
+            # One shared connection, or every checkout would see a different empty database.
+            kwargs["poolclass"] = StaticPool
+            connect_args["check_same_thread"] = False
+        kwargs["connect_args"] = connect_args
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = create_engine(url, **kwargs)
+    except (NoSuchModuleError, ImportError) as exc:
+        hint = (
+            "install the PostgreSQL driver: pip install 'neve[postgres]'"
+            if url.get_backend_name() == "postgresql"
+            else "install the SQLAlchemy driver for this database"
+        )
+        raise ValidationError(f"no database driver for {url.drivername!r}: {exc}; {hint}") from exc
+    if sqlite:
+        _serialize_sqlite_transactions(engine)
+    return engine
+
+
+def _serialize_sqlite_transactions(engine: Engine) -> None:
+    """Make every SQLite transaction ``BEGIN IMMEDIATE`` (SQLAlchemy's pysqlite recipe).
+
+    Python's sqlite3 module otherwise starts transactions lazily before the first write,
+    so a read-then-write transaction can hit SQLITE_BUSY without waiting; an immediate
+    transaction takes the write lock up front and waits for it with the busy timeout.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _engine_for(uri: str) -> Engine:
+    with _engines_lock:
+        engine = _engines.get(uri)
+        if engine is None:
+            engine = _engines[uri] = _new_engine(uri)
+        return engine
+
+
+# -- names ---------------------------------------------------------------------------
+
+
+def _dotted(namespace: Identifier) -> str:
+    for level in namespace:
+        if "." in level:
+            raise ValidationError(
+                f"namespace level {level!r} contains a dot; the SQL catalog stores "
+                "namespaces dotted ('a.b'), so pick names without dots"
+            )
+    return ".".join(namespace)
+
+
+def _check_table_name(name: str) -> str:
+    if "." in name:
+        raise ValidationError(f"table name {name!r} contains a dot; pick a name without dots")
+    return name
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern for names starting with ``prefix.`` (escape character ``!``)."""
+    escaped = prefix.replace("!", "!!").replace("_", "!_").replace("%", "!%")
+    return escaped + ".%"
+
+
+_JAVA_VERSION = re.compile(r"^(\d+)-")
+_HADOOP_VERSION = re.compile(r"^v(\d+)\.")
+
+
+def _parse_version(metadata_location: str) -> int:
+    """The version number in a metadata file name (``00042-<uuid>.metadata.json`` or
+    ``v42.metadata.json``); -1 when the name carries none, as in Iceberg-Java."""
+    name = metadata_location.rsplit("/", 1)[-1]
+    m = _JAVA_VERSION.match(name) or _HADOOP_VERSION.match(name)
+    return int(m.group(1)) if m else -1
+
+
+class SqlCatalog(Catalog):
+    """A catalog in a SQL database (SQLite, PostgreSQL), shared with Iceberg-Java's
+    JDBC catalog and pyiceberg's SqlCatalog of the same ``name``."""
+
+    def __init__(
+        self,
+        name: str,
+        uri: str,
+        warehouse: str,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(name, warehouse, properties)
+        self.uri = uri
+        self._typed = self._ensure_tables()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "uri": self.uri,
+            "warehouse": self.warehouse,
+            "properties": self.properties,
+            "typed": self._typed,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Catalog.__init__(self, state["name"], state["warehouse"], state["properties"])
+        self.uri = state["uri"]
+        self._typed = state["typed"]
+
+    def __repr__(self) -> str:
+        return f"SqlCatalog(name={self.name!r}, uri={self._safe_uri()!r}, warehouse={self.warehouse!r})"
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (shared by all catalogs on the same URI in a process)."""
+        return _engine_for(self.uri)
+
+    def dispose(self) -> None:
+        """Close the pooled connections of this catalog's database; later calls reconnect."""
+        with _engines_lock:
+            engine = _engines.pop(self.uri, None)
+        if engine is not None:
+            engine.dispose()
+
+    def _safe_uri(self) -> str:
+        try:
+            return make_url(self.uri).render_as_string(hide_password=True)
+        except ArgumentError:
+            return "<invalid URI>"
+
+    # -- database plumbing -----------------------------------------------------------
+
+    @contextmanager
+    def _db(self, action: str) -> Iterator[None]:
+        """Translate SQLAlchemy errors that escape ``action`` into neve errors."""
+        try:
+            yield
+        except NeveError:
+            raise
+        except SQLAlchemyError as exc:
+            raise self._db_error(action, exc) from exc
+
+    def _db_error(self, action: str, exc: SQLAlchemyError) -> NeveIOError:
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        return NeveIOError(
+            f"catalog database {self._safe_uri()} failed while {action}: "
+            f"{type(cause).__name__}: {cause}; check that the database is reachable and "
+            "that the URI and credentials are right"
+        )
+
+    def _ensure_tables(self) -> bool:
+        """Create the catalog tables when missing; True when ``iceberg_type`` exists."""
+        with self._db("creating the catalog tables"):
+            engine = self.engine
+            if not self._tables_present(engine):
+                try:
+                    _schema.create_all(engine, checkfirst=True)
+                except DBAPIError:
+                    # Another process may have created them at the same moment.
+                    if not self._tables_present(engine):
+                        raise
+            with engine.connect() as conn:
+                columns = {c["name"] for c in inspect(conn).get_columns("iceberg_tables")}
+            return "iceberg_type" in columns
+
+    @staticmethod
+    def _tables_present(engine: Engine) -> bool:
+        with engine.connect() as conn:
+            names = set(inspect(conn).get_table_names())
+        return {"iceberg_tables", "iceberg_namespace_properties"} <= names
+
+    def _type_filter(self) -> ColumnElement[bool] | None:
+        # Rows of views (iceberg_type 'VIEW', written by Java or Rust) are not tables.
+        if not self._typed:
+            return None
+        return or_(_T.iceberg_type == _TABLE_TYPE, _T.iceberg_type.is_(None))
+
+    def _table_where(self, ident: Identifier) -> ColumnElement[bool]:
+        cond = and_(
+            _T.catalog_name == self.name,
+            _T.table_namespace == _dotted(ident[:-1]),
+            _T.table_name == _check_table_name(ident[-1]),
+        )
+        type_filter = self._type_filter()
+        return cond if type_filter is None else and_(cond, type_filter)
+
+    def _table_row(self, ident: Identifier, metadata_location: str) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "catalog_name": self.name,
+            "table_namespace": _dotted(ident[:-1]),
+            "table_name": _check_table_name(ident[-1]),
+            "metadata_location": metadata_location,
+            "previous_metadata_location": None,
+        }
+        if self._typed:
+            row["iceberg_type"] = _TABLE_TYPE
+        return row
+
+    # -- namespaces ------------------------------------------------------------------
+
+    def _namespace_exists(self, conn: Connection, dotted: str) -> bool:
+        for col, table_col in ((_P.namespace, _P.catalog_name), (_T.table_namespace, _T.catalog_name)):
+            exact = select(col).where(table_col == self.name, col == dotted).limit(1)
+            if conn.execute(exact).first() is not None:
+                return True
+        return bool(self._descendants(conn, dotted))
+
+    def _descendants(self, conn: Connection, dotted: str) -> set[str]:
+        """Dotted names of namespaces below ``dotted`` that have rows."""
+        pattern = _like_prefix(dotted)
+        stmt = (
+            select(_P.namespace)
+            .where(_P.catalog_name == self.name, _P.namespace.like(pattern, escape="!"))
+            .union(
+                select(_T.table_namespace).where(
+                    _T.catalog_name == self.name, _T.table_namespace.like(pattern, escape="!")
+                )
+            )
+        )
+        # LIKE ignores case on SQLite: check the prefix exactly here.
+        return {ns for ns in conn.execute(stmt).scalars() if ns.startswith(dotted + ".")}
+
+    def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
+        dotted = _dotted(namespace)
+        try:
+            with self._db(f"creating namespace {dotted}"), self.engine.begin() as conn:
+                if self._namespace_exists(conn, dotted):
+                    raise NamespaceAlreadyExistsError(
+                        f"namespace {dotted} exists already; use it, or pick another name"
+                    )
+                rows = [
+                    self._property_row(_dotted(namespace[:i]), _EXISTS_KEY, "true")
+                    for i in range(1, len(namespace))
+                    if not self._namespace_exists(conn, _dotted(namespace[:i]))
+                ]
+                rows += [
+                    self._property_row(dotted, k, v)
+                    for k, v in {**properties, _EXISTS_KEY: "true"}.items()
+                ]
+                conn.execute(insert(NAMESPACE_PROPERTIES), rows)
+        except IntegrityError as exc:
+            raise NamespaceAlreadyExistsError(
+                f"namespace {dotted} was created by someone else at the same time; use it"
+            ) from exc
+
+    def _property_row(self, dotted: str, key: str, value: str) -> dict[str, str]:
+        return {
+            "catalog_name": self.name,
+            "namespace": dotted,
+            "property_key": key,
+            "property_value": value,
+        }
+
+    def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
+        dotted = _dotted(namespace)
+        with self._db(f"reading namespace {dotted}"), self.engine.connect() as conn:
+            rows = conn.execute(
+                select(_P.property_key, _P.property_value).where(
+                    _P.catalog_name == self.name, _P.namespace == dotted
+                )
+            ).all()
+            if not rows and not self._namespace_exists(conn, dotted):
+                raise NoSuchNamespaceError(
+                    f"namespace {dotted} does not exist; create it with "
+                    f"catalog.create_namespace({dotted!r})"
+                )
+        return {k: v or "" for k, v in rows if k != _EXISTS_KEY}
+
+    def _update_namespace_properties(
+        self, namespace: Identifier, removals: set[str], updates: Mapping[str, str]
+    ) -> None:
+        dotted = _dotted(namespace)
+        both = removals & set(updates)
+        if both:
+            raise ValidationError(
+                f"properties {sorted(both)} are both removed and updated; pick one for each"
+            )
+        removals = removals - {_EXISTS_KEY}
+        updates = {k: v for k, v in updates.items() if k != _EXISTS_KEY}
+        try:
+            with self._db(f"updating namespace {dotted}"), self.engine.begin() as conn:
+                if not self._namespace_exists(conn, dotted):
+                    raise NoSuchNamespaceError(
+                        f"namespace {dotted} does not exist; create it first"
+                    )
+                keys = removals | set(updates) | {_EXISTS_KEY}
+                conn.execute(
+                    delete(NAMESPACE_PROPERTIES).where(
+                        _P.catalog_name == self.name,
+                        _P.namespace == dotted,
+                        _P.property_key.in_(sorted(keys)),
+                    )
+                )
+                rows = [
+                    self._property_row(dotted, k, v)
+                    for k, v in {**updates, _EXISTS_KEY: "true"}.items()
+                ]
+                conn.execute(insert(NAMESPACE_PROPERTIES), rows)
+        except IntegrityError as exc:
+            raise CommitFailedError(
+                f"properties of namespace {dotted} were changed concurrently; retry"
+            ) from exc
+
+    def _drop_namespace(self, namespace: Identifier) -> None:
+        dotted = _dotted(namespace)
+        with self._db(f"dropping namespace {dotted}"), self.engine.begin() as conn:
+            if not self._namespace_exists(conn, dotted):
+                raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
+            tables = conn.execute(
+                select(_T.table_name).where(
+                    _T.catalog_name == self.name, _T.table_namespace == dotted
+                )
+            ).scalars().all()
+            if tables:
+                raise NamespaceNotEmptyError(
+                    f"namespace {dotted} still holds {len(tables)} table(s) "
+                    f"({', '.join(sorted(tables)[:5])}); drop them first"
+                )
+            children = self._descendants(conn, dotted)
+            if children:
+                raise NamespaceNotEmptyError(
+                    f"namespace {dotted} still holds namespaces "
+                    f"({', '.join(sorted(children)[:5])}); drop them first"
+                )
+            conn.execute(
+                delete(NAMESPACE_PROPERTIES).where(
+                    _P.catalog_name == self.name, _P.namespace == dotted
+                )
+            )
+
+    def _list_namespaces(self, parent: Identifier) -> list[Identifier]:
+        with self._db("listing namespaces"), self.engine.connect() as conn:
+            if parent:
+                dotted = _dotted(parent)
+                if not self._namespace_exists(conn, dotted):
+                    raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
+                names = self._descendants(conn, dotted)
+            else:
+                stmt = (
+                    select(_P.namespace)
+                    .where(_P.catalog_name == self.name)
+                    .union(select(_T.table_namespace).where(_T.catalog_name == self.name))
+                )
+                names = set(conn.execute(stmt).scalars())
+        depth = len(parent) + 1
+        return list({tuple(n.split("."))[:depth] for n in names if n.count(".") + 1 >= depth})
+
+    # -- tables ----------------------------------------------------------------------
+
+    def _list_tables(self, namespace: Identifier) -> list[Identifier]:
+        dotted = _dotted(namespace)
+        with self._db(f"listing tables of {dotted}"), self.engine.connect() as conn:
+            if not self._namespace_exists(conn, dotted):
+                raise NoSuchNamespaceError(
+                    f"namespace {dotted} does not exist; list_namespaces() shows those that do"
+                )
+            cond = and_(_T.catalog_name == self.name, _T.table_namespace == dotted)
+            type_filter = self._type_filter()
+            if type_filter is not None:
+                cond = and_(cond, type_filter)
+            names = conn.execute(select(_T.table_name).where(cond)).scalars().all()
+        return [(*namespace, n) for n in names]
+
+    def _metadata_location(self, ident: Identifier) -> str:
+        with self._db(f"loading table {'.'.join(ident)}"), self.engine.connect() as conn:
+            loc = conn.execute(
+                select(_T.metadata_location).where(self._table_where(ident))
+            ).scalar_one_or_none()
+        if not loc:
+            raise NoSuchTableError(
+                f"table {'.'.join(ident)} does not exist; "
+                f"list_tables({'.'.join(ident[:-1])!r}) shows the tables there"
+            )
+        return str(loc)
+
+    def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
+        try:
+            with self._db(f"registering table {'.'.join(ident)}"), self.engine.begin() as conn:
+                conn.execute(insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location)))
+        except IntegrityError as exc:
+            raise TableAlreadyExistsError(
+                f"table {'.'.join(ident)} exists already; load it, or drop it first"
+            ) from exc
+
+    def _create_table(self, ident: Identifier, metadata: TableMetadata) -> str:
+        location = self.new_metadata_location(metadata, 0)
+        self.write_metadata(metadata, location)
+        try:
+            self._insert_table(ident, location)
+        except TableAlreadyExistsError:
+            self.io.delete(location)
+            raise
+        # On other errors the file stays: the insert may have committed, and an unused
+        # file is harmless where a row pointing at a deleted one is not.
+        return location
+
+    def _register_table(self, ident: Identifier, metadata_location: str) -> str:
+        self._insert_table(ident, metadata_location)
+        return metadata_location
+
+    def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
+        name = ".".join(ident)
+        new_location = self.new_metadata_location(metadata, _parse_version(base_location) + 1)
+        self.write_metadata(metadata, new_location)
+        swap = (
+            update(ICEBERG_TABLES)
+            .where(self._table_where(ident), _T.metadata_location == base_location)
+            .values(metadata_location=new_location, previous_metadata_location=base_location)
+        )
+        try:
+            conn = self.engine.connect()
+        except SQLAlchemyError as exc:
+            self.io.delete(new_location)
+            raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
+        with conn:
+            try:
+                trans = conn.begin()
+                swapped = conn.execute(swap).rowcount
+            except SQLAlchemyError as exc:
+                # The transaction never committed, so the database rolls it back.
+                self.io.delete(new_location)
+                raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
+            if swapped != 1:
+                trans.rollback()
+                self.io.delete(new_location)
+                self._raise_lost_swap(ident, base_location)
+            try:
+                trans.commit()
+            except SQLAlchemyError as exc:
+                raise CommitStateUnknownError(
+                    f"the commit to {name} was sent but its outcome is unknown ({exc}); "
+                    f"the new metadata {new_location} was kept. Load the table to see whether "
+                    "it points there before retrying"
+                ) from exc
+        return new_location
+
+    def _raise_lost_swap(self, ident: Identifier, base_location: str) -> None:
+        name = ".".join(ident)
+        try:
+            current = self._metadata_location(ident)
+        except NoSuchTableError:
+            raise NoSuchTableError(
+                f"table {name} was dropped while committing to it; nothing was changed"
+            ) from None
+        raise CommitFailedError(
+            f"table {name} was changed by another writer (its metadata moved from "
+            f"{base_location} to {current}); refresh the table and retry"
+        )
+
+    def _drop_table(self, ident: Identifier) -> None:
+        with self._db(f"dropping table {'.'.join(ident)}"), self.engine.begin() as conn:
+            dropped = conn.execute(delete(ICEBERG_TABLES).where(self._table_where(ident))).rowcount
+        if dropped != 1:
+            raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
+
+    def _rename_table(self, src: Identifier, dst: Identifier) -> None:
+        try:
+            with self._db(f"renaming table {'.'.join(src)}"), self.engine.begin() as conn:
+                moved = conn.execute(
+                    update(ICEBERG_TABLES)
+                    .where(self._table_where(src))
+                    .values(
+                        table_namespace=_dotted(dst[:-1]),
+                        table_name=_check_table_name(dst[-1]),
+                    )
+                ).rowcount
+        except IntegrityError as exc:
+            raise TableAlreadyExistsError(
+                f"cannot rename to {'.'.join(dst)}: a table of that name exists"
+            ) from exc
+        if moved != 1:
+            raise NoSuchTableError(f"table {'.'.join(src)} does not exist")

@@ -1,0 +1,131 @@
+"""The one exception hierarchy of neve.
+
+Every error neve raises on purpose derives from :class:`NeveError`. Messages say what
+happened and what to do next. Errors from libraries underneath (SQLAlchemy, pyarrow,
+Py4J) are translated at the boundary where they are caught, with ``raise ... from exc``.
+
+    NeveError
+    ├── NotFoundError
+    │   ├── NoSuchNamespaceError
+    │   ├── NoSuchTableError
+    │   └── NoSuchSnapshotError          (also unknown branch / tag names)
+    ├── AlreadyExistsError
+    │   ├── NamespaceAlreadyExistsError
+    │   └── TableAlreadyExistsError
+    ├── NamespaceNotEmptyError
+    ├── ValidationError                  (bad input; nothing was changed)
+    │   ├── SchemaError                  (invalid schema or schema change)
+    │   ├── DataSchemaMismatchError      (written data does not fit the table)
+    │   ├── ExpressionError              (a filter that does not parse or bind)
+    │   └── UnsupportedFormatVersionError
+    ├── CommitError
+    │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
+    │   ├── CommitConflictError          (a concurrent change conflicts; not retryable)
+    │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
+    └── NeveIOError                      (reading or writing a file failed)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyExistsError",
+    "CommitConflictError",
+    "CommitError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "DataSchemaMismatchError",
+    "ExpressionError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NeveError",
+    "NeveIOError",
+    "NoSuchNamespaceError",
+    "NoSuchSnapshotError",
+    "NoSuchTableError",
+    "NotFoundError",
+    "SchemaError",
+    "TableAlreadyExistsError",
+    "UnsupportedFormatVersionError",
+    "ValidationError",
+]
+
+
+class NeveError(Exception):
+    """Base class of every error neve raises on purpose."""
+
+    #: True when repeating the same operation against fresh state may succeed.
+    retryable: bool = False
+
+
+class NotFoundError(NeveError):
+    """Something that was named does not exist."""
+
+
+class NoSuchNamespaceError(NotFoundError):
+    """The namespace does not exist."""
+
+
+class NoSuchTableError(NotFoundError):
+    """The table does not exist."""
+
+
+class NoSuchSnapshotError(NotFoundError):
+    """The snapshot, branch or tag does not exist."""
+
+
+class AlreadyExistsError(NeveError):
+    """Something that is to be created exists already."""
+
+
+class NamespaceAlreadyExistsError(AlreadyExistsError):
+    """The namespace exists already."""
+
+
+class TableAlreadyExistsError(AlreadyExistsError):
+    """The table exists already."""
+
+
+class NamespaceNotEmptyError(NeveError):
+    """A namespace that still holds tables cannot be dropped."""
+
+
+class ValidationError(NeveError, ValueError):
+    """Bad input: the request was rejected and nothing was changed."""
+
+
+class SchemaError(ValidationError):
+    """An invalid schema, or a schema change the spec does not allow."""
+
+
+class DataSchemaMismatchError(ValidationError):
+    """Data to write does not fit the table's schema."""
+
+
+class ExpressionError(ValidationError):
+    """A filter expression does not parse or does not bind to the schema."""
+
+
+class UnsupportedFormatVersionError(ValidationError):
+    """A metadata file or request uses a format version neve does not support."""
+
+
+class CommitError(NeveError):
+    """A commit did not go through."""
+
+
+class CommitFailedError(CommitError):
+    """The compare-and-swap of the metadata pointer lost against another writer."""
+
+    retryable = True
+
+
+class CommitConflictError(CommitError):
+    """A concurrent commit changed what this commit depends on."""
+
+
+class CommitStateUnknownError(CommitError):
+    """The commit may or may not have been applied; the files it wrote are kept."""
+
+
+class NeveIOError(NeveError, OSError):
+    """Reading or writing a file failed."""

@@ -1,0 +1,1 @@
+"""The Iceberg table format as data: types, schemas, transforms, specs, metadata."""

@@ -1,0 +1,354 @@
+"""Avro schemas of manifests and manifest lists (spec "Manifests", "Manifest Lists" and
+Appendix A "Avro").
+
+Every field carries its Iceberg field id as a ``field-id`` attribute, lists carry
+``element-id``, and the int-keyed metric maps are arrays of key/value records with
+``logicalType: map`` whose key and value fields carry their ids. Record names follow
+Iceberg-Java (``manifest_entry``, ``r2`` for data_file, ``r102`` for the partition
+struct, ``k117_v118`` for map entries, ``manifest_file``, ``r508``), so the files look
+like the ones Java writes.
+
+Schemas are built per format version and partition type and cached; both the JSON
+form (what goes into the file header) and fastavro's parsed form are available. The
+returned objects are shared: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+
+from neve.errors import SchemaError, UnsupportedFormatVersionError
+from neve.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+    decimal_required_bytes,
+)
+
+__all__ = [
+    "MANIFEST_ENTRY_RECORD",
+    "MANIFEST_FILE_RECORD",
+    "SUPPORTED_VERSIONS",
+    "avro_field_name",
+    "manifest_entry_schema",
+    "manifest_file_schema",
+    "parsed_manifest_entry_schema",
+    "parsed_manifest_file_schema",
+    "partition_field_avro_type",
+    "schema_text",
+    "without_logical_types",
+]
+
+AvroSchema = Any  # a JSON-like Avro schema: str, list or dict
+
+SUPPORTED_VERSIONS = (1, 2, 3)
+MANIFEST_ENTRY_RECORD = "manifest_entry"
+MANIFEST_FILE_RECORD = "manifest_file"
+
+_NAME_START = frozenset(string.ascii_letters + "_")
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def _check_version(format_version: int) -> None:
+    if format_version not in SUPPORTED_VERSIONS:
+        raise UnsupportedFormatVersionError(
+            f"format version {format_version} is not supported; use one of "
+            f"{', '.join(map(str, SUPPORTED_VERSIONS))}"
+        )
+
+
+def avro_field_name(name: str) -> str:
+    """An Avro-valid field name for an Iceberg name, escaped as Iceberg-Java does: a
+    leading digit gets a ``_`` prefix, any other invalid character becomes ``_x`` and
+    its code point in upper-case hex (``a-b`` -> ``a_x2Db``)."""
+    if name and name[0] in _NAME_START and all(c in _NAME_CHARS for c in name):
+        return name
+    out = []
+    for i, c in enumerate(name):
+        ok = c in _NAME_START if i == 0 else c in _NAME_CHARS
+        if ok:
+            out.append(c)
+        elif i == 0 and c in string.digits:
+            out.append("_" + c)
+        else:
+            out.append(f"_x{ord(c):X}")
+    return "".join(out) or "_"
+
+
+# -- building blocks -------------------------------------------------------------------
+
+
+def _field(field_id: int, name: str, avro_type: AvroSchema, *, optional: bool) -> dict[str, Any]:
+    if optional:
+        return {"name": name, "type": ["null", avro_type], "default": None, "field-id": field_id}
+    return {"name": name, "type": avro_type, "field-id": field_id}
+
+
+def _int_map(field_id: int, name: str, key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
+    """An optional map<int, value_type> stored as an array of key/value records."""
+    entry = {
+        "type": "record",
+        "name": f"k{key_id}_v{value_id}",
+        "fields": [
+            {"name": "key", "type": "int", "field-id": key_id},
+            {"name": "value", "type": value_type, "field-id": value_id},
+        ],
+    }
+    return _field(field_id, name, {"type": "array", "logicalType": "map", "items": entry}, optional=True)
+
+
+def _list(field_id: int, name: str, element_id: int, element_type: str) -> dict[str, Any]:
+    return _field(
+        field_id, name, {"type": "array", "items": element_type, "element-id": element_id}, optional=True
+    )
+
+
+def partition_field_avro_type(t: IcebergType, seen_names: set[str] | None = None) -> AvroSchema:
+    """The Avro type of a partition value (without the null branch), as Iceberg-Java
+    writes it. Named fixed types already in ``seen_names`` are referenced by name,
+    because Avro allows a named type to be defined only once per schema."""
+    if isinstance(t, BooleanType):
+        return "boolean"
+    if isinstance(t, IntegerType):
+        return "int"
+    if isinstance(t, LongType):
+        return "long"
+    if isinstance(t, FloatType):
+        return "float"
+    if isinstance(t, DoubleType):
+        return "double"
+    if isinstance(t, StringType):
+        return "string"
+    if isinstance(t, BinaryType):
+        return "bytes"
+    if isinstance(t, DateType):
+        return {"type": "int", "logicalType": "date"}
+    if isinstance(t, TimeType):
+        return {"type": "long", "logicalType": "time-micros"}
+    if isinstance(t, (TimestampType, TimestamptzType)):
+        return {
+            "type": "long",
+            "logicalType": "timestamp-micros",
+            "adjust-to-utc": isinstance(t, TimestamptzType),
+        }
+    if isinstance(t, (TimestampNsType, TimestamptzNsType)):
+        return {
+            "type": "long",
+            "logicalType": "timestamp-nanos",
+            "adjust-to-utc": isinstance(t, TimestamptzNsType),
+        }
+    if isinstance(t, (DecimalType, UUIDType, FixedType)):
+        if isinstance(t, DecimalType):
+            name = f"decimal_{t.precision}_{t.scale}"
+            fixed: dict[str, Any] = {
+                "type": "fixed",
+                "name": name,
+                "size": decimal_required_bytes(t.precision),
+                "logicalType": "decimal",
+                "precision": t.precision,
+                "scale": t.scale,
+            }
+        elif isinstance(t, UUIDType):
+            name = "uuid_fixed"
+            fixed = {"type": "fixed", "name": name, "size": 16, "logicalType": "uuid"}
+        else:
+            name = f"fixed_{t.length}"
+            fixed = {"type": "fixed", "name": name, "size": t.length}
+        if seen_names is not None:
+            if name in seen_names:
+                return name
+            seen_names.add(name)
+        return fixed
+    raise SchemaError(
+        f"type {t} cannot be a partition value; partition by a primitive column instead"
+    )
+
+
+def _partition_record(partition_type: StructType) -> dict[str, Any]:
+    seen: set[str] = set()
+    fields = []
+    for f in partition_type.fields:
+        if isinstance(f.field_type, UnknownType):
+            # an unknown-typed value is always null: Avro's null type, no union needed
+            fields.append(
+                {"name": avro_field_name(f.name), "type": "null", "default": None, "field-id": f.field_id}
+            )
+            continue
+        avro_type = partition_field_avro_type(f.field_type, seen)
+        fields.append(_field(f.field_id, avro_field_name(f.name), avro_type, optional=True))
+    return {"type": "record", "name": "r102", "fields": fields}
+
+
+def _data_file_record(format_version: int, partition_type: StructType) -> dict[str, Any]:
+    v1 = format_version == 1
+    fields: list[dict[str, Any]] = []
+    if not v1:
+        fields.append(_field(134, "content", "int", optional=False))
+    fields += [
+        _field(100, "file_path", "string", optional=False),
+        _field(101, "file_format", "string", optional=False),
+        _field(102, "partition", _partition_record(partition_type), optional=False),
+        _field(103, "record_count", "long", optional=False),
+        _field(104, "file_size_in_bytes", "long", optional=False),
+    ]
+    if v1:
+        # deprecated, but required in v1: always written with a default, never read
+        fields.append(_field(105, "block_size_in_bytes", "long", optional=False))
+    fields += [
+        _int_map(108, "column_sizes", 117, 118, "long"),
+        _int_map(109, "value_counts", 119, 120, "long"),
+        _int_map(110, "null_value_counts", 121, 122, "long"),
+        _int_map(137, "nan_value_counts", 138, 139, "long"),
+        _int_map(125, "lower_bounds", 126, 127, "bytes"),
+        _int_map(128, "upper_bounds", 129, 130, "bytes"),
+        _field(131, "key_metadata", "bytes", optional=True),
+        _list(132, "split_offsets", 133, "long"),
+    ]
+    if not v1:
+        fields.append(_list(135, "equality_ids", 136, "int"))
+    fields.append(_field(140, "sort_order_id", "int", optional=True))
+    if format_version >= 3:
+        fields.append(_field(142, "first_row_id", "long", optional=True))
+    if not v1:
+        fields.append(_field(143, "referenced_data_file", "string", optional=True))
+    if format_version >= 3:
+        fields.append(_field(144, "content_offset", "long", optional=True))
+        fields.append(_field(145, "content_size_in_bytes", "long", optional=True))
+    return {"type": "record", "name": "r2", "fields": fields}
+
+
+# -- public schemas --------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def manifest_entry_schema(format_version: int, partition_type: StructType) -> dict[str, Any]:
+    """The Avro schema of a manifest of the given format version and partition type."""
+    _check_version(format_version)
+    fields = [_field(0, "status", "int", optional=False)]
+    if format_version == 1:
+        fields.append(_field(1, "snapshot_id", "long", optional=False))
+    else:
+        fields += [
+            _field(1, "snapshot_id", "long", optional=True),
+            _field(3, "sequence_number", "long", optional=True),
+            _field(4, "file_sequence_number", "long", optional=True),
+        ]
+    fields.append(_field(2, "data_file", _data_file_record(format_version, partition_type), optional=False))
+    return {"type": "record", "name": MANIFEST_ENTRY_RECORD, "fields": fields}
+
+
+@lru_cache(maxsize=256)
+def parsed_manifest_entry_schema(format_version: int, partition_type: StructType) -> Any:
+    """:func:`manifest_entry_schema` parsed by fastavro, ready for its writer."""
+    return fastavro.parse_schema(manifest_entry_schema(format_version, partition_type))
+
+
+def _field_summary_record() -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": "r508",
+        "fields": [
+            _field(509, "contains_null", "boolean", optional=False),
+            _field(518, "contains_nan", "boolean", optional=True),
+            _field(510, "lower_bound", "bytes", optional=True),
+            _field(511, "upper_bound", "bytes", optional=True),
+        ],
+    }
+
+
+@lru_cache(maxsize=8)
+def manifest_file_schema(format_version: int) -> dict[str, Any]:
+    """The Avro schema of a manifest list of the given format version."""
+    _check_version(format_version)
+    partitions = _field(
+        507,
+        "partitions",
+        {"type": "array", "items": _field_summary_record(), "element-id": 508},
+        optional=True,
+    )
+    head = [
+        _field(500, "manifest_path", "string", optional=False),
+        _field(501, "manifest_length", "long", optional=False),
+        _field(502, "partition_spec_id", "int", optional=False),
+    ]
+    if format_version == 1:
+        # v1 lists: counts optional, no content and no sequence numbers
+        fields = [
+            *head,
+            _field(503, "added_snapshot_id", "long", optional=True),
+            _field(504, "added_files_count", "int", optional=True),
+            _field(505, "existing_files_count", "int", optional=True),
+            _field(506, "deleted_files_count", "int", optional=True),
+            partitions,
+            _field(512, "added_rows_count", "long", optional=True),
+            _field(513, "existing_rows_count", "long", optional=True),
+            _field(514, "deleted_rows_count", "long", optional=True),
+            _field(519, "key_metadata", "bytes", optional=True),
+        ]
+    else:
+        fields = [
+            *head,
+            _field(517, "content", "int", optional=False),
+            _field(515, "sequence_number", "long", optional=False),
+            _field(516, "min_sequence_number", "long", optional=False),
+            _field(503, "added_snapshot_id", "long", optional=False),
+            _field(504, "added_files_count", "int", optional=False),
+            _field(505, "existing_files_count", "int", optional=False),
+            _field(506, "deleted_files_count", "int", optional=False),
+            _field(512, "added_rows_count", "long", optional=False),
+            _field(513, "existing_rows_count", "long", optional=False),
+            _field(514, "deleted_rows_count", "long", optional=False),
+            partitions,
+            _field(519, "key_metadata", "bytes", optional=True),
+        ]
+        if format_version >= 3:
+            fields.append(_field(520, "first_row_id", "long", optional=True))
+    return {"type": "record", "name": MANIFEST_FILE_RECORD, "fields": fields}
+
+
+@lru_cache(maxsize=8)
+def parsed_manifest_file_schema(format_version: int) -> Any:
+    """:func:`manifest_file_schema` parsed by fastavro, ready for its writer."""
+    return fastavro.parse_schema(manifest_file_schema(format_version))
+
+
+def schema_text(schema: AvroSchema) -> str:
+    """Compact JSON of an Avro schema (what a file header stores)."""
+    return json.dumps(schema, separators=(",", ":"))
+
+
+def without_logical_types(schema: AvroSchema) -> AvroSchema:
+    """A copy of an Avro schema without value logical types (date, timestamp-micros,
+    decimal, uuid ...). The binary encoding is the same, so decoding with it yields the
+    raw ints/bytes Iceberg stores instead of fastavro's datetime and Decimal objects.
+    ``logicalType: map`` (a structural marker, not a value conversion) is kept."""
+    if isinstance(schema, list):
+        return [without_logical_types(s) for s in schema]
+    if isinstance(schema, dict):
+        return {
+            k: without_logical_types(v)
+            for k, v in schema.items()
+            if not (k == "logicalType" and v != "map")
+        }
+    return schema

@@ -1,0 +1,171 @@
+"""Actions that change metadata only: schema, partition spec, sort order, properties,
+refs and the current snapshot. Each one checks a requirement on the metadata it was
+planned on, so a concurrent change to the same thing fails as a conflict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from neve.errors import NoSuchSnapshotError, SchemaError, ValidationError
+from neve.spec.partition import PartitionSpec
+from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from neve.spec.schema import Schema
+from neve.spec.sort_order import SortOrder
+from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import (
+    LAST_ADDED,
+    AddSchema,
+    AddSortOrder,
+    AddSpec,
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertRefSnapshotId,
+    RemoveProperties,
+    RemoveSnapshotRef,
+    SetCurrentSchema,
+    SetDefaultSortOrder,
+    SetDefaultSpec,
+    SetProperties,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+    UpgradeFormatVersion,
+)
+from neve.table.commit import Action
+
+__all__ = [
+    "FixedUpdates",
+    "SchemaChange",
+    "SpecChange",
+    "SortOrderChange",
+    "properties_action",
+    "ref_action",
+]
+
+
+class FixedUpdates(Action):
+    """A fixed list of updates and requirements."""
+
+    def __init__(
+        self, updates: Sequence[TableUpdate], requirements: Sequence[TableRequirement] = ()
+    ) -> None:
+        self.updates = list(updates)
+        self.requirements = list(requirements)
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        return list(self.updates), list(self.requirements)
+
+
+def properties_action(
+    updates: Mapping[str, str] | None = None, removals: Sequence[str] = ()
+) -> FixedUpdates:
+    ups: list[TableUpdate] = []
+    if updates:
+        for k, v in updates.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ValidationError(
+                    f"table properties are strings; got {k!r}: {v!r} (convert with str())"
+                )
+        ups.append(SetProperties(dict(updates)))
+    if removals:
+        ups.append(RemoveProperties(tuple(removals)))
+    return FixedUpdates(ups)
+
+
+class SchemaChange(Action):
+    def __init__(self, base: TableMetadata, schema: Schema, last_column_id: int) -> None:
+        self.base_schema_id = base.current_schema_id
+        self.schema = schema
+        self.last_column_id = last_column_id
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        for spec in md.partition_specs if md.format_version == 1 else [md.spec()]:
+            for f in spec.fields:
+                if self.schema.find_field_or_none(f.source_id) is None:
+                    name = md.schema().column_name(f.source_id)
+                    raise SchemaError(
+                        f"cannot drop column {name!r}: partition field {f.name!r} uses it; "
+                        "remove the partition field with update_spec() first"
+                    )
+        return (
+            [AddSchema(self.schema, self.last_column_id), SetCurrentSchema(LAST_ADDED)],
+            [AssertCurrentSchemaId(self.base_schema_id)],
+        )
+
+
+class SpecChange(Action):
+    def __init__(self, base: TableMetadata, spec: PartitionSpec) -> None:
+        self.base_spec_id = base.default_spec_id
+        self.spec = spec
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        return (
+            [AddSpec(self.spec), SetDefaultSpec(LAST_ADDED)],
+            [AssertDefaultSpecId(self.base_spec_id)],
+        )
+
+
+class SortOrderChange(Action):
+    def __init__(self, order: SortOrder) -> None:
+        self.order = order
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        return [AddSortOrder(self.order), SetDefaultSortOrder(LAST_ADDED)], []
+
+
+def upgrade_action(version: int) -> FixedUpdates:
+    return FixedUpdates([UpgradeFormatVersion(version)])
+
+
+def ref_action(
+    md: TableMetadata,
+    name: str,
+    snapshot_id: int | None,
+    *,
+    ref_type: SnapshotRefType = SnapshotRefType.BRANCH,
+    create: bool = False,
+    remove: bool = False,
+    min_snapshots_to_keep: int | None = None,
+    max_snapshot_age_ms: int | None = None,
+    max_ref_age_ms: int | None = None,
+) -> FixedUpdates:
+    """Create, move or remove a branch or tag, guarded on the ref's current value."""
+    current = md.refs.get(name)
+    cur_id = current.snapshot_id if current is not None else None
+    if name == MAIN_BRANCH and cur_id is None:
+        cur_id = md.current_snapshot_id
+    req = [AssertRefSnapshotId(name, cur_id)]
+    if remove:
+        if current is None:
+            raise NoSuchSnapshotError(f"no branch or tag named {name!r}")
+        if name == MAIN_BRANCH:
+            raise ValidationError("the main branch cannot be removed")
+        kind = "tag" if not current.is_branch else "branch"
+        if (ref_type is SnapshotRefType.TAG) != (kind == "tag"):
+            raise ValidationError(f"{name!r} is a {kind}; remove it as a {kind}")
+        return FixedUpdates([RemoveSnapshotRef(name)], req)
+    if create and current is not None:
+        raise ValidationError(f"a branch or tag named {name!r} exists already")
+    if current is not None and current.ref_type is not ref_type:
+        raise ValidationError(f"{name!r} is a {current.ref_type.value}, not a {ref_type.value}")
+    if snapshot_id is None:
+        raise ValidationError(
+            "the table has no snapshot yet; commit data before creating a branch or tag"
+        )
+    md.snapshot_by_id(snapshot_id)
+    if ref_type is SnapshotRefType.TAG and min_snapshots_to_keep is not None:
+        raise ValidationError("tags do not take min_snapshots_to_keep; it is for branches")
+    ref = SnapshotRef(
+        snapshot_id,
+        ref_type,
+        min_snapshots_to_keep
+        if min_snapshots_to_keep is not None
+        else (current.min_snapshots_to_keep if current else None),
+        max_snapshot_age_ms
+        if max_snapshot_age_ms is not None
+        else (current.max_snapshot_age_ms if current else None),
+        max_ref_age_ms
+        if max_ref_age_ms is not None
+        else (current.max_ref_age_ms if current else None),
+    )
+    return FixedUpdates([SetSnapshotRef(name, ref)], req)

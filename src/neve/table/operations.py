@@ -1,0 +1,236 @@
+"""Snapshot-producing actions: append, overwrite by filter (copy-on-write delete
+included), and dynamic partition overwrite, with Iceberg-Java's conflict validation.
+
+Planning (which files to drop whole, which to rewrite) is pure and happens before any
+data is written; the table layer then writes, and commits one of these actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from neve.errors import CommitConflictError
+from neve.expressions import ALWAYS_TRUE, BooleanExpression
+from neve.expressions.metrics_evaluator import (
+    InclusiveMetricsEvaluator,
+    StrictMetricsEvaluator,
+    evaluator,
+)
+from neve.expressions.projection import inclusive_projection, strict_projection
+from neve.io.fileio import FileIO
+from neve.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
+from neve.spec.manifest_io import read_manifest, read_manifest_list
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.snapshot import Operation, Snapshot
+from neve.spec.table_metadata import TableMetadata
+from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+from neve.table.scan import live_entries
+
+if TYPE_CHECKING:
+    from neve.table.table import Table
+
+__all__ = [
+    "AppendFiles",
+    "DeletePlan",
+    "OverwriteFiles",
+    "ReplacePartitions",
+    "plan_delete",
+]
+
+
+class AppendFiles(SnapshotProducer):
+    """Add data files. Appends never conflict: on retry they rebase onto the new head."""
+
+    operation = Operation.APPEND
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    """Files a row filter matches entirely (dropped from metadata alone) and files it
+    matches partly (to be rewritten without the matching rows)."""
+
+    remove: tuple[DataFile, ...]
+    rewrite: tuple[DataFile, ...]
+    has_deletes: bool
+
+
+def _file_matchers(
+    md: TableMetadata, expr: BooleanExpression, case_sensitive: bool
+) -> tuple[dict[int, object], dict[int, object], InclusiveMetricsEvaluator, StrictMetricsEvaluator]:
+    schema = md.schema()
+    incl_part: dict[int, object] = {}
+    strict_part: dict[int, object] = {}
+    for spec_id, spec in md.specs_by_id.items():
+        ptype = spec.partition_type(schema)
+        incl_part[spec_id] = evaluator(
+            ptype, inclusive_projection(schema, spec, case_sensitive)(expr)
+        )
+        strict_part[spec_id] = evaluator(
+            ptype, strict_projection(schema, spec, case_sensitive)(expr)
+        )
+    return (
+        incl_part,
+        strict_part,
+        InclusiveMetricsEvaluator(schema, expr, case_sensitive),
+        StrictMetricsEvaluator(schema, expr, case_sensitive),
+    )
+
+
+def plan_delete(
+    md: TableMetadata,
+    io: FileIO,
+    expr: BooleanExpression,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+) -> DeletePlan:
+    """Classify the branch's live data files against a row filter."""
+    head = _branch_head(md, branch)
+    if head is None:
+        return DeletePlan((), (), False)
+    manifests = read_manifest_list(io, head.manifest_list)
+    has_deletes = any(m.content is ManifestContent.DELETES for m in manifests)
+    data = [m for m in manifests if m.content is ManifestContent.DATA]
+    if expr == ALWAYS_TRUE:
+        files = tuple(e.data_file for e in live_entries(io, data, md))
+        return DeletePlan(files, (), has_deletes)
+    incl_part, strict_part, incl, strict = _file_matchers(md, expr, case_sensitive)
+    remove: list[DataFile] = []
+    rewrite: list[DataFile] = []
+    for e in live_entries(io, data, md):
+        f = e.data_file
+        if not incl_part[f.spec_id](f.partition) or not incl.eval(f):  # type: ignore[operator]
+            continue
+        if strict_part[f.spec_id](f.partition) or strict.eval(f):  # type: ignore[operator]
+            remove.append(f)
+        else:
+            rewrite.append(f)
+    return DeletePlan(tuple(remove), tuple(rewrite), has_deletes)
+
+
+def _added_since(
+    md: TableMetadata,
+    io: FileIO,
+    base_snapshot_id: int | None,
+    parent: Snapshot,
+    ignore: set[int],
+) -> Iterable[ManifestEntry]:
+    """Data file entries added by the snapshots after ``base_snapshot_id`` up to
+    ``parent`` (inclusive), leaving out the snapshots in ``ignore``."""
+    for s in md.ancestors(parent.snapshot_id):
+        if s.snapshot_id == base_snapshot_id:
+            return
+        if s.snapshot_id in ignore or s.operation in (Operation.DELETE, Operation.REPLACE):
+            continue  # deletes and compactions add no new rows
+        for m in read_manifest_list(io, s.manifest_list):
+            if m.added_snapshot_id != s.snapshot_id or not m.has_added_files:
+                continue
+            for e in read_manifest(io, m, specs_by_id=md.specs_by_id):
+                if e.status is ManifestEntryStatus.ADDED and e.snapshot_id == s.snapshot_id:
+                    yield e
+    if base_snapshot_id is not None:
+        raise CommitConflictError(
+            f"snapshot {base_snapshot_id} this change was planned on is no longer an ancestor "
+            "of the branch head (rolled back or expired); reload the table and retry"
+        )
+
+
+class OverwriteFiles(SnapshotProducer):
+    """Remove files (matched by a row filter, planned by :func:`plan_delete`) and add
+    files, as one snapshot. Conflicts: a removed file is gone (found while rewriting
+    manifests), or data was added since the base inside the filter's range."""
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        conflict_filter: BooleanExpression = ALWAYS_TRUE,
+        case_sensitive: bool = True,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        owned_files: Iterable[str] = (),
+    ) -> None:
+        super().__init__(
+            table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
+        )
+        self.conflict_filter = conflict_filter
+        self.case_sensitive = case_sensitive
+
+    @property
+    def operation(self) -> Operation:  # type: ignore[override]
+        if not self.added_files:
+            return Operation.DELETE
+        if not self.removed_paths:
+            return Operation.APPEND
+        return Operation.OVERWRITE
+
+    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
+        if parent is None:
+            return
+        incl_part, _, incl, _ = _file_matchers(md, self.conflict_filter, self.case_sensitive)
+        for e in _added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
+            f = e.data_file
+            if incl_part[f.spec_id](f.partition) and incl.eval(f):  # type: ignore[operator]
+                raise CommitConflictError(
+                    f"a concurrent commit (snapshot {e.snapshot_id}) added data file "
+                    f"{f.file_path} in the range this change replaces; reload the table and "
+                    "run the change again"
+                )
+
+
+class ReplacePartitions(SnapshotProducer):
+    """Dynamic partition overwrite: replace every live file in the partitions the new
+    files touch. Conflicts: data added since the base in one of those partitions."""
+
+    operation = Operation.OVERWRITE
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        owned_files: Iterable[str] = (),
+    ) -> None:
+        super().__init__(
+            table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
+        )
+
+    def partitions(self) -> set[tuple[int, tuple[object, ...]]]:
+        return {(f.spec_id, f.partition) for f in self.added_files}
+
+    def plan(self, md: TableMetadata) -> tuple[list, list]:  # type: ignore[type-arg]
+        # Files to replace depend on the current head: recompute on every attempt.
+        self.removed_paths.clear()
+        head = _branch_head(md, self.branch)
+        if head is not None:
+            parts = self.partitions()
+            unpartitioned = all(md.spec_by_id(s).is_unpartitioned for s, _ in parts)
+            data = [
+                m
+                for m in read_manifest_list(self.io, head.manifest_list)
+                if m.content is ManifestContent.DATA
+            ]
+            for e in live_entries(self.io, data, md):
+                f = e.data_file
+                if unpartitioned or (f.spec_id, f.partition) in parts:
+                    self.remove_file(f)
+        return super().plan(md)
+
+    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
+        if parent is None:
+            return
+        parts = self.partitions()
+        for e in _added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
+            f = e.data_file
+            if (f.spec_id, f.partition) in parts or md.spec_by_id(f.spec_id).is_unpartitioned:
+                raise CommitConflictError(
+                    f"a concurrent commit (snapshot {e.snapshot_id}) added {f.file_path} to a "
+                    "partition this overwrite replaces; reload the table and retry"
+                )
+
+
+def owned(files: Iterable[DataFile]) -> set[str]:
+    return {f.file_path for f in files}

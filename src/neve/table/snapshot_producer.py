@@ -1,0 +1,340 @@
+"""Producing a snapshot: new manifests for added files, rewritten manifests for removed
+files, manifest merging, the manifest list, the summary, and the updates that add the
+snapshot and move the branch.
+
+Like Iceberg-Java, the snapshot id and the manifests of added files are fixed once; on a
+retry only what depends on the new parent (rewritten and merged manifests, the manifest
+list) is produced again.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from neve.errors import CommitConflictError
+from neve.io.fileio import FileIO
+from neve.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from neve.spec.manifest_io import (
+    read_manifest,
+    read_manifest_list,
+    write_manifest,
+    write_manifest_list,
+)
+from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from neve.spec.snapshot import Operation, Snapshot
+from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import (
+    AddSnapshot,
+    AssertRefSnapshotId,
+    SetSnapshotRef,
+    TableRequirement,
+    TableUpdate,
+)
+from neve.table.commit import Action
+from neve.table.summary import build_summary
+
+if TYPE_CHECKING:
+    from neve.table.table import Table
+
+__all__ = ["SnapshotProducer", "new_snapshot_id"]
+
+
+def new_snapshot_id() -> int:
+    """A random positive 63-bit id, as Iceberg-Java generates."""
+    return random.getrandbits(63) or 1
+
+
+@dataclass
+class _AttemptFiles:
+    paths: set[str] = field(default_factory=set)
+
+
+class SnapshotProducer(Action):
+    """Base of every action that commits a snapshot (append, overwrite, delete)."""
+
+    operation: Operation = Operation.APPEND
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        owned_files: Iterable[str] = (),
+    ) -> None:
+        self.table = table
+        self.io: FileIO = table.io
+        self.branch = branch
+        self.snapshot_properties = dict(snapshot_properties or {})
+        self.snapshot_id = new_snapshot_id()
+        self.commit_uuid = str(uuid.uuid4())
+        base = _branch_head(table.metadata, branch)
+        self.base_snapshot_id = base.snapshot_id if base is not None else None
+        self.added_files: list[DataFile] = []
+        self.removed_paths: dict[str, DataFile] = {}
+        #: Data files written for this change: removed when the commit fails.
+        self.owned_files = set(owned_files)
+        self._added_manifests: list[ManifestFile] | None = None
+        self._written: set[str] = set()
+        self._final: set[str] = set()
+        self._manifest_counter = 0
+        #: Snapshots committed earlier in the same transaction: not concurrent changes.
+        self.ignore_snapshot_ids: set[int] = set()
+        self._attempt = 0
+
+    # -- what subclasses fill in -----------------------------------------------------
+
+    def add_file(self, f: DataFile) -> None:
+        self.added_files.append(f)
+
+    def remove_file(self, f: DataFile) -> None:
+        self.removed_paths[f.file_path] = f
+
+    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:  # noqa: B027
+        """Check concurrent commits between the base snapshot and ``parent``."""
+
+    # -- planning --------------------------------------------------------------------
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        self._attempt += 1
+        parent = _branch_head(md, self.branch)
+        if parent is not None and parent.snapshot_id != self.base_snapshot_id:
+            self.validate(md, parent)
+        seq = md.next_sequence_number()
+        manifests = self._manifests(md, parent)
+        manifests = self._merge(md, manifests)
+        list_path = self._metadata_path(
+            md, f"snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
+        )
+        first_row_id = md.next_row_id if md.format_version >= 3 else None
+        write_manifest_list(
+            self.io,
+            list_path,
+            format_version=md.format_version,
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=seq,
+            manifests=manifests,
+            first_row_id=first_row_id,
+        )
+        self._written.add(list_path)
+        self._final = {m.manifest_path for m in manifests} | {list_path}
+        added_rows = None
+        if first_row_id is not None:
+            added_rows = sum(
+                m.added_rows_count + m.existing_rows_count
+                for m in manifests
+                if m.content is ManifestContent.DATA and m.first_row_id is None
+            )
+        summary = build_summary(
+            self,
+            md,
+            parent,
+            manifests,
+            extra=self.snapshot_properties,
+        )
+        snapshot = Snapshot(
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=seq,
+            timestamp_ms=max(int(time.time() * 1000), md.last_updated_ms),
+            manifest_list=list_path,
+            operation=self.operation,
+            summary=summary,
+            schema_id=md.current_schema_id,
+            first_row_id=first_row_id,
+            added_rows=added_rows,
+        )
+        old_ref = md.refs.get(self.branch)
+        ref = SnapshotRef(
+            self.snapshot_id,
+            SnapshotRefType.BRANCH,
+            old_ref.min_snapshots_to_keep if old_ref else None,
+            old_ref.max_snapshot_age_ms if old_ref else None,
+            old_ref.max_ref_age_ms if old_ref else None,
+        )
+        if old_ref is not None and not old_ref.is_branch:
+            raise CommitConflictError(
+                f"{self.branch!r} is a tag, not a branch; commit to a branch instead"
+            )
+        updates: list[TableUpdate] = [AddSnapshot(snapshot), SetSnapshotRef(self.branch, ref)]
+        reqs: list[TableRequirement] = [
+            AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None)
+        ]
+        return updates, reqs
+
+    def _metadata_path(self, md: TableMetadata, name: str) -> str:
+        base = md.properties.get("write.metadata.path") or f"{md.location.rstrip('/')}/metadata"
+        return f"{base.rstrip('/')}/{name}"
+
+    def _new_manifest_path(self, md: TableMetadata) -> str:
+        self._manifest_counter += 1
+        path = self._metadata_path(md, f"{self.commit_uuid}-m{self._manifest_counter}.avro")
+        self._written.add(path)
+        return path
+
+    def _write(
+        self,
+        md: TableMetadata,
+        spec_id: int,
+        content: ManifestContent,
+        entries: Sequence[ManifestEntry],
+    ) -> ManifestFile:
+        return write_manifest(
+            self.io,
+            self._new_manifest_path(md),
+            format_version=md.format_version,
+            spec=md.spec_by_id(spec_id),
+            schema=md.schema(),
+            content=content,
+            snapshot_id=self.snapshot_id,
+            entries=entries,
+        )
+
+    def _manifests(self, md: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
+        if self._added_manifests is None:
+            self._added_manifests = []
+            groups: dict[tuple[int, ManifestContent], list[ManifestEntry]] = {}
+            for f in self.added_files:
+                content = (
+                    ManifestContent.DATA
+                    if f.content is DataFileContent.DATA
+                    else ManifestContent.DELETES
+                )
+                groups.setdefault((f.spec_id, content), []).append(
+                    ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, None, None, f)
+                )
+            for (spec_id, content), entries in groups.items():
+                self._added_manifests.append(self._write(md, spec_id, content, entries))
+        out = list(self._added_manifests)
+        if parent is None:
+            if self.removed_paths:
+                raise CommitConflictError(
+                    f"the branch {self.branch!r} has no snapshot any more, so the files this "
+                    "change removes are gone; reload the table and retry"
+                )
+            return out
+        found: set[str] = set()
+        for m in read_manifest_list(self.io, parent.manifest_list):
+            if (
+                self.removed_paths
+                and m.content is ManifestContent.DATA
+                and (m.added_files_count + m.existing_files_count > 0)
+            ):
+                entries = read_manifest(self.io, m, specs_by_id=md.specs_by_id)
+                hits = [
+                    e for e in entries if e.is_live and e.data_file.file_path in self.removed_paths
+                ]
+                if hits:
+                    found.update(e.data_file.file_path for e in hits)
+                    out.append(self._rewrite_without(md, m, entries))
+                    continue
+            out.append(m)
+        missing = set(self.removed_paths) - found
+        if missing:
+            raise CommitConflictError(
+                f"{len(missing)} file(s) this change removes are no longer in the table "
+                f"(e.g. {sorted(missing)[0]}); a concurrent commit removed them. Reload "
+                "the table and run the change again"
+            )
+        return out
+
+    def _rewrite_without(
+        self, md: TableMetadata, m: ManifestFile, entries: Sequence[ManifestEntry]
+    ) -> ManifestFile:
+        out: list[ManifestEntry] = []
+        for e in entries:
+            if not e.is_live:
+                continue  # deletes recorded by older snapshots are not carried forward
+            if e.data_file.file_path in self.removed_paths:
+                out.append(
+                    e.with_(status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id)
+                )
+            else:
+                out.append(e.with_(status=ManifestEntryStatus.EXISTING))
+        return self._write(md, m.partition_spec_id, m.content, out)
+
+    # -- merging ---------------------------------------------------------------------
+
+    def _merge(self, md: TableMetadata, manifests: list[ManifestFile]) -> list[ManifestFile]:
+        """Iceberg-Java's manifest merging: per (content, spec), bin-pack manifests into
+        ``commit.manifest.target-size-bytes``; the bin with this commit's new manifest is
+        merged only once it holds ``commit.manifest.min-count-to-merge`` manifests."""
+        if not md.bool_property("commit.manifest-merge.enabled", True):
+            return manifests
+        min_count = md.int_property("commit.manifest.min-count-to-merge", 100)
+        target = md.int_property("commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        new_paths = {m.manifest_path for m in (self._added_manifests or [])}
+        groups: dict[tuple[ManifestContent, int], list[ManifestFile]] = {}
+        for m in manifests:
+            groups.setdefault((m.content, m.partition_spec_id), []).append(m)
+        out: list[ManifestFile] = []
+        for (content, spec_id), group in groups.items():
+            if len(group) < min_count:
+                out.extend(group)
+                continue
+            bins: list[list[ManifestFile]] = []
+            size = 0
+            for m in group:
+                if bins and size + m.manifest_length <= target:
+                    bins[-1].append(m)
+                    size += m.manifest_length
+                else:
+                    bins.append([m])
+                    size = m.manifest_length
+            for b in bins:
+                has_new = any(m.manifest_path in new_paths for m in b)
+                if len(b) == 1 or (has_new and len(b) < min_count):
+                    out.extend(b)
+                else:
+                    out.append(self._merge_bin(md, spec_id, content, b))
+        return out
+
+    def _merge_bin(
+        self,
+        md: TableMetadata,
+        spec_id: int,
+        content: ManifestContent,
+        manifests: Sequence[ManifestFile],
+    ) -> ManifestFile:
+        entries: list[ManifestEntry] = []
+        for m in manifests:
+            for e in read_manifest(self.io, m, specs_by_id=md.specs_by_id):
+                if e.snapshot_id == self.snapshot_id:
+                    if e.status is ManifestEntryStatus.ADDED:
+                        # inherit this snapshot's sequence number again
+                        entries.append(e.with_(sequence_number=None, file_sequence_number=None))
+                    else:
+                        entries.append(e)
+                elif e.is_live:
+                    entries.append(e.with_(status=ManifestEntryStatus.EXISTING))
+        return self._write(md, spec_id, content, entries)
+
+    # -- cleanup ---------------------------------------------------------------------
+
+    def on_success(self, io: FileIO) -> None:
+        for p in self._written - self._final:
+            io.delete(p)
+
+    def on_failure(self, io: FileIO) -> None:
+        for p in self._written | self.owned_files:
+            io.delete(p)
+
+
+def _branch_head(md: TableMetadata, branch: str) -> Snapshot | None:
+    ref = md.refs.get(branch)
+    if ref is None:
+        return md.current_snapshot() if branch == MAIN_BRANCH else None
+    return md.snapshot_by_id(ref.snapshot_id)

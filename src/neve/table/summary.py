@@ -1,0 +1,80 @@
+"""Snapshot summaries (SPEC-NOTES "Summary keys"): what a snapshot added and removed,
+and running totals carried from its parent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from neve.spec.manifest import DataFile, DataFileContent, ManifestFile
+from neve.spec.snapshot import Snapshot
+from neve.spec.table_metadata import TableMetadata
+
+if TYPE_CHECKING:
+    from neve.table.snapshot_producer import SnapshotProducer
+
+__all__ = ["build_summary"]
+
+_TOTALS = (
+    ("total-data-files", "added-data-files", "deleted-data-files"),
+    ("total-delete-files", "added-delete-files", "removed-delete-files"),
+    ("total-records", "added-records", "deleted-records"),
+    ("total-files-size", "added-files-size", "removed-files-size"),
+    ("total-position-deletes", "added-position-deletes", "removed-position-deletes"),
+    ("total-equality-deletes", "added-equality-deletes", "removed-equality-deletes"),
+)
+
+
+def _count(files: Sequence[DataFile]) -> dict[str, int]:
+    c: dict[str, int] = {}
+
+    def add(key: str, n: int) -> None:
+        if n:
+            c[key] = c.get(key, 0) + n
+
+    for f in files:
+        if f.content is DataFileContent.DATA:
+            add("data-files", 1)
+            add("records", f.record_count)
+        elif f.content is DataFileContent.POSITION_DELETES:
+            add("delete-files", 1)
+            add("position-delete-files", 1)
+            add("position-deletes", f.record_count)
+            if f.is_deletion_vector:
+                add("dvs", 1)
+        else:
+            add("delete-files", 1)
+            add("equality-delete-files", 1)
+            add("equality-deletes", f.record_count)
+        add("files-size", f.file_size_in_bytes)
+    return c
+
+
+def build_summary(
+    producer: SnapshotProducer,
+    md: TableMetadata,
+    parent: Snapshot | None,
+    manifests: Sequence[ManifestFile],
+    extra: Mapping[str, str],
+) -> dict[str, str]:
+    added = _count(producer.added_files)
+    removed = _count(list(producer.removed_paths.values()))
+    out: dict[str, str] = {}
+    for k, v in added.items():
+        out[f"added-{k}"] = str(v)
+    for k, v in removed.items():
+        key = "deleted-" + k if k in ("data-files", "records") else "removed-" + k
+        out[key] = str(v)
+    partitions = {(f.spec_id, f.partition) for f in producer.added_files} | {
+        (f.spec_id, f.partition) for f in producer.removed_paths.values()
+    }
+    out["changed-partition-count"] = str(len(partitions))
+    parent_summary = parent.summary if parent is not None else {}
+    for total, add_key, rem_key in _TOTALS:
+        prev = parent_summary.get(total)
+        if parent is not None and prev is None:
+            continue  # unknown history: do not invent a total
+        value = int(prev or 0) + int(out.get(add_key, 0)) - int(out.get(rem_key, 0))
+        out[total] = str(max(value, 0))
+    out.update(extra)
+    return out

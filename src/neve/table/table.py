@@ -1,0 +1,252 @@
+"""The Table handle: the current metadata version of a catalog table, and the
+operations users run on it. Metadata objects are immutable; after a commit the handle
+points at the new version."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from neve.expressions import BooleanExpression
+from neve.io.fileio import FileIO
+from neve.spec.partition import PartitionSpec
+from neve.spec.refs import MAIN_BRANCH, SnapshotRef
+from neve.spec.schema import Schema
+from neve.spec.snapshot import Snapshot, SnapshotLogEntry
+from neve.spec.sort_order import SortOrder
+from neve.spec.table_metadata import TableMetadata
+from neve.table.scan import TableScan
+from neve.table.transaction import Transaction
+from neve.table.update_schema import UpdateSchema
+from neve.table.update_sort_order import UpdateSortOrder
+from neve.table.update_spec import UpdateSpec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from neve.catalog.base import Catalog, Identifier
+
+__all__ = ["Table"]
+
+
+class Table:
+    """A table in a catalog."""
+
+    def __init__(
+        self,
+        identifier: Identifier,
+        metadata: TableMetadata,
+        metadata_location: str,
+        catalog: Catalog,
+    ) -> None:
+        self.identifier = identifier
+        self.catalog = catalog
+        self.io: FileIO = catalog.io
+        self._metadata = metadata
+        self._metadata_location = metadata_location
+
+    def _set_current(self, metadata: TableMetadata, location: str) -> None:
+        self._metadata = metadata
+        self._metadata_location = location
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, snapshot={self._metadata.current_snapshot_id})"
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.identifier)
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self._metadata
+
+    @property
+    def metadata_location(self) -> str:
+        """Path of the current metadata JSON file."""
+        return self._metadata_location
+
+    @property
+    def location(self) -> str:
+        return self._metadata.location
+
+    @property
+    def format_version(self) -> int:
+        return self._metadata.format_version
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        return self._metadata.properties
+
+    def refresh(self) -> Table:
+        """Reload the current version from the catalog; returns self."""
+        fresh = self.catalog.load_table(self.identifier)
+        self._set_current(fresh.metadata, fresh.metadata_location)
+        return self
+
+    def schema(self) -> Schema:
+        return self._metadata.schema()
+
+    def schemas(self) -> dict[int, Schema]:
+        return {s.schema_id: s for s in self._metadata.schemas}
+
+    def spec(self) -> PartitionSpec:
+        return self._metadata.spec()
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        return dict(self._metadata.specs_by_id)
+
+    def sort_order(self) -> SortOrder:
+        return self._metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self._metadata.current_snapshot()
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self._metadata.snapshots)
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot:
+        return self._metadata.snapshot_by_id(snapshot_id)
+
+    def snapshot_by_name(self, name: str) -> Snapshot | None:
+        return self._metadata.snapshot_for_ref(name)
+
+    def history(self) -> list[SnapshotLogEntry]:
+        """When each snapshot became current on main, oldest first."""
+        return list(self._metadata.snapshot_log)
+
+    def refs(self) -> dict[str, SnapshotRef]:
+        return dict(self._metadata.refs)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def scan(
+        self,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of: int | str | dt.datetime | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+        options: dict[str, str] | None = None,
+    ) -> TableScan:
+        return TableScan(
+            self._metadata,
+            self.io,
+            filter=filter,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+            case_sensitive=case_sensitive,
+            options=options,
+        )
+
+    # -- writing (each commits at once) ---------------------------------------------------
+
+    def transaction(self) -> Transaction:
+        """Stage several changes and commit them as one version (``with`` block)."""
+        return Transaction(self)
+
+    def _now(self) -> Transaction:
+        return Transaction(self, autocommit=True)
+
+    def append(
+        self,
+        data: pa.Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Append rows (a pyarrow Table whose columns match the table's by name)."""
+        self._now().append(data, branch=branch, snapshot_properties=snapshot_properties)
+
+    def delete(
+        self,
+        filter: str | BooleanExpression,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Delete the rows matching ``filter`` (copy-on-write)."""
+        self._now().delete(
+            filter,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def overwrite(
+        self,
+        data: pa.Table,
+        filter: str | BooleanExpression | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace the rows matching ``filter`` (everything when None) with ``data``."""
+        self._now().overwrite(
+            data,
+            filter,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def dynamic_partition_overwrite(
+        self,
+        data: pa.Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace exactly the partitions the rows of ``data`` fall into."""
+        self._now().dynamic_partition_overwrite(
+            data, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def update_schema(
+        self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
+    ) -> UpdateSchema:
+        """``with table.update_schema() as u: u.add_column(...)`` commits on exit."""
+        return self._now().update_schema(allow_incompatible_changes, case_sensitive)
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        return self._now().update_spec(case_sensitive)
+
+    def update_sort_order(self, case_sensitive: bool = True) -> UpdateSortOrder:
+        return self._now().update_sort_order(case_sensitive)
+
+    def set_properties(self, properties: Mapping[str, str] | None = None, **kwargs: str) -> None:
+        self._now().set_properties(properties, **kwargs)
+
+    def remove_properties(self, *keys: str) -> None:
+        self._now().remove_properties(*keys)
+
+    def upgrade_format_version(self, version: int) -> None:
+        self._now().upgrade_format_version(version)
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, **retention: Any) -> None:
+        self._now().create_branch(name, snapshot_id, **retention)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, **retention: Any) -> None:
+        self._now().create_tag(name, snapshot_id, **retention)
+
+    def remove_branch(self, name: str) -> None:
+        self._now().remove_branch(name)
+
+    def remove_tag(self, name: str) -> None:
+        self._now().remove_tag(name)
+
+    def rollback_to_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
+        self._now().rollback_to_snapshot(snapshot_id, branch)
+
+    def rollback_to_time(self, when: int | str | dt.datetime, branch: str = MAIN_BRANCH) -> None:
+        self._now().rollback_to_time(when, branch)
+
+    def set_current_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
+        self._now().set_current_snapshot(snapshot_id, branch)

@@ -1,0 +1,344 @@
+"""Transactions: stage several changes, commit them once as one metadata version.
+
+Data-writing operations write their files when staged (planned against the metadata
+the transaction started from) and commit with the rest. If the commit fails, every
+file the transaction wrote is removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from neve.errors import NoSuchSnapshotError, ValidationError
+from neve.expressions import BooleanExpression
+from neve.expressions.binding import bind
+from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
+from neve.table.commit import Action, commit_actions
+from neve.table.metadata_actions import (
+    SchemaChange,
+    SortOrderChange,
+    SpecChange,
+    properties_action,
+    ref_action,
+    upgrade_action,
+)
+from neve.table.operations import (
+    AppendFiles,
+    OverwriteFiles,
+    ReplacePartitions,
+    plan_delete,
+)
+from neve.table.scan import _to_millis, to_expression
+from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+from neve.table.update_schema import UpdateSchema
+from neve.table.update_sort_order import UpdateSortOrder
+from neve.table.update_spec import UpdateSpec
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from neve.table.table import Table
+
+__all__ = ["Transaction"]
+
+
+class Transaction:
+    """Changes staged on one table and committed together (``commit()`` or the end of
+    a ``with`` block)."""
+
+    def __init__(self, table: Table, autocommit: bool = False) -> None:
+        self.table = table
+        self._actions: list[Action] = []
+        self._committed = False
+        self._autocommit = autocommit
+
+    # -- context manager --------------------------------------------------------------
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def _stage(self, action: Action) -> None:
+        if self._committed:
+            raise ValidationError("this transaction was committed already; start a new one")
+        self._actions.append(action)
+        if self._autocommit:
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit every staged change as one new table version."""
+        if self._committed:
+            return
+        producers = [a for a in self._actions if isinstance(a, SnapshotProducer)]
+        for i, p in enumerate(producers):
+            p.ignore_snapshot_ids = {q.snapshot_id for q in producers[:i]}
+        commit_actions(self.table, self._actions)
+        self._committed = True
+
+    def abort(self) -> None:
+        """Drop the staged changes and the files they wrote."""
+        for a in self._actions:
+            a.on_failure(self.table.io)
+        self._actions.clear()
+        self._committed = True
+
+    # -- data ----------------------------------------------------------------------
+
+    def _write(self, data: pa.Table) -> list[Any]:
+        from neve.arrow.write import write_table_files
+
+        return write_table_files(self.table, data)
+
+    def append(
+        self,
+        data: pa.Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        files = self._write(data)
+        action = AppendFiles(
+            self.table,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=[f.file_path for f in files],
+        )
+        for f in files:
+            action.add_file(f)
+        self._stage(action)
+
+    def add_files(self, files: Sequence[Any], *, branch: str = MAIN_BRANCH) -> None:
+        """Commit data files written elsewhere (for example by Spark executors)."""
+        action = AppendFiles(self.table, branch=branch)
+        for f in files:
+            action.add_file(f)
+        self._stage(action)
+
+    def delete(
+        self,
+        filter: str | BooleanExpression,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Delete the rows matching ``filter``: files matched entirely are dropped from
+        metadata alone; files matched partly are rewritten without those rows."""
+        self._stage(
+            self._overwrite_action(
+                None, to_expression(filter), branch, case_sensitive, snapshot_properties
+            )
+        )
+
+    def overwrite(
+        self,
+        data: pa.Table,
+        filter: str | BooleanExpression | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
+        self._stage(
+            self._overwrite_action(
+                data, to_expression(filter), branch, case_sensitive, snapshot_properties
+            )
+        )
+
+    def _overwrite_action(
+        self,
+        data: pa.Table | None,
+        expr: BooleanExpression,
+        branch: str,
+        case_sensitive: bool,
+        snapshot_properties: Mapping[str, str] | None,
+    ) -> OverwriteFiles:
+        table = self.table
+        md = table.metadata
+        bind(md.schema(), expr, case_sensitive)  # fail early, before writing anything
+        new_files = self._write(data) if data is not None else []
+        action = OverwriteFiles(
+            table,
+            conflict_filter=expr,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=[f.file_path for f in new_files],
+        )
+        try:
+            plan = plan_delete(md, table.io, expr, branch=branch, case_sensitive=case_sensitive)
+            for f in plan.remove:
+                action.remove_file(f)
+            if plan.rewrite:
+                from neve.arrow.write import rewrite_without
+
+                head = _branch_head(md, branch)
+                assert head is not None
+                kept = rewrite_without(table, head.snapshot_id, plan.rewrite, expr, case_sensitive)
+                action.owned_files.update(f.file_path for f in kept)
+                for f in plan.rewrite:
+                    action.remove_file(f)
+                for f in kept:
+                    action.add_file(f)
+        except BaseException:
+            action.on_failure(table.io)
+            raise
+        for f in new_files:
+            action.add_file(f)
+        return action
+
+    def dynamic_partition_overwrite(
+        self,
+        data: pa.Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace exactly the partitions ``data`` touches (all data when unpartitioned)."""
+        files = self._write(data)
+        action = ReplacePartitions(
+            self.table,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=[f.file_path for f in files],
+        )
+        for f in files:
+            action.add_file(f)
+        self._stage(action)
+
+    # -- metadata ------------------------------------------------------------------
+
+    def update_schema(
+        self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
+    ) -> UpdateSchema:
+        md = self.table.metadata
+
+        def on_commit(u: UpdateSchema) -> None:
+            schema, last_id = u.apply()
+            self._stage(SchemaChange(md, schema, last_id))
+
+        u = UpdateSchema(
+            md.schema(), md.last_column_id, md.format_version, case_sensitive, on_commit=on_commit
+        )
+        if allow_incompatible_changes:
+            u.allow_incompatible_changes()
+        return u
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        md = self.table.metadata
+
+        def on_commit(u: UpdateSpec) -> None:
+            self._stage(SpecChange(md, u.apply()))
+
+        return UpdateSpec(md, case_sensitive, on_commit=on_commit)
+
+    def update_sort_order(self, case_sensitive: bool = True) -> UpdateSortOrder:
+        md = self.table.metadata
+
+        def on_commit(u: UpdateSortOrder) -> None:
+            self._stage(SortOrderChange(u.apply()))
+
+        return UpdateSortOrder(md, case_sensitive, on_commit=on_commit)
+
+    def set_properties(self, properties: Mapping[str, str] | None = None, **kwargs: str) -> None:
+        props = dict(properties or {})
+        props.update(kwargs)
+        self._stage(properties_action(updates=props))
+
+    def remove_properties(self, *keys: str) -> None:
+        self._stage(properties_action(removals=keys))
+
+    def upgrade_format_version(self, version: int) -> None:
+        self._stage(upgrade_action(version))
+
+    # -- snapshots and refs --------------------------------------------------------
+
+    def create_branch(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        min_snapshots_to_keep: int | None = None,
+        max_snapshot_age_ms: int | None = None,
+        max_ref_age_ms: int | None = None,
+    ) -> None:
+        md = self.table.metadata
+        sid = snapshot_id if snapshot_id is not None else md.current_snapshot_id
+        self._stage(
+            ref_action(
+                md,
+                name,
+                sid,
+                create=True,
+                min_snapshots_to_keep=min_snapshots_to_keep,
+                max_snapshot_age_ms=max_snapshot_age_ms,
+                max_ref_age_ms=max_ref_age_ms,
+            )
+        )
+
+    def create_tag(
+        self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None
+    ) -> None:
+        md = self.table.metadata
+        sid = snapshot_id if snapshot_id is not None else md.current_snapshot_id
+        self._stage(
+            ref_action(
+                md,
+                name,
+                sid,
+                ref_type=SnapshotRefType.TAG,
+                create=True,
+                max_ref_age_ms=max_ref_age_ms,
+            )
+        )
+
+    def remove_branch(self, name: str) -> None:
+        self._stage(ref_action(self.table.metadata, name, None, remove=True))
+
+    def remove_tag(self, name: str) -> None:
+        self._stage(
+            ref_action(self.table.metadata, name, None, ref_type=SnapshotRefType.TAG, remove=True)
+        )
+
+    def set_current_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
+        """Point a branch at any known snapshot."""
+        self._stage(ref_action(self.table.metadata, branch, snapshot_id))
+
+    def rollback_to_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
+        """Point a branch back at one of its ancestors."""
+        md = self.table.metadata
+        head = _branch_head(md, branch)
+        ancestors = {s.snapshot_id for s in md.ancestors(head.snapshot_id if head else None)}
+        if snapshot_id not in ancestors:
+            raise NoSuchSnapshotError(
+                f"snapshot {snapshot_id} is not an ancestor of {branch!r}; use "
+                "set_current_snapshot() to move to a snapshot outside its history"
+            )
+        self._stage(ref_action(md, branch, snapshot_id))
+
+    def rollback_to_time(self, when: int | str | dt.datetime, branch: str = MAIN_BRANCH) -> None:
+        """Point a branch at its newest ancestor committed before ``when``."""
+        md = self.table.metadata
+        ts = _to_millis(when)
+        head = _branch_head(md, branch)
+        for s in md.ancestors(head.snapshot_id if head else None):
+            if s.timestamp_ms < ts:
+                self._stage(ref_action(md, branch, s.snapshot_id))
+                return
+        raise NoSuchSnapshotError(
+            f"{branch!r} has no snapshot older than {when!r}; pick a later time"
+        )
