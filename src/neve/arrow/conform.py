@@ -88,7 +88,9 @@ def _missing(f: NestedField, path: str, length: int) -> pa.Array:
     return constant_array(f.write_default, f.field_type, length)
 
 
-def _check_required(arr: pa.Array, f: NestedField, path: str, parent_valid: pa.Array | None) -> None:
+def _check_required(
+    arr: pa.Array, f: NestedField, path: str, parent_valid: pa.Array | None
+) -> None:
     if not f.required or arr.null_count == 0:
         return
     if parent_valid is None:
@@ -105,7 +107,7 @@ def _check_required(arr: pa.Array, f: NestedField, path: str, parent_valid: pa.A
 def _conform(arr: pa.Array, f: NestedField, path: str, parent_valid: pa.Array | None) -> pa.Array:
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
-    if isinstance(arr.type, pa.ExtensionType):
+    if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     _check_required(arr, f, path, parent_valid)
     t = f.field_type
@@ -180,8 +182,10 @@ def _list_window(arr: pa.Array) -> tuple[pa.Array, int, int]:
 
 
 def _conform_list(arr: pa.Array, t: ListType, target: pa.DataType, path: str) -> pa.Array:
-    if pa.types.is_fixed_size_list(arr.type) or pa.types.is_list_view(arr.type) or (
-        pa.types.is_large_list_view(arr.type)
+    if (
+        pa.types.is_fixed_size_list(arr.type)
+        or pa.types.is_list_view(arr.type)
+        or (pa.types.is_large_list_view(arr.type))
     ):
         arr = arr.cast(pa.large_list(arr.type.value_field))
     if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
@@ -244,9 +248,14 @@ _ACCEPTS: dict[type, Accept] = {
     TimestampNsType: _timestamp(False),
     TimestamptzType: _timestamp(True),
     TimestamptzNsType: _timestamp(True),
-    StringType: lambda a, _t: bool(_T.is_string(a) or _T.is_large_string(a) or _T.is_string_view(a)),
+    StringType: lambda a, _t: bool(
+        _T.is_string(a) or _T.is_large_string(a) or _T.is_string_view(a)
+    ),
     BinaryType: lambda a, _t: bool(
-        _T.is_binary(a) or _T.is_large_binary(a) or _T.is_binary_view(a) or _T.is_fixed_size_binary(a)
+        _T.is_binary(a)
+        or _T.is_large_binary(a)
+        or _T.is_binary_view(a)
+        or _T.is_fixed_size_binary(a)
     ),
     FixedType: _fixed,
     UUIDType: _fixed,

@@ -310,7 +310,7 @@ class _ArrowToIceberg:
 
     def primitive(self, t: pa.DataType, path: tuple[str, ...]) -> PrimitiveType:
         types = pa.types
-        if isinstance(t, pa.ExtensionType):
+        if isinstance(t, pa.BaseExtensionType):
             if t.extension_name == "arrow.uuid":
                 return UUID
             raise SchemaError(
@@ -511,7 +511,7 @@ def _map_field(f: pa.Field, mapped: MappedField | None) -> pa.Field:
 def arrow_to_values(arr: pa.Array | pa.ChunkedArray, t: IcebergType) -> list[Any]:
     """Python values of a primitive column in neve's representation (dates as day
     numbers, timestamps as micro/nanoseconds, uuids as UUID ...)."""
-    if isinstance(arr.type, pa.ExtensionType):
+    if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.cast(arr.type.storage_type)
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
@@ -579,16 +579,17 @@ def constant_array(
     if value is None:
         return pa.nulls(length, target)
     if isinstance(t, StructType):
-        if not isinstance(value, Mapping):
-            raise SchemaError(f"struct default {value!r} must map field ids to values")
+        # neve represents structs as tuples in field order; a mapping by field id is
+        # accepted too
+        if isinstance(value, Mapping):
+            parts = [value.get(c.field_id, c.initial_default) for c in t.fields]
+        elif isinstance(value, (tuple, list)) and len(value) == len(t.fields):
+            parts = list(value)
+        else:
+            raise SchemaError(f"struct value {value!r} must be a tuple with one value per field")
         children = [
-            constant_array(
-                value.get(c.field_id, c.initial_default),
-                c.field_type,
-                length,
-                large_types=large_types,
-            )
-            for c in t.fields
+            constant_array(v, c.field_type, length, large_types=large_types)
+            for v, c in zip(parts, t.fields, strict=True)
         ]
         return pa.StructArray.from_arrays(children, fields=list(target))
     if not t.is_primitive:

@@ -274,10 +274,13 @@ class SqlCatalog(Catalog):
 
     @contextmanager
     def _db(self, action: str) -> Iterator[None]:
-        """Translate SQLAlchemy errors that escape ``action`` into neve errors."""
+        """Translate SQLAlchemy errors that escape ``action`` into neve errors.
+
+        IntegrityError passes through: the callers that insert turn it into the right
+        "already exists" error."""
         try:
             yield
-        except NeveError:
+        except (NeveError, IntegrityError):
             raise
         except SQLAlchemyError as exc:
             raise self._db_error(action, exc) from exc
@@ -341,7 +344,10 @@ class SqlCatalog(Catalog):
     # -- namespaces ------------------------------------------------------------------
 
     def _namespace_exists(self, conn: Connection, dotted: str) -> bool:
-        for col, table_col in ((_P.namespace, _P.catalog_name), (_T.table_namespace, _T.catalog_name)):
+        for col, table_col in (
+            (_P.namespace, _P.catalog_name),
+            (_T.table_namespace, _T.catalog_name),
+        ):
             exact = select(col).where(table_col == self.name, col == dotted).limit(1)
             if conn.execute(exact).first() is not None:
                 return True
@@ -448,11 +454,15 @@ class SqlCatalog(Catalog):
         with self._db(f"dropping namespace {dotted}"), self.engine.begin() as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
-            tables = conn.execute(
-                select(_T.table_name).where(
-                    _T.catalog_name == self.name, _T.table_namespace == dotted
+            tables = (
+                conn.execute(
+                    select(_T.table_name).where(
+                        _T.catalog_name == self.name, _T.table_namespace == dotted
+                    )
                 )
-            ).scalars().all()
+                .scalars()
+                .all()
+            )
             if tables:
                 raise NamespaceNotEmptyError(
                     f"namespace {dotted} still holds {len(tables)} table(s) "
@@ -518,7 +528,9 @@ class SqlCatalog(Catalog):
     def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
         try:
             with self._db(f"registering table {'.'.join(ident)}"), self.engine.begin() as conn:
-                conn.execute(insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location)))
+                conn.execute(
+                    insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location))
+                )
         except IntegrityError as exc:
             raise TableAlreadyExistsError(
                 f"table {'.'.join(ident)} exists already; load it, or drop it first"

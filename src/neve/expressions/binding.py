@@ -78,9 +78,13 @@ def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> Bool
     if isinstance(expr, (AlwaysTrue, AlwaysFalse)):
         return expr
     if isinstance(expr, And):
-        return and_(_bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive))
+        return and_(
+            _bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive)
+        )
     if isinstance(expr, Or):
-        return or_(_bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive))
+        return or_(
+            _bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive)
+        )
     if isinstance(expr, Not):
         return not_(_bind(schema, expr.child, case_sensitive))
     if isinstance(expr, UnboundPredicate):
@@ -104,7 +108,9 @@ def _rebind(schema: Schema, pred: BoundPredicate) -> BooleanExpression:
     return make_bound_predicate(pred.op, ref, pred.literals)
 
 
-def bind_reference(schema: Schema | StructType, name: str, case_sensitive: bool = True) -> BoundReference:
+def bind_reference(
+    schema: Schema | StructType, name: str, case_sensitive: bool = True
+) -> BoundReference:
     """Resolve a (dotted) column name to a bound reference."""
     s = _as_schema(schema)
     f = s.find_field_or_none(name, case_sensitive)
@@ -144,16 +150,23 @@ def _reference_for_id(schema: Schema, field_id: int) -> BoundReference:
 
 
 def _unknown_column_message(schema: Schema, name: str, case_sensitive: bool) -> str:
-    names = [n for n, f, _ in walk_fields(schema.fields) if not _inside_repeated(schema, f.field_id)]
+    names = [
+        n for n, f, _ in walk_fields(schema.fields) if not _inside_repeated(schema, f.field_id)
+    ]
     listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
     msg = f"no column {name!r} in the schema; known columns: {listed}"
+    same_but_case = [n for n in names if n.lower() == name.lower()]
+    if case_sensitive and same_but_case:
+        return (
+            msg + f". Did you mean {same_but_case[0]!r}? Names are case sensitive here; "
+            "bind with case_sensitive=False to ignore case"
+        )
     close = difflib.get_close_matches(name, names, n=1)
     if not close and not case_sensitive:
-        close = difflib.get_close_matches(name.lower(), [n.lower() for n in names], n=1)
+        lowered = {n.lower(): n for n in names}
+        close = [lowered[c] for c in difflib.get_close_matches(name.lower(), list(lowered), n=1)]
     if close:
         msg += f". Did you mean {close[0]!r}?"
-    elif case_sensitive and any(n.lower() == name.lower() for n in names):
-        msg += ". Names are case sensitive here; bind with case_sensitive=False to ignore case"
     return msg
 
 
@@ -198,14 +211,19 @@ def make_bound_predicate(
         if not kept:
             return ALWAYS_FALSE if op is Operation.IN else ALWAYS_TRUE
         if len(kept) == 1:
-            return BoundPredicate(Operation.EQ if op is Operation.IN else Operation.NOT_EQ, ref, (kept[0],))
+            return BoundPredicate(
+                Operation.EQ if op is Operation.IN else Operation.NOT_EQ, ref, (kept[0],)
+            )
         return BoundPredicate(op, ref, tuple(kept))
     if len(values) != 1:
         raise ExpressionError(f"{op.value} on {name!r} takes one value, got {len(values)}")
     value = to_type(values[0], t, name)
     if value is ABOVE_MAX:
-        return ALWAYS_TRUE if op in (Operation.LT, Operation.LT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
+        return (
+            ALWAYS_TRUE if op in (Operation.LT, Operation.LT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
+        )
     if value is BELOW_MIN:
-        return ALWAYS_TRUE if op in (Operation.GT, Operation.GT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
+        return (
+            ALWAYS_TRUE if op in (Operation.GT, Operation.GT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
+        )
     return BoundPredicate(op, ref, (value,))
-

@@ -78,9 +78,7 @@ def _compile(expr: BooleanExpression) -> RowTest:
         return lambda row: left(row) or right(row)
     if isinstance(expr, BoundPredicate):
         return compile_predicate(expr)
-    raise ExpressionError(
-        f"cannot evaluate {expr}: bind the filter to the row's struct type first"
-    )
+    raise ExpressionError(f"cannot evaluate {expr}: bind the filter to the row's struct type first")
 
 
 def _true(row: tuple[Any, ...]) -> bool:

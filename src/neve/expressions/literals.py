@@ -167,10 +167,12 @@ def _to_int(value: Any, bounds: tuple[int, int]) -> int | OutOfRange:
 def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise _Refused("booleans are not numbers; use a number")
-    if isinstance(value, (int, float, Decimal)) or isinstance(value, str):
+    if isinstance(value, (int, float, Decimal, str)):
         try:
             f = float(value)
-        except (ValueError, OverflowError):
+        except OverflowError:
+            raise _Refused("the number is too large for a floating-point column") from None
+        except ValueError:
             raise _Refused("use a number") from None
         if math.isnan(f):
             raise _Refused("NaN is not a value to compare with; use is_nan / not_nan")
@@ -190,9 +192,7 @@ def _to_float32(f: float) -> float:
     try:
         rounded: float = struct.unpack(">f", struct.pack(">f", f))[0]
     except OverflowError:  # between FLT_MAX and the next power: rounds to infinity
-        raise _Refused(
-            f"the number is beyond the float range (at most {_FLOAT_MAX!r})"
-        ) from None
+        raise _Refused(f"the number is beyond the float range (at most {_FLOAT_MAX!r})") from None
     return rounded
 
 
@@ -224,7 +224,7 @@ def _to_decimal(value: Any, t: DecimalType) -> Decimal | OutOfRange:
             f"the value has more than {t.scale} digits after the point; round it to "
             f"{t.scale} places first"
         )
-    if abs(q.scaleb(t.scale, _CTX)) >= 10**t.precision:
+    if q.scaleb(t.scale, _CTX).copy_abs() >= 10**t.precision:  # abs() would round
         return ABOVE_MAX if q > 0 else BELOW_MIN
     return q
 

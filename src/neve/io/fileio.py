@@ -5,6 +5,7 @@ are what goes into metadata); only the filesystem lookup strips the scheme.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from dataclasses import dataclass
@@ -39,6 +40,23 @@ def local_path(path: str) -> str:
     if path.startswith("file:"):
         return path[5:]
     return path
+
+
+# errno values of link() on filesystems without hard links (FAT, some FUSE and SMB mounts)
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV}
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Create ``path`` (FileExistsError if present), write ``data`` and fsync."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class FileIO:
@@ -128,18 +146,24 @@ class FileIO:
             )
         p = os.path.abspath(local_path(path))
         os.makedirs(os.path.dirname(p), exist_ok=True)
+        # Write a private temporary file, then hard-link it into place: link() fails when
+        # the name exists, and readers never see the file half written (as they would
+        # with O_EXCL on the final name). Filesystems without hard links fall back to it.
+        tmp = os.path.join(os.path.dirname(p), f".{os.path.basename(p)}.{os.urandom(8).hex()}.tmp")
+        _write_new(tmp, data)
         try:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.link(tmp, p)
         except FileExistsError as exc:
             raise AlreadyExistsError(f"{path} exists already") from exc
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            try:
+                _write_new(p, data)
+            except FileExistsError as exc2:
+                raise AlreadyExistsError(f"{path} exists already") from exc2
         finally:
-            os.close(fd)
+            os.remove(tmp)
 
     def exists(self, path: str) -> bool:
         fs, inner = self.filesystem(path)

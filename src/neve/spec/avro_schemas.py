@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import string
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -47,12 +48,20 @@ from neve.spec.types import (
 )
 
 __all__ = [
+    "DATA_FILE_FIELD_NAMES",
+    "ENTRY_FIELD_NAMES",
+    "FIELD_SUMMARY_FIELD_NAMES",
     "MANIFEST_ENTRY_RECORD",
+    "MANIFEST_FILE_FIELD_NAMES",
     "MANIFEST_FILE_RECORD",
     "SUPPORTED_VERSIONS",
+    "ManifestDecodingSchema",
+    "PartitionFieldInfo",
     "avro_field_name",
+    "manifest_decoding_schema",
     "manifest_entry_schema",
     "manifest_file_schema",
+    "manifest_list_decoding_schema",
     "parsed_manifest_entry_schema",
     "parsed_manifest_file_schema",
     "partition_field_avro_type",
@@ -105,7 +114,9 @@ def _field(field_id: int, name: str, avro_type: AvroSchema, *, optional: bool) -
     return {"name": name, "type": avro_type, "field-id": field_id}
 
 
-def _int_map(field_id: int, name: str, key_id: int, value_id: int, value_type: str) -> dict[str, Any]:
+def _int_map(
+    field_id: int, name: str, key_id: int, value_id: int, value_type: str
+) -> dict[str, Any]:
     """An optional map<int, value_type> stored as an array of key/value records."""
     entry = {
         "type": "record",
@@ -115,12 +126,17 @@ def _int_map(field_id: int, name: str, key_id: int, value_id: int, value_type: s
             {"name": "value", "type": value_type, "field-id": value_id},
         ],
     }
-    return _field(field_id, name, {"type": "array", "logicalType": "map", "items": entry}, optional=True)
+    return _field(
+        field_id, name, {"type": "array", "logicalType": "map", "items": entry}, optional=True
+    )
 
 
 def _list(field_id: int, name: str, element_id: int, element_type: str) -> dict[str, Any]:
     return _field(
-        field_id, name, {"type": "array", "items": element_type, "element-id": element_id}, optional=True
+        field_id,
+        name,
+        {"type": "array", "items": element_type, "element-id": element_id},
+        optional=True,
     )
 
 
@@ -192,7 +208,12 @@ def _partition_record(partition_type: StructType) -> dict[str, Any]:
         if isinstance(f.field_type, UnknownType):
             # an unknown-typed value is always null: Avro's null type, no union needed
             fields.append(
-                {"name": avro_field_name(f.name), "type": "null", "default": None, "field-id": f.field_id}
+                {
+                    "name": avro_field_name(f.name),
+                    "type": "null",
+                    "default": None,
+                    "field-id": f.field_id,
+                }
             )
             continue
         avro_type = partition_field_avro_type(f.field_type, seen)
@@ -254,7 +275,9 @@ def manifest_entry_schema(format_version: int, partition_type: StructType) -> di
             _field(3, "sequence_number", "long", optional=True),
             _field(4, "file_sequence_number", "long", optional=True),
         ]
-    fields.append(_field(2, "data_file", _data_file_record(format_version, partition_type), optional=False))
+    fields.append(
+        _field(2, "data_file", _data_file_record(format_version, partition_type), optional=False)
+    )
     return {"type": "record", "name": MANIFEST_ENTRY_RECORD, "fields": fields}
 
 
@@ -352,3 +375,190 @@ def without_logical_types(schema: AvroSchema) -> AvroSchema:
             if not (k == "logicalType" and v != "map")
         }
     return schema
+
+
+# -- reading: decoding schemas derived from a file's own writer schema -----------------
+
+#: Canonical field names by field id. Decoding schemas rename fields by id, so files
+#: whose writers named a field differently still decode to the same keys.
+ENTRY_FIELD_NAMES = {
+    0: "status",
+    1: "snapshot_id",
+    2: "data_file",
+    3: "sequence_number",
+    4: "file_sequence_number",
+}
+DATA_FILE_FIELD_NAMES = {
+    100: "file_path",
+    101: "file_format",
+    102: "partition",
+    103: "record_count",
+    104: "file_size_in_bytes",
+    105: "block_size_in_bytes",
+    108: "column_sizes",
+    109: "value_counts",
+    110: "null_value_counts",
+    125: "lower_bounds",
+    128: "upper_bounds",
+    131: "key_metadata",
+    132: "split_offsets",
+    134: "content",
+    135: "equality_ids",
+    137: "nan_value_counts",
+    140: "sort_order_id",
+    142: "first_row_id",
+    143: "referenced_data_file",
+    144: "content_offset",
+    145: "content_size_in_bytes",
+}
+MANIFEST_FILE_FIELD_NAMES = {
+    500: "manifest_path",
+    501: "manifest_length",
+    502: "partition_spec_id",
+    503: "added_snapshot_id",
+    504: "added_files_count",
+    505: "existing_files_count",
+    506: "deleted_files_count",
+    507: "partitions",
+    512: "added_rows_count",
+    513: "existing_rows_count",
+    514: "deleted_rows_count",
+    515: "sequence_number",
+    516: "min_sequence_number",
+    517: "content",
+    519: "key_metadata",
+    520: "first_row_id",
+}
+FIELD_SUMMARY_FIELD_NAMES = {
+    509: "contains_null",
+    518: "contains_nan",
+    510: "lower_bound",
+    511: "upper_bound",
+}
+
+
+def _collect_named(schema: AvroSchema, out: dict[str, Any]) -> None:
+    if isinstance(schema, list):
+        for s in schema:
+            _collect_named(s, out)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "fixed", "enum") and "name" in schema:
+            out.setdefault(schema["name"], schema)
+        for key in ("type", "fields", "items", "values"):
+            if key in schema and not isinstance(schema[key], str):
+                _collect_named(schema[key], out)
+
+
+def _record_of(avro_type: AvroSchema) -> dict[str, Any] | None:
+    """The record schema of a (possibly optional) record-typed field, or None."""
+    if isinstance(avro_type, list):
+        for b in avro_type:
+            if isinstance(b, dict) and b.get("type") == "record":
+                return b
+        return None
+    if isinstance(avro_type, dict) and avro_type.get("type") == "record":
+        return avro_type
+    return None
+
+
+def _rename_by_id(
+    record: dict[str, Any] | None, names: dict[int, str]
+) -> dict[str, dict[str, Any]]:
+    """Rename the fields of ``record`` in place to their canonical names by field id;
+    return the fields by (new) name. Unknown fields never shadow canonical names."""
+    if record is None or not isinstance(record.get("fields"), list):
+        return {}
+    canonical = set(names.values())
+    for i, f in enumerate(record["fields"]):
+        fid = f.get("field-id")
+        if isinstance(fid, int) and fid in names:
+            f["name"] = names[fid]
+        elif f.get("name") in canonical:
+            f["name"] = f"_unknown_{i}"
+    return {f["name"]: f for f in record["fields"]}
+
+
+@dataclass(frozen=True)
+class PartitionFieldInfo:
+    """A partition field as a manifest's writer schema declares it."""
+
+    key: str  #: the record key it decodes to with the decoding schema
+    field_id: int | None
+    avro_type: AvroSchema  #: non-null branch, named references resolved, logical types kept
+
+
+@dataclass(frozen=True)
+class ManifestDecodingSchema:
+    """How to decode one manifest layout: the writer schema minus value logical types,
+    with canonical field names; partition fields decode to keys ``p0``, ``p1``..."""
+
+    parsed: Any
+    has_sequence_numbers: bool
+    partition_fields: tuple[PartitionFieldInfo, ...]
+
+
+def manifest_decoding_schema(writer_schema_text: str) -> ManifestDecodingSchema:
+    """The decoding schema for a manifest written with ``writer_schema_text``."""
+    writer = json.loads(writer_schema_text)
+    named: dict[str, Any] = {}
+    _collect_named(writer, named)
+    raw = without_logical_types(writer)
+    entry_fields = _rename_by_id(_record_of(raw), ENTRY_FIELD_NAMES)
+    data_file = (
+        _record_of(entry_fields["data_file"]["type"]) if "data_file" in entry_fields else None
+    )
+    if data_file is None:
+        raise SchemaError("the Avro schema has no data_file record: not an Iceberg manifest")
+    df_fields = _rename_by_id(data_file, DATA_FILE_FIELD_NAMES)
+    part = _record_of(df_fields["partition"]["type"]) if "partition" in df_fields else None
+    # the same partition fields in the writer schema, for their logical types
+    original = _record_of(writer)
+    infos = []
+    if part is not None and original is not None:
+        original_part = _writer_partition_fields(original)
+        for i, (f, g) in enumerate(zip(part["fields"], original_part, strict=True)):
+            f["name"] = f"p{i}"
+            fid = g.get("field-id")
+            infos.append(
+                PartitionFieldInfo(
+                    f"p{i}", fid if isinstance(fid, int) else None, _unwrap(g["type"], named)
+                )
+            )
+    return ManifestDecodingSchema(
+        parsed=fastavro.parse_schema(raw),
+        has_sequence_numbers="sequence_number" in entry_fields,
+        partition_fields=tuple(infos),
+    )
+
+
+def _writer_partition_fields(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    for f in entry.get("fields", []):
+        if f.get("field-id") == 2 or f.get("name") == "data_file":
+            df = _record_of(f["type"])
+            for g in df.get("fields", []) if df else []:
+                if g.get("field-id") == 102 or g.get("name") == "partition":
+                    rec = _record_of(g["type"])
+                    return list(rec["fields"]) if rec else []
+    return []
+
+
+def _unwrap(avro_type: AvroSchema, named: dict[str, Any]) -> AvroSchema:
+    """The non-null branch of an optional type, with a named reference resolved."""
+    if isinstance(avro_type, list):
+        branches = [b for b in avro_type if b != "null"]
+        avro_type = branches[0] if len(branches) == 1 else "null"
+    if isinstance(avro_type, str) and avro_type in named:
+        return named[avro_type]
+    return avro_type
+
+
+def manifest_list_decoding_schema(writer_schema_text: str) -> Any:
+    """The parsed decoding schema for a manifest list written with ``writer_schema_text``
+    (raw values, canonical field names)."""
+    raw = without_logical_types(json.loads(writer_schema_text))
+    fields = _rename_by_id(_record_of(raw), MANIFEST_FILE_FIELD_NAMES)
+    if "partitions" in fields:
+        arr = _unwrap(fields["partitions"]["type"], {})
+        if isinstance(arr, dict):
+            _rename_by_id(_record_of(arr.get("items")), FIELD_SUMMARY_FIELD_NAMES)
+    return fastavro.parse_schema(raw)

@@ -35,17 +35,17 @@ from neve.spec.types import (
     StringType,
     StructType,
     TimestampNsType,
+    TimestampType,
     TimestamptzNsType,
     TimestamptzType,
-    TimestampType,
     TimeType,
     UnknownType,
     UUIDType,
 )
 
 __all__ = [
-    "days_to_civil",
     "civil_to_days",
+    "days_to_civil",
     "decimal_min_bytes",
     "decimal_to_unscaled",
     "format_date",
@@ -157,7 +157,8 @@ def _time_units(h: str, mi: str, s: str | None, frac: str | None, digits: int, t
     if hour > 23 or minute > 59 or second > 59:
         raise ValidationError(f"invalid time in {text!r}; use HH:MM:SS[.ffffff]")
     fraction = int(((frac or "") + "0" * 9)[:digits])
-    return ((hour * 60 + minute) * 60 + second) * 10**digits + fraction
+    per_second: int = 10**digits
+    return ((hour * 60 + minute) * 60 + second) * per_second + fraction
 
 
 def parse_time(text: str) -> int:
@@ -182,10 +183,11 @@ def parse_timestamp(text: str, nanos: bool = False, with_zone: bool = False) -> 
     y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
     _check_date(y, mo, d, text)
     digits = 9 if nanos else 6
+    per_second: int = 10**digits
     units = 0
     if m.group(4) is not None:
         units = _time_units(m.group(4), m.group(5), m.group(6), m.group(7), digits, text)
-    value = civil_to_days(y, mo, d) * 86_400 * 10**digits + units
+    value = civil_to_days(y, mo, d) * 86_400 * per_second + units
     if m.group(9) is not None:  # a numeric offset
         if not with_zone:
             raise ValidationError(
@@ -193,7 +195,7 @@ def parse_timestamp(text: str, nanos: bool = False, with_zone: bool = False) -> 
             )
         sign = 1 if m.group(9) == "+" else -1
         offset_s = int(m.group(10)) * 3600 + int(m.group(11)) * 60 + int(m.group(12) or 0)
-        value -= sign * offset_s * 10**digits
+        value -= sign * offset_s * per_second
     elif m.group(8) is not None and not with_zone:
         raise ValidationError(
             f"timestamp without time zone cannot carry an offset: {text!r}; drop the 'Z'"
@@ -222,6 +224,7 @@ def decimal_to_unscaled(value: Decimal | int, scale: int) -> int:
         raise ValidationError(f"decimal value {value} is not finite; use a finite number")
     coefficient = int("".join(map(str, digits))) if digits else 0
     shift = exponent + scale
+    unscaled: int
     if shift >= 0:
         unscaled = coefficient * 10**shift
     else:
@@ -383,7 +386,7 @@ def from_bytes(t: PrimitiveType, data: bytes) -> Any:
 
 # --------------------------------------------------------------------------- JSON form
 
-_INT_RANGE = {
+_INT_RANGE: dict[type[IcebergType], tuple[int, int]] = {
     IntegerType: (-(2**31), 2**31 - 1),
     DateType: (-(2**31), 2**31 - 1),
     LongType: (-(2**63), 2**63 - 1),
@@ -476,10 +479,8 @@ def _struct_to_json(t: StructType, value: Any) -> dict[str, Any]:
                 out[str(f.field_id)] = to_json(f.field_type, v)
         return out
     if not isinstance(value, Sequence) or len(value) != len(t.fields):
-        raise ValidationError(
-            f"expected a tuple of {len(t.fields)} values for {t}, got {value!r}"
-        )
-    for f, v in zip(t.fields, value):
+        raise ValidationError(f"expected a tuple of {len(t.fields)} values for {t}, got {value!r}")
+    for f, v in zip(t.fields, value, strict=True):
         if v is not None:
             out[str(f.field_id)] = to_json(f.field_type, v)
     return out
@@ -557,7 +558,7 @@ def from_json(t: IcebergType, data: Any) -> Any:
             )
         return {
             from_json(t.key_type, k): from_json(t.value_type, v)
-            for k, v in zip(data["keys"], data["values"])
+            for k, v in zip(data["keys"], data["values"], strict=True)
         }
     if isinstance(t, UnknownType):
         raise ValidationError("a value of type unknown is always null")

@@ -13,11 +13,8 @@ from typing import TYPE_CHECKING
 
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
-from neve.expressions.metrics_evaluator import (
-    InclusiveMetricsEvaluator,
-    StrictMetricsEvaluator,
-    evaluator,
-)
+from neve.expressions.evaluator import evaluator
+from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator, StrictMetricsEvaluator
 from neve.expressions.projection import inclusive_projection, strict_projection
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
@@ -65,10 +62,10 @@ def _file_matchers(
     for spec_id, spec in md.specs_by_id.items():
         ptype = spec.partition_type(schema)
         incl_part[spec_id] = evaluator(
-            ptype, inclusive_projection(schema, spec, case_sensitive)(expr)
+            ptype, inclusive_projection(schema, spec, case_sensitive).project(expr)
         )
         strict_part[spec_id] = evaluator(
-            ptype, strict_projection(schema, spec, case_sensitive)(expr)
+            ptype, strict_projection(schema, spec, case_sensitive).project(expr)
         )
     return (
         incl_part,

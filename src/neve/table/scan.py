@@ -228,14 +228,14 @@ def _partition_predicate(
     row_filter: BooleanExpression,
     case_sensitive: bool,
 ) -> Any:
-    from neve.expressions.metrics_evaluator import evaluator
+    from neve.expressions.evaluator import evaluator
 
     spec = md.spec_by_id(spec_id)
     try:
         ptype = spec.partition_type(schema)
     except ValidationError:
         return lambda _p: True
-    projected = inclusive_projection(schema, spec, case_sensitive)(row_filter)
+    projected = inclusive_projection(schema, spec, case_sensitive).project(row_filter)
     return evaluator(ptype, projected)
 
 

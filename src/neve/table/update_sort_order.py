@@ -15,7 +15,7 @@ from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, NullOrder, SortDirection, SortField, SortOrder
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.transforms import IdentityTransform, Transform, parse_partition_term
+from neve.spec.transforms import parse_partition_term
 from neve.table.update_spec import resolve_transform_source
 
 __all__ = ["UpdateSortOrder", "sort_order_from_terms"]
@@ -43,11 +43,7 @@ def _sort_field(
     null_order: NullOrder,
     case_sensitive: bool,
 ) -> SortField:
-    transform: Transform
-    if "(" in term:
-        transform, column = parse_partition_term(term)
-    else:
-        transform, column = IdentityTransform(), term.strip()
+    transform, column = parse_partition_term(term)
     src = resolve_transform_source(schema, column, transform, case_sensitive, purpose="sort")
     return SortField(src.field_id, transform, direction, null_order)
 

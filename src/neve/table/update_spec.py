@@ -18,7 +18,6 @@ Rules, as Iceberg-Java applies them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from types import TracebackType
@@ -59,12 +58,6 @@ _SUFFIX: tuple[tuple[type[Transform], str], ...] = (
 )
 
 
-def _param(transform: Transform) -> str:
-    # "bucket[16]" -> "16", "truncate[4]" -> "4"
-    m = re.search(r"\[(\d+)\]", str(transform))
-    return m.group(1) if m else ""
-
-
 def default_partition_name(source_name: str, transform: Transform, with_param: bool) -> str:
     """Iceberg-Java's default partition field name: ``id_bucket`` / ``name_trunc`` when
     a spec is created (``with_param=False``), ``id_bucket_16`` / ``name_trunc_4`` when a
@@ -72,11 +65,12 @@ def default_partition_name(source_name: str, transform: Transform, with_param: b
     source name itself for identity."""
     if isinstance(transform, IdentityTransform):
         return source_name
-    if isinstance(transform, (BucketTransform, TruncateTransform)):
-        word = "bucket" if isinstance(transform, BucketTransform) else "trunc"
-        return (
-            f"{source_name}_{word}_{_param(transform)}" if with_param else f"{source_name}_{word}"
-        )
+    if isinstance(transform, BucketTransform):
+        suffix = f"_{transform.num_buckets}" if with_param else ""
+        return f"{source_name}_bucket{suffix}"
+    if isinstance(transform, TruncateTransform):
+        suffix = f"_{transform.width}" if with_param else ""
+        return f"{source_name}_trunc{suffix}"
     for cls, suffix in _SUFFIX:
         if isinstance(transform, cls):
             return f"{source_name}_{suffix}"

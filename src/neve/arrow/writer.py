@@ -1,0 +1,422 @@
+"""Write Arrow data as Iceberg Parquet data files: field ids in the Parquet schema, one
+partition per file, files rolled at the target size, and the column metrics of each
+file returned in a :class:`~neve.spec.manifest.DataFile`.
+
+Nothing is committed here: the caller adds the returned files to a transaction, and
+deletes them with :func:`delete_written_files` when the commit fails. If writing itself
+fails, the files written so far (and the partial one) are deleted before the error is
+raised.
+
+Table properties honoured (defaults as in Iceberg-Java):
+``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes``
+(128 MiB), ``write.parquet.compression-codec`` (zstd), ``write.parquet.compression-level``,
+``write.parquet.page-size-bytes`` (1 MiB), ``write.parquet.page-row-limit`` (20000),
+``write.parquet.dict-size-bytes`` (2 MiB), ``write.data.path`` and the metrics modes
+of :mod:`neve.arrow.metrics`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neve.arrow.conform import conform_table
+from neve.arrow.metrics import FloatStats, MetricsConfig, parquet_metrics
+from neve.arrow.partitioning import PartitionSlice, partition_table
+from neve.arrow.schema import to_arrow_schema
+from neve.errors import NeveError, NeveIOError, ValidationError
+from neve.io.fileio import FileIO
+from neve.spec.manifest import DataFile, DataFileContent, FileFormat
+from neve.spec.partition import PartitionSpec
+from neve.spec.schema import Schema
+
+__all__ = [
+    "LocationProvider",
+    "ParquetWriteOptions",
+    "delete_written_files",
+    "write_data_files",
+    "write_parquet_file",
+]
+
+MiB = 1024 * 1024
+
+#: Returns the path of a new data file for a partition tuple and its directory path.
+PathFactory = Callable[[tuple[Any, ...], str], str]
+
+
+class LocationProvider:
+    """Paths of new data files: ``<data dir>/<partition path>/<name>.parquet``.
+
+    The data directory is ``write.data.path`` or ``<table location>/data``; names are
+    ``00000-<n>-<write uuid>-00001.parquet`` like Iceberg-Java's, unique per writer.
+    Calling the provider with ``(partition, partition_path)`` gives a new path.
+    """
+
+    def __init__(
+        self,
+        table_location: str,
+        properties: Mapping[str, str] | None = None,
+        *,
+        write_id: str | None = None,
+    ) -> None:
+        props = properties or {}
+        self.data_location = (
+            props.get("write.data.path") or f"{table_location.rstrip('/')}/data"
+        ).rstrip("/")
+        self.write_id = write_id or str(uuid.uuid4())
+        self._count = 0
+
+    def new_file_path(self, partition_path: str = "", suffix: str = ".parquet") -> str:
+        self._count += 1
+        name = f"00000-{self._count}-{self.write_id}-00001{suffix}"
+        if partition_path:
+            return f"{self.data_location}/{partition_path}/{name}"
+        return f"{self.data_location}/{name}"
+
+    def __call__(self, partition: tuple[Any, ...], partition_path: str) -> str:
+        return self.new_file_path(partition_path)
+
+
+def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {key}={raw!r} must be an integer") from None
+    if value <= 0:
+        raise ValidationError(f"table property {key}={raw!r} must be positive")
+    return value
+
+
+_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "uncompressed": "none",
+    "none": "none",
+}
+
+
+@dataclass(frozen=True)
+class ParquetWriteOptions:
+    """Parquet writer settings from table properties."""
+
+    target_file_size: int = 512 * MiB
+    row_group_size: int = 128 * MiB
+    compression: str = "zstd"
+    compression_level: int | None = None
+    page_size: int = MiB
+    page_row_limit: int = 20_000
+    dict_size: int = 2 * MiB
+
+    @staticmethod
+    def from_properties(properties: Mapping[str, str]) -> ParquetWriteOptions:
+        codec = properties.get("write.parquet.compression-codec", "zstd").lower()
+        if codec not in _CODECS:
+            raise ValidationError(
+                f"unknown write.parquet.compression-codec {codec!r}; use one of "
+                f"{', '.join(sorted(_CODECS))}"
+            )
+        level = properties.get("write.parquet.compression-level")
+        return ParquetWriteOptions(
+            target_file_size=_int_property(properties, "write.target-file-size-bytes", 512 * MiB),
+            row_group_size=_int_property(
+                properties, "write.parquet.row-group-size-bytes", 128 * MiB
+            ),
+            compression=_CODECS[codec],
+            compression_level=None if level is None else int(level),
+            page_size=_int_property(properties, "write.parquet.page-size-bytes", MiB),
+            page_row_limit=_int_property(properties, "write.parquet.page-row-limit", 20_000),
+            dict_size=_int_property(properties, "write.parquet.dict-size-bytes", 2 * MiB),
+        )
+
+    def writer_kwargs(self) -> dict[str, Any]:
+        return {
+            "compression": self.compression,
+            "compression_level": self.compression_level,
+            "data_page_size": self.page_size,
+            "max_rows_per_page": self.page_row_limit,
+            "dictionary_pagesize_limit": self.dict_size,
+            # the spec stores decimals of precision <= 18 as int32/int64
+            "store_decimal_as_integer": True,
+            "write_time_adjusted_to_utc": False,
+            "version": "2.6",
+        }
+
+
+class _OpenFile:
+    """One Parquet file being written, with the float statistics of its rows."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        path: str,
+        schema: Schema,
+        arrow_schema: pa.Schema,
+        options: ParquetWriteOptions,
+    ) -> None:
+        self.path = path
+        self.floats = FloatStats(schema)
+        self._stream = io.open_output(path)
+        try:
+            self._writer = pq.ParquetWriter(self._stream, arrow_schema, **options.writer_kwargs())
+        except BaseException:
+            self._stream.close()
+            raise
+
+    def write(self, chunk: pa.Table) -> None:
+        self.floats.update(chunk)
+        self._writer.write_table(chunk, row_group_size=max(1, chunk.num_rows))
+
+    def tell(self) -> int:
+        return int(self._stream.tell())
+
+    def close(self) -> tuple[pq.FileMetaData, int]:
+        self._writer.close()
+        size = self.tell()
+        self._stream.close()
+        return self._writer.writer.metadata, size
+
+    def abort(self) -> None:
+        for closer in (self._writer.close, self._stream.close):
+            with contextlib.suppress(Exception):  # the file is deleted next
+                closer()
+
+
+def _data_file(
+    path: str,
+    size: int,
+    metadata: pq.FileMetaData,
+    schema: Schema,
+    config: MetricsConfig,
+    floats: FloatStats,
+    partition: tuple[Any, ...],
+    spec_id: int,
+    content: DataFileContent,
+    equality_ids: tuple[int, ...] | None,
+    sort_order_id: int | None,
+) -> DataFile:
+    m = parquet_metrics(metadata, schema, config, floats)
+    return DataFile(
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=partition,
+        record_count=m.record_count,
+        file_size_in_bytes=size,
+        content=content,
+        column_sizes=m.column_sizes,
+        value_counts=m.value_counts,
+        null_value_counts=m.null_value_counts,
+        nan_value_counts=m.nan_value_counts,
+        lower_bounds=m.lower_bounds,
+        upper_bounds=m.upper_bounds,
+        split_offsets=m.split_offsets,
+        equality_ids=equality_ids,
+        sort_order_id=sort_order_id,
+        spec_id=spec_id,
+    )
+
+
+class _RollingWriter:
+    """Writes slices to files of about the target size, row groups of about the
+    row-group size, estimating compressed bytes per row from what was written."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        schema: Schema,
+        spec_id: int,
+        paths: PathFactory,
+        options: ParquetWriteOptions,
+        config: MetricsConfig,
+        sort_order_id: int | None,
+    ) -> None:
+        self.io = io
+        self.schema = schema
+        self.arrow_schema = to_arrow_schema(schema)
+        self.spec_id = spec_id
+        self.paths = paths
+        self.options = options
+        self.config = config
+        self.sort_order_id = sort_order_id
+        self.written: list[str] = []
+        self.files: list[DataFile] = []
+        self._bytes = 0
+        self._rows = 0
+        self._open: _OpenFile | None = None
+
+    def _bytes_per_row(self, table: pa.Table) -> float:
+        if self._rows:
+            return max(float(self._bytes) / self._rows, 1e-3)
+        # before anything is written, the in-memory size is a safe overestimate
+        rows: int = max(table.num_rows, 1)
+        return max(float(table.nbytes) / rows, 1.0)
+
+    def write(self, part: PartitionSlice) -> None:
+        table = part.table
+        n = table.num_rows
+        offset = 0
+        while offset < n:
+            if self._open is None:
+                path = self.paths(part.partition, part.path)
+                self.written.append(path)
+                self._open = _OpenFile(self.io, path, self.schema, self.arrow_schema, self.options)
+            current = self._open
+            bpr = self._bytes_per_row(table)
+            room = self.options.target_file_size - current.tell()
+            rows = min(
+                n - offset,
+                max(1, math.ceil(self.options.row_group_size / bpr)),
+                max(1, math.ceil(room / bpr)),
+            )
+            before = current.tell()
+            current.write(table.slice(offset, rows))
+            self._bytes += current.tell() - before
+            self._rows += rows
+            offset += rows
+            if current.tell() >= self.options.target_file_size:
+                self._close(part.partition)
+        self._close(part.partition)
+
+    def _close(self, partition: tuple[Any, ...]) -> None:
+        current, self._open = self._open, None
+        if current is None:
+            return
+        metadata, size = current.close()
+        self.files.append(
+            _data_file(
+                current.path,
+                size,
+                metadata,
+                self.schema,
+                self.config,
+                current.floats,
+                partition,
+                self.spec_id,
+                DataFileContent.DATA,
+                None,
+                self.sort_order_id,
+            )
+        )
+
+    def abort(self) -> None:
+        if self._open is not None:
+            self._open.abort()
+            self._open = None
+        delete_written_files(self.io, self.written)
+
+
+def write_data_files(
+    io: FileIO,
+    table_schema: Schema,
+    spec: PartitionSpec,
+    data: pa.Table,
+    location_provider: PathFactory,
+    properties: Mapping[str, str] | None = None,
+    *,
+    sort_order_id: int | None = None,
+) -> list[DataFile]:
+    """Write ``data`` as Parquet data files of ``spec``'s partitions; return them.
+
+    ``data`` is first fitted to ``table_schema`` by column name (see
+    :func:`neve.arrow.conform.conform_table`); when that fails nothing is written.
+    ``location_provider(partition, partition_path)`` names each new file.
+    """
+    props = properties or {}
+    options = ParquetWriteOptions.from_properties(props)
+    config = MetricsConfig.from_properties(table_schema, props)
+    conformed = conform_table(data, table_schema)
+    slices = partition_table(conformed, table_schema, spec)
+    writer = _RollingWriter(
+        io, table_schema, spec.spec_id, location_provider, options, config, sort_order_id
+    )
+    try:
+        for part in slices:
+            writer.write(part)
+    except NeveError:
+        writer.abort()
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        writer.abort()
+        raise NeveIOError(f"writing data files failed: {exc}; nothing was kept") from exc
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.files
+
+
+def write_parquet_file(
+    io: FileIO,
+    path: str,
+    schema: Schema,
+    data: pa.Table,
+    properties: Mapping[str, str] | None = None,
+    *,
+    partition: tuple[Any, ...] = (),
+    spec_id: int = 0,
+    content: DataFileContent = DataFileContent.DATA,
+    equality_ids: tuple[int, ...] | None = None,
+    metrics: MetricsConfig | None = None,
+    sort_order_id: int | None = None,
+) -> DataFile:
+    """Write one Parquet file (no partitioning, no rolling) and describe it.
+
+    Used for delete files. ``data`` is fitted to ``schema`` as in
+    :func:`write_data_files`; the file is deleted again if writing fails.
+    """
+    props = properties or {}
+    options = ParquetWriteOptions.from_properties(props)
+    config = metrics or MetricsConfig.from_properties(schema, props)
+    conformed = conform_table(data, schema)
+    opened: _OpenFile | None = None
+    try:
+        opened = _OpenFile(io, path, schema, conformed.schema, options)
+        opened.write(conformed)
+        metadata, size = opened.close()
+    except BaseException as exc:
+        if opened is not None:
+            opened.abort()
+        delete_written_files(io, [path])
+        if isinstance(exc, (OSError, pa.ArrowException)) and not isinstance(exc, NeveError):
+            raise NeveIOError(f"writing {path} failed: {exc}") from exc
+        raise
+    return _data_file(
+        path,
+        size,
+        metadata,
+        schema,
+        config,
+        opened.floats,
+        partition,
+        spec_id,
+        content,
+        equality_ids,
+        sort_order_id,
+    )
+
+
+def delete_written_files(io: FileIO, files: Iterable[DataFile | str]) -> list[str]:
+    """Delete files written by a failed operation; missing files are fine.
+
+    Returns the paths that could not be deleted (left for orphan-file cleanup) instead
+    of raising, so the original error stays the one the caller sees.
+    """
+    failed = []
+    for f in files:
+        path = f.file_path if isinstance(f, DataFile) else f
+        try:
+            io.delete(path)
+        except NeveIOError:
+            failed.append(path)
+    return failed

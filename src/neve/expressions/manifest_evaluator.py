@@ -1,0 +1,198 @@
+"""Pruning manifests by the partition summaries of the manifest list.
+
+A manifest-list entry summarizes each partition field over all files of the manifest:
+``contains_null``, ``contains_nan`` and lower/upper bounds (a missing lower bound means
+every value is null or NaN). :class:`ManifestEvaluator` projects the row filter
+inclusively onto the partition struct and answers "might this manifest hold a file
+with matching rows?" (Iceberg-Java's ``ManifestEvaluator.forRowFilter``). The filter
+is compiled once into closures; evaluating a manifest is a handful of calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from neve.errors import ExpressionError
+from neve.expressions.bounds import IN_PREDICATE_LIMIT, decode, prefix_cmp
+from neve.expressions.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    Operation,
+    Or,
+)
+from neve.expressions.projection import inclusive_projection
+from neve.spec.manifest import FieldSummary, ManifestFile
+from neve.spec.partition import PartitionSpec
+from neve.spec.schema import Schema
+from neve.spec.types import DoubleType, FloatType, PrimitiveType
+
+__all__ = ["ManifestEvaluator"]
+
+Summaries = Sequence[FieldSummary]
+Test = Callable[[Summaries], bool]
+
+
+class ManifestEvaluator:
+    """``eval(manifest)`` is False only when no file in the manifest can match."""
+
+    __slots__ = ("_n", "_test", "partition_filter")
+
+    def __init__(
+        self,
+        spec: PartitionSpec,
+        schema: Schema,
+        row_filter: BooleanExpression,
+        case_sensitive: bool = True,
+    ) -> None:
+        projection = inclusive_projection(schema, spec, case_sensitive)
+        #: The row filter projected onto the partition struct (bound, without NOT).
+        self.partition_filter = projection.project(row_filter)
+        self._n = len(spec.fields)
+        self._test = _compile(self.partition_filter)
+
+    def eval(self, manifest: ManifestFile) -> bool:
+        summaries = manifest.partitions
+        if summaries is None or len(summaries) != self._n:
+            return True  # no usable summaries: the manifest might match
+        return self._test(summaries)
+
+
+def _compile(expr: BooleanExpression) -> Test:
+    if expr is ALWAYS_TRUE:
+        return lambda s: True
+    if expr is ALWAYS_FALSE:
+        return lambda s: False
+    if isinstance(expr, And):
+        left, right = _compile(expr.left), _compile(expr.right)
+        return lambda s: left(s) and right(s)
+    if isinstance(expr, Or):
+        left, right = _compile(expr.left), _compile(expr.right)
+        return lambda s: left(s) or right(s)
+    if isinstance(expr, BoundPredicate):
+        return _compile_predicate(expr)
+    raise ExpressionError(f"cannot evaluate {expr} on partition summaries")
+
+
+def _all_null(s: FieldSummary, floating: bool) -> bool:
+    # A null lower bound with contains_null means all values are null, or NaN for
+    # floating types: only a known contains_nan=False rules NaN out.
+    all_null = s.contains_null and s.lower_bound is None
+    if all_null and floating:
+        return s.contains_nan is False
+    return all_null
+
+
+def _compile_predicate(pred: BoundPredicate) -> Test:
+    pos = pred.term.accessor[0]
+    t = pred.term.field_type
+    assert isinstance(t, PrimitiveType)
+    floating = isinstance(t, (FloatType, DoubleType))
+    op = pred.op
+
+    if op is Operation.IS_NULL:
+        return lambda s: bool(s[pos].contains_null)
+    if op is Operation.NOT_NULL:
+        return lambda s: not _all_null(s[pos], floating)
+    if op is Operation.IS_NAN:
+        return lambda s: s[pos].contains_nan is not False and not _all_null(s[pos], floating)
+    if op is Operation.NOT_NAN:
+
+        def not_nan(s: Summaries) -> bool:
+            f = s[pos]
+            return not (f.contains_nan is True and not f.contains_null and f.lower_bound is None)
+
+        return not_nan
+    if op in (Operation.NOT_EQ, Operation.NOT_IN):
+        # Bounds need not be values of the column, so they cannot rule these out.
+        return lambda s: True
+    if op is Operation.IN:
+        values = pred.literals
+        if len(values) > IN_PREDICATE_LIMIT:
+            return lambda s: True
+
+        def in_(s: Summaries) -> bool:
+            f = s[pos]
+            if f.lower_bound is None:
+                return False  # all null (or NaN), and the values are neither
+            lower = decode(t, f.lower_bound)
+            candidates = [v for v in values if not v < lower]
+            if not candidates:
+                return False
+            if f.upper_bound is not None:
+                upper = decode(t, f.upper_bound)
+                return any(not v > upper for v in candidates)
+            return True
+
+        return in_
+    if op is Operation.STARTS_WITH:
+        prefix = str(pred.literal).encode("utf-8")
+
+        def starts_with(s: Summaries) -> bool:
+            f = s[pos]
+            if f.lower_bound is None:
+                return False
+            if prefix_cmp(f.lower_bound, prefix) > 0:
+                return False
+            return f.upper_bound is None or prefix_cmp(f.upper_bound, prefix) >= 0
+
+        return starts_with
+    if op is Operation.NOT_STARTS_WITH:
+        prefix = str(pred.literal).encode("utf-8")
+
+        def not_starts_with(s: Summaries) -> bool:
+            f = s[pos]
+            if f.contains_null:
+                return True
+            lo, hi = f.lower_bound, f.upper_bound
+            if lo is None or hi is None or len(lo) < len(prefix) or len(hi) < len(prefix):
+                return True
+            # Both bounds start with the prefix: so does every value in between.
+            return not (lo.startswith(prefix) and hi.startswith(prefix))
+
+        return not_starts_with
+    return _compile_comparison(op, pos, t, pred.literal)
+
+
+def _compile_comparison(op: Operation, pos: int, t: PrimitiveType, lit: Any) -> Test:
+    if op is Operation.LT:
+
+        def lt(s: Summaries) -> bool:
+            b = s[pos].lower_bound
+            return b is not None and decode(t, b) < lit
+
+        return lt
+    if op is Operation.LT_EQ:
+
+        def lt_eq(s: Summaries) -> bool:
+            b = s[pos].lower_bound
+            return b is not None and decode(t, b) <= lit
+
+        return lt_eq
+    if op is Operation.GT:
+
+        def gt(s: Summaries) -> bool:
+            b = s[pos].upper_bound
+            return b is not None and decode(t, b) > lit
+
+        return gt
+    if op is Operation.GT_EQ:
+
+        def gt_eq(s: Summaries) -> bool:
+            b = s[pos].upper_bound
+            return b is not None and decode(t, b) >= lit
+
+        return gt_eq
+
+    def eq(s: Summaries) -> bool:
+        f = s[pos]
+        if f.lower_bound is None:
+            return False
+        if decode(t, f.lower_bound) > lit:
+            return False
+        return f.upper_bound is None or not decode(t, f.upper_bound) < lit
+
+    return eq

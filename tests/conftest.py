@@ -1,0 +1,213 @@
+"""Shared fixtures.
+
+- ``warehouse``: a temporary folder for the whole session.
+- ``postgres_uri``: a real PostgreSQL server started for the session (installed with
+  apt-get when missing); its tests fail, never skip, when it cannot start.
+- ``catalog``: a fresh catalog per test, once for each kind (SQLite, filesystem,
+  PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import os
+import pwd
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
+
+# -- warehouse -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A temporary warehouse folder shared by the session (use unique table names)."""
+    return tmp_path_factory.mktemp("warehouse")
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+
+def _pg_bin_dir() -> str | None:
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb and pg_ctl and os.path.dirname(initdb) == os.path.dirname(pg_ctl):
+        return os.path.dirname(initdb)
+
+    def major(path: str) -> float:
+        try:
+            return float(Path(path).parent.name)
+        except ValueError:
+            return 0.0
+
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=major, reverse=True):
+        if os.path.isfile(os.path.join(candidate, "initdb")) and os.path.isfile(
+            os.path.join(candidate, "pg_ctl")
+        ):
+            return candidate
+    return None
+
+
+def _install_postgres() -> str:
+    """Install Debian's PostgreSQL (once per machine, even with xdist workers)."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise RuntimeError(
+            "PostgreSQL (initdb, pg_ctl) is not installed and cannot be installed here "
+            "(needs root and apt-get); install the 'postgresql' package"
+        )
+    with open(os.path.join(tempfile.gettempdir(), "neve-apt.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = _pg_bin_dir()
+        if found:
+            return found
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "postgresql"]):
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{shlex.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+    found = _pg_bin_dir()
+    if not found:
+        raise RuntimeError("apt-get installed postgresql but initdb/pg_ctl were not found")
+    return found
+
+
+def _ensure_postgres_user() -> None:
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--user-group", "--no-create-home", "postgres"],
+            check=True,
+            capture_output=True,
+        )
+
+
+def _as_server_user(cmd: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run its tools as the postgres user then."""
+    if os.geteuid() != 0:
+        return cmd
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "postgres", "--", *cmd]
+    return ["su", "postgres", "-s", "/bin/sh", "-c", shlex.join(cmd)]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(cmd: list[str], cwd: str) -> None:
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+
+
+@pytest.fixture(scope="session")
+def postgres_uri() -> Iterator[str]:
+    """URI of a database on a PostgreSQL server that lives for the test session."""
+    import psycopg
+
+    bin_dir = _pg_bin_dir() or _install_postgres()
+    base = tempfile.mkdtemp(prefix="neve-pg-")
+    if os.geteuid() == 0:
+        _ensure_postgres_user()
+        user = pwd.getpwnam("postgres")
+        os.chown(base, user.pw_uid, user.pw_gid)
+    data, log = os.path.join(base, "data"), os.path.join(base, "server.log")
+    pg_ctl = os.path.join(bin_dir, "pg_ctl")
+    started = False
+    try:
+        _run(
+            _as_server_user(
+                [
+                    os.path.join(bin_dir, "initdb"),
+                    *("-D", data, "-U", "postgres", "-A", "trust"),
+                    *("-E", "UTF8", "--no-locale", "--no-sync"),
+                ]
+            ),
+            cwd=base,
+        )
+        errors = []
+        for _attempt in range(3):  # a free port may be taken before the server binds it
+            port = _free_port()
+            options = (
+                f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off"
+            )
+            try:
+                _run(
+                    _as_server_user(
+                        [pg_ctl, "-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"]
+                    ),
+                    cwd=base,
+                )
+                started = True
+                break
+            except RuntimeError as exc:
+                errors.append(f"{exc}\n{Path(log).read_text() if os.path.exists(log) else ''}")
+        if not started:
+            raise RuntimeError("PostgreSQL did not start:\n" + "\n".join(errors))
+        with psycopg.connect(
+            f"host=127.0.0.1 port={port} user=postgres dbname=postgres", autocommit=True
+        ) as conn:
+            conn.execute("CREATE DATABASE neve_test")
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/neve_test"
+    finally:
+        if started:
+            with contextlib.suppress(RuntimeError):
+                _run(_as_server_user([pg_ctl, "-D", data, "-m", "fast", "-w", "stop"]), cwd=base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# -- catalogs ------------------------------------------------------------------------
+
+CATALOG_KINDS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture
+def catalog_factory(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[str], Catalog]]:
+    """Makes fresh, empty catalogs by kind ("sqlite", "filesystem", "postgres"), each
+    with its own warehouse under ``tmp_path``."""
+    made: list[Catalog] = []
+
+    def make(kind: str) -> Catalog:
+        n = len(made)
+        wh = str(tmp_path / f"warehouse{n}")
+        cat: Catalog
+        if kind == "sqlite":
+            cat = SqlCatalog("neve", f"sqlite:///{tmp_path}/catalog{n}.db", wh)
+        elif kind == "filesystem":
+            cat = FilesystemCatalog("neve", wh)
+        elif kind == "postgres":
+            # One database for the session; a catalog name per test keeps tests apart.
+            uri = request.getfixturevalue("postgres_uri")
+            cat = SqlCatalog(f"test_{uuid.uuid4().hex[:12]}", uri, wh)
+        else:
+            raise ValueError(f"unknown catalog kind {kind!r}")
+        made.append(cat)
+        return cat
+
+    yield make
+    for cat in made:
+        if isinstance(cat, SqlCatalog) and cat.uri.startswith("sqlite"):
+            cat.dispose()  # a database file per test: do not keep its engine around
+
+
+@pytest.fixture(params=CATALOG_KINDS)
+def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
+    """A fresh catalog per test, for each catalog kind."""
+    return catalog_factory(request.param)
