@@ -43,7 +43,7 @@ from neve.spec.manifest_io import (
 from neve.spec.metadata_json import partition_spec_from_json, schema_from_json
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.schema import Schema
-from neve.spec.transforms import BucketTransform, DayTransform, IdentityTransform
+from neve.spec.transforms import BucketTransform, IdentityTransform
 from neve.spec.types import (
     BINARY,
     BOOLEAN,
@@ -368,7 +368,9 @@ def test_schemas_are_cached() -> None:
     assert avro_schemas.manifest_entry_schema(2, part) is avro_schemas.manifest_entry_schema(
         2, SPEC.partition_type(SCHEMA)
     )
-    assert avro_schemas.parsed_manifest_file_schema(3) is avro_schemas.parsed_manifest_file_schema(3)
+    assert avro_schemas.parsed_manifest_file_schema(3) is avro_schemas.parsed_manifest_file_schema(
+        3
+    )
 
 
 def test_unsupported_format_version() -> None:
@@ -392,9 +394,7 @@ def test_unsupported_format_version() -> None:
 def _entries_for(version: int, tmp: Path) -> list[ManifestEntry]:
     return [
         added(full_data_file(f"{tmp}/data/a.parquet", VALUES, version)),
-        ManifestEntry(
-            EXISTING, 11, 4, 3, full_data_file(f"{tmp}/data/b.parquet", NULLS, version)
-        ),
+        ManifestEntry(EXISTING, 11, 4, 3, full_data_file(f"{tmp}/data/b.parquet", NULLS, version)),
         ManifestEntry(DELETED, 12, 5, 5, data_file(f"{tmp}/data/c.parquet", VALUES, records=7)),
     ]
 
@@ -461,7 +461,9 @@ def test_round_trip_all_partition_types_and_data_file_fields(
     ):
         assert got == expected
         assert [e.data_file.partition for e in got] == [VALUES, NULLS, VALUES]
-        assert all(type(a) is type(b) for a, b in zip(got[0].data_file.partition, VALUES, strict=True))
+        assert all(
+            type(a) is type(b) for a, b in zip(got[0].data_file.partition, VALUES, strict=True)
+        )
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -542,7 +544,9 @@ _PARTITIONS = st.tuples(*(st.none() | _STRATEGIES[name] for name, _ in ALL_TYPES
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
     return type(a) is type(b) and a == b
 
 
@@ -552,7 +556,9 @@ def _sort_key(t: IcebergType) -> Any:
     return lambda v: v
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(partitions=st.lists(_PARTITIONS, min_size=1, max_size=4))
 def test_partition_values_and_summaries_round_trip(
     partitions: list[tuple[Any, ...]], tmp_path: Path
@@ -560,7 +566,10 @@ def test_partition_values_and_summaries_round_trip(
     fio = FileIO()
     path = f"{tmp_path}/{uuid.uuid4().hex}.avro"
     partitions = [
-        tuple(float(v) if n == "f" and v is not None else v for (n, _), v in zip(ALL_TYPES, p, strict=True))
+        tuple(
+            float(v) if n == "f" and v is not None else v
+            for (n, _), v in zip(ALL_TYPES, p, strict=True)
+        )
         for p in partitions
     ]
     entries = [added(data_file(f"/d/{i}.parquet", p)) for i, p in enumerate(partitions)]
@@ -575,14 +584,18 @@ def test_partition_values_and_summaries_round_trip(
         entries=entries,
         sequence_number=1,
     )
-    got = [e.data_file.partition for e in read_manifest(fio, m, specs_by_id={2: SPEC}, schema=SCHEMA)]
+    got = [
+        e.data_file.partition for e in read_manifest(fio, m, specs_by_id={2: SPEC}, schema=SCHEMA)
+    ]
     for g, p in zip(got, partitions, strict=True):
         assert all(_same(a, b) for a, b in zip(g, p, strict=True)), (g, p)
 
     assert m.partitions is not None
     for n, ((_, t), summary) in enumerate(zip(ALL_TYPES, m.partitions, strict=True)):
         column = [p[n] for p in partitions]
-        values = [v for v in column if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        values = [
+            v for v in column if v is not None and not (isinstance(v, float) and math.isnan(v))
+        ]
         assert summary.contains_null == any(v is None for v in column)
         assert summary.contains_nan == any(isinstance(v, float) and math.isnan(v) for v in column)
         if not values:
@@ -739,7 +752,10 @@ def test_added_entries_are_written_with_null_sequence_numbers(tmp_path: Path, fi
     ]
     m = _write(fio, f"{tmp_path}/m.avro", entries, snapshot_id=9)
     with open(f"{tmp_path}/m.avro", "rb") as f:
-        raw = [(r["status"], r["snapshot_id"], r["sequence_number"], r["file_sequence_number"]) for r in fastavro.reader(f)]
+        raw = [
+            (r["status"], r["snapshot_id"], r["sequence_number"], r["file_sequence_number"])
+            for r in fastavro.reader(f)
+        ]
     assert raw == [(1, 9, None, None), (1, 9, 3, None), (0, 9, 4, 5)]
     got = read_manifest(fio, m.with_(sequence_number=12, min_sequence_number=3))
     assert [(e.sequence_number, e.file_sequence_number) for e in got] == [(12, 12), (3, 12), (4, 5)]
@@ -771,7 +787,9 @@ def test_snapshot_id_is_inherited_when_null(tmp_path: Path) -> None:
     path = tmp_path / "m.avro"
     with open(path, "wb") as f:
         fastavro.writer(f, schema, [record], metadata={"format-version": "2"})
-    m = ManifestFile(str(path), path.stat().st_size, 0, ManifestContent.DATA, 4, 4, 77, 1, 0, 0, 1, 0, 0)
+    m = ManifestFile(
+        str(path), path.stat().st_size, 0, ManifestContent.DATA, 4, 4, 77, 1, 0, 0, 1, 0, 0
+    )
     (e,) = read_manifest(FileIO(), m)
     assert (e.snapshot_id, e.sequence_number, e.file_sequence_number) == (77, 4, 4)
     assert e.data_file.file_format is FileFormat.PARQUET
@@ -815,7 +833,10 @@ def test_v3_list_assigns_row_id_ranges_to_data_manifests_only(tmp_path: Path, fi
     data2 = _write(
         fio,
         f"{tmp_path}/d.avro",
-        [ManifestEntry(EXISTING, 1, 1, 1, data_file("/e", records=6)), added(data_file("/f", records=1))],
+        [
+            ManifestEntry(EXISTING, 1, 1, 1, data_file("/e", records=6)),
+            added(data_file("/f", records=1)),
+        ],
         version=3,
     )
     written = write_manifest_list(
@@ -847,7 +868,9 @@ def test_v1_manifests_read_as_sequence_number_zero(tmp_path: Path, fio: FileIO) 
     assert (m.sequence_number, m.min_sequence_number) == (0, 0)
     # even when listed in a v2 list with a sequence number (a table upgraded to v2)
     got = read_manifest(fio, m.with_(sequence_number=5))
-    assert [(e.sequence_number, e.file_sequence_number, e.snapshot_id) for e in got] == [(0, 0, 100)]
+    assert [(e.sequence_number, e.file_sequence_number, e.snapshot_id) for e in got] == [
+        (0, 0, 100)
+    ]
 
 
 def test_v1_list_without_counts(tmp_path: Path, fio: FileIO) -> None:
@@ -868,7 +891,10 @@ def test_v1_list_without_counts(tmp_path: Path, fio: FileIO) -> None:
     path = f"{tmp_path}/snap-1.avro"
     with open(path, "wb") as f:
         fastavro.writer(
-            f, avro_schemas.parsed_manifest_file_schema(1), [record], metadata={"snapshot-id": "100"}
+            f,
+            avro_schemas.parsed_manifest_file_schema(1),
+            [record],
+            metadata={"snapshot-id": "100"},
         )
     (got,) = read_manifest_list(fio, path)
     assert got == m.with_(partitions=None)  # counts taken from the manifest itself
@@ -903,8 +929,18 @@ def test_v1_rejects_delete_files(tmp_path: Path, fio: FileIO) -> None:
 @pytest.mark.parametrize(
     ("entry", "version", "content", "message"),
     [
-        (ManifestEntry(EXISTING, 1, None, None, data_file("/a")), 2, ManifestContent.DATA, "sequence numbers"),
-        (ManifestEntry(DELETED, 1, 3, None, data_file("/a")), 2, ManifestContent.DATA, "sequence numbers"),
+        (
+            ManifestEntry(EXISTING, 1, None, None, data_file("/a")),
+            2,
+            ManifestContent.DATA,
+            "sequence numbers",
+        ),
+        (
+            ManifestEntry(DELETED, 1, 3, None, data_file("/a")),
+            2,
+            ManifestContent.DATA,
+            "sequence numbers",
+        ),
         (
             added(data_file("/a", content=DataFileContent.POSITION_DELETES)),
             2,
@@ -962,7 +998,9 @@ def test_invalid_entries_are_rejected(
         (DOUBLE, "1.0"),
     ],
 )
-def test_invalid_partition_values_are_rejected(t: PrimitiveType, value: Any, tmp_path: Path) -> None:
+def test_invalid_partition_values_are_rejected(
+    t: PrimitiveType, value: Any, tmp_path: Path
+) -> None:
     schema = Schema(NestedField(1, "c", t))
     spec = PartitionSpec(0, (PartitionField(1, 1000, IdentityTransform(), "c"),))
     with pytest.raises(ValidationError):
@@ -1003,7 +1041,9 @@ def test_partition_fields_are_matched_by_id_not_name_or_order(tmp_path: Path, fi
             PartitionField(2, 1001, IdentityTransform(), "amount"),
         ),
     )
-    avro = json.loads(json.dumps(avro_schemas.manifest_entry_schema(2, spec.partition_type(schema))))
+    avro = json.loads(
+        json.dumps(avro_schemas.manifest_entry_schema(2, spec.partition_type(schema)))
+    )
     df = avro["fields"][-1]["type"]
     for f in df["fields"]:
         if f["name"] == "file_path":
@@ -1030,7 +1070,9 @@ def test_partition_fields_are_matched_by_id_not_name_or_order(tmp_path: Path, fi
     path = tmp_path / "m.avro"
     with open(path, "wb") as f:
         fastavro.writer(f, fastavro.parse_schema(avro), [record])
-    m = ManifestFile(str(path), path.stat().st_size, 5, ManifestContent.DATA, 1, 1, 3, 1, 0, 0, 1, 0, 0)
+    m = ManifestFile(
+        str(path), path.stat().st_size, 5, ManifestContent.DATA, 1, 1, 3, 1, 0, 0, 1, 0, 0
+    )
     for kw in ({"specs_by_id": {5: spec}}, {"specs_by_id": {5: spec}, "schema": schema}):
         (e,) = read_manifest(fio, m, **kw)  # type: ignore[arg-type]
         assert e.data_file.partition == (19_500, Decimal("12.34"))
@@ -1076,20 +1118,31 @@ def _local(metadata: Path, m: ManifestFile) -> ManifestFile:
 
 def test_reads_iceberg_go_append_history(fio: FileIO) -> None:
     metadata = _fixture_table("v2_read_append_timetravel")
-    listed = read_manifest_list(fio, str(metadata / "snap-8190990186656353016-0-3f8efc1d-1220-42e1-82e7-5bded1b8ae24.avro"))
-    assert [(m.sequence_number, m.added_snapshot_id, m.added_files_count, m.added_rows_count) for m in listed] == [
+    listed = read_manifest_list(
+        fio, str(metadata / "snap-8190990186656353016-0-3f8efc1d-1220-42e1-82e7-5bded1b8ae24.avro")
+    )
+    assert [
+        (m.sequence_number, m.added_snapshot_id, m.added_files_count, m.added_rows_count)
+        for m in listed
+    ] == [
         (2, 8190990186656353016, 1, 1),
         (1, 3022689860945069661, 1, 2),
     ]
-    assert listed[0].manifest_path.endswith("/metadata/3f8efc1d-1220-42e1-82e7-5bded1b8ae24-m1.avro")
+    assert listed[0].manifest_path.endswith(
+        "/metadata/3f8efc1d-1220-42e1-82e7-5bded1b8ae24-m1.avro"
+    )
     assert listed[0].manifest_length == 3659 and listed[0].partitions == ()
     entries = [e for m in listed for e in read_manifest(fio, _local(metadata, m))]
-    assert [(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number) for e in entries] == [
+    assert [
+        (e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number) for e in entries
+    ] == [
         (ADDED, 8190990186656353016, 2, 2),
         (ADDED, 3022689860945069661, 1, 1),
     ]
     newest, oldest = (e.data_file for e in entries)
-    assert newest.file_path.endswith("/data/00000-0-3f8efc1d-1220-42e1-82e7-5bded1b8ae24-00001.parquet")
+    assert newest.file_path.endswith(
+        "/data/00000-0-3f8efc1d-1220-42e1-82e7-5bded1b8ae24-00001.parquet"
+    )
     assert (newest.record_count, newest.file_size_in_bytes, newest.split_offsets) == (1, 1124, (4,))
     assert newest.partition == () and newest.file_format is FileFormat.PARQUET
     assert newest.nan_value_counts == {}
@@ -1153,8 +1206,9 @@ def _pyiceberg_partition_types() -> tuple[Any, Any, Any]:
     from pyiceberg.partitioning import PartitionSpec as PySpec
     from pyiceberg.schema import Schema as PySchema
     from pyiceberg.transforms import IdentityTransform as PyIdentity
-    from pyiceberg.types import DateType, DecimalType as PyDecimal, NestedField as PyNested
-    from pyiceberg.types import StringType, TimestamptzType, UUIDType
+    from pyiceberg.types import DateType, StringType, TimestamptzType, UUIDType
+    from pyiceberg.types import DecimalType as PyDecimal
+    from pyiceberg.types import NestedField as PyNested
 
     py_schema = PySchema(
         PyNested(1, "d", DateType(), required=False),
@@ -1164,7 +1218,10 @@ def _pyiceberg_partition_types() -> tuple[Any, Any, Any]:
         PyNested(5, "s", StringType(), required=False),
     )
     py_spec = PySpec(
-        *(PyField(i, 1000 + i - 1, PyIdentity(), n) for i, n in enumerate(["d", "dec", "u", "ts", "s"], 1)),
+        *(
+            PyField(i, 1000 + i - 1, PyIdentity(), n)
+            for i, n in enumerate(["d", "dec", "u", "ts", "s"], 1)
+        ),
         spec_id=0,
     )
     schema = Schema(
@@ -1177,7 +1234,13 @@ def _pyiceberg_partition_types() -> tuple[Any, Any, Any]:
     return py_schema, py_spec, schema
 
 
-PY_PARTITION = (19_000, Decimal("12.34"), uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7"), 1_700_000_000_000_001, "x")
+PY_PARTITION = (
+    19_000,
+    Decimal("12.34"),
+    uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7"),
+    1_700_000_000_000_001,
+    "x",
+)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -1186,7 +1249,13 @@ def test_pyiceberg_reads_what_neve_writes(version: int, tmp_path: Path, fio: Fil
     from pyiceberg.manifest import read_manifest_list as py_read_manifest_list
 
     py_schema, py_spec, schema = _pyiceberg_partition_types()
-    spec = PartitionSpec(0, tuple(PartitionField(i, 1000 + i - 1, IdentityTransform(), n) for i, n in enumerate(["d", "dec", "u", "ts", "s"], 1)))
+    spec = PartitionSpec(
+        0,
+        tuple(
+            PartitionField(i, 1000 + i - 1, IdentityTransform(), n)
+            for i, n in enumerate(["d", "dec", "u", "ts", "s"], 1)
+        ),
+    )
     f = full_data_file(f"{tmp_path}/data/a.parquet", PY_PARTITION, version)
     m = write_manifest(
         fio,
@@ -1196,7 +1265,10 @@ def test_pyiceberg_reads_what_neve_writes(version: int, tmp_path: Path, fio: Fil
         schema=schema,
         content=ManifestContent.DATA,
         snapshot_id=42,
-        entries=[added(f), ManifestEntry(EXISTING, 41, 1, 1, data_file(f"{tmp_path}/b", NULLS[:5]))],
+        entries=[
+            added(f),
+            ManifestEntry(EXISTING, 41, 1, 1, data_file(f"{tmp_path}/b", NULLS[:5])),
+        ],
     )
     write_manifest_list(
         fio,
@@ -1281,8 +1353,28 @@ def test_neve_reads_what_pyiceberg_writes(version: int, tmp_path: Path, fio: Fil
 
 def test_manifest_write_is_deterministic_for_equal_input(tmp_path: Path, fio: FileIO) -> None:
     entries = _entries_for(2, tmp_path)
-    a = write_manifest(fio, f"{tmp_path}/a.avro", format_version=2, spec=SPEC, schema=SCHEMA, content=ManifestContent.DATA, snapshot_id=1, entries=entries)
-    b = write_manifest(fio, f"{tmp_path}/b.avro", format_version=2, spec=SPEC, schema=SCHEMA, content=ManifestContent.DATA, snapshot_id=1, entries=iter(entries))
+    a = write_manifest(
+        fio,
+        f"{tmp_path}/a.avro",
+        format_version=2,
+        spec=SPEC,
+        schema=SCHEMA,
+        content=ManifestContent.DATA,
+        snapshot_id=1,
+        entries=entries,
+    )
+    b = write_manifest(
+        fio,
+        f"{tmp_path}/b.avro",
+        format_version=2,
+        spec=SPEC,
+        schema=SCHEMA,
+        content=ManifestContent.DATA,
+        snapshot_id=1,
+        entries=iter(entries),
+    )
     assert a.with_(manifest_path="") == b.with_(manifest_path="")
     with open(f"{tmp_path}/a.avro", "rb") as fa, open(f"{tmp_path}/b.avro", "rb") as fb:
-        assert list(fastavro.reader(_io.BytesIO(fa.read()))) == list(fastavro.reader(_io.BytesIO(fb.read())))
+        assert list(fastavro.reader(_io.BytesIO(fa.read()))) == list(
+            fastavro.reader(_io.BytesIO(fb.read()))
+        )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neve.errors import SchemaError
 from neve.spec.schema import Schema
@@ -192,6 +194,10 @@ def test_default_must_fit_the_type() -> None:
         update(3).add_column("n", INT, default=True)
     with pytest.raises(SchemaError, match="does not fit"):
         update(3).add_column("d", DecimalType(5, 2), default=decimal.Decimal("1.234"))
+    with pytest.raises(SchemaError, match="does not fit"):
+        update(3).add_column("d", DecimalType(5, 2), default=decimal.Decimal("12345.6"))
+    with pytest.raises(SchemaError, match="does not fit"):
+        update(3).add_column("u", "uuid", default="not-a-uuid")
     with pytest.raises(SchemaError, match="default"):
         update(3).add_column("s", StructType(NestedField(1, "a", INT)), default={})
 
@@ -644,6 +650,19 @@ def test_union_by_name_rejects_incompatible_types() -> None:
         update().union_by_name(Schema(NestedField(1, "loc", STRING)))
 
 
+def test_union_by_name_through_lists_and_maps() -> None:
+    incoming = Schema(
+        NestedField(1, "props", MapType(2, STRING, 3, StructType(NestedField(4, "w", INT)))),
+        NestedField(5, "tags", ListType(6, LONG, False)),
+    )
+    schema, _ = update().union_by_name(incoming).apply()
+    assert schema.find_field("props.value.w").field_id == 17
+    assert schema.find_field("props.value.v").field_id == 13
+    assert schema.find_type("tags.element") == LONG
+    with pytest.raises(SchemaError, match="map keys cannot change"):
+        update().union_by_name(Schema(NestedField(1, "props", MapType(2, LONG, 3, INT))))
+
+
 def test_union_by_name_required_incoming_field_added_as_optional() -> None:
     schema, _ = update().union_by_name(Schema(NestedField(1, "r", INT, required=True))).apply()
     assert not schema.find_field("r").required
@@ -707,3 +726,52 @@ def test_round_trip_ids_after_many_changes() -> None:
     ids = schema2.field_ids()
     assert len(ids) == len(set(ids))
     assert schema2.find_field("labels").field_id == 14
+
+
+# -- properties -----------------------------------------------------------------------
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "add_nested", "rename", "delete", "promote", "move"]),
+        st.integers(min_value=0, max_value=30),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_OPS)
+def test_random_changes_keep_ids_unique_and_stable(ops: list[tuple[str, int]]) -> None:
+    """Whatever sequence of changes is accepted, field ids stay unique, surviving columns
+    keep their ids and kinds, and new ids are above the old last-column-id."""
+    base = base_schema()
+    u = UpdateSchema(base, 16, 2).set_identifier_fields()
+    for counter, (op, n) in enumerate(ops):
+        top = [f.name for f in u.apply()[0].fields]
+        name = top[n % len(top)] if top else "x"
+        try:
+            if op == "add":
+                u.add_column(f"c{counter}", INT)
+            elif op == "add_nested":
+                u.add_column(f"{name}.c{counter}", StructType(NestedField(1, "q", LONG)))
+            elif op == "rename":
+                u.rename_column(name, f"r{counter}")
+            elif op == "delete":
+                u.delete_column(name)
+            elif op == "promote":
+                u.update_column(name, LONG)
+            else:
+                u.move_first(name)
+        except SchemaError:
+            pass  # a rejected change leaves the builder as it was
+    schema, last = u.apply()
+    ids = schema.field_ids()
+    assert len(ids) == len(set(ids))
+    assert max(ids, default=0) <= last
+    for fid in ids:
+        old = base.find_field_or_none(fid)
+        if old is None:
+            assert fid > 16
+        else:
+            new_type = schema.find_field(fid).field_type
+            assert new_type.is_nested == old.field_type.is_nested

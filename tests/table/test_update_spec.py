@@ -115,6 +115,8 @@ def test_spec_from_terms_names(term: str, name: str) -> None:
 
 
 def test_spec_from_terms_void_name() -> None:
+    (f,) = spec_from_terms(SCHEMA, ["void(flag)"]).fields
+    assert (f.name, f.transform) == ("flag_null", VoidTransform())
     assert default_partition_name("x", VoidTransform(), with_param=False) == "x_null"
     assert default_partition_name("x", VoidTransform(), with_param=True) == "x_null"
 
@@ -209,6 +211,14 @@ def test_v2_reuses_field_id_from_an_earlier_spec() -> None:
     assert spec.fields[-1] == pf(1, 1002, BucketTransform(8), "id_bucket_8")
 
 
+def test_v2_does_not_reuse_an_id_the_current_spec_holds() -> None:
+    # a table upgraded from v1: the old bucket field lives on as a void with id 1000
+    old = PartitionSpec(0, (pf(1, 1000, BucketTransform(16), "id_bucket"),))
+    current = PartitionSpec(1, (pf(1, 1000, VoidTransform(), "id_bucket"),))
+    spec = UpdateSpec(metadata((old, current))).add_field("id", BucketTransform(16)).apply()
+    assert spec.fields[-1] == pf(1, 1001, BucketTransform(16), "id_bucket_16")
+
+
 def test_v1_does_not_reuse_field_ids() -> None:
     old = PartitionSpec(0, (pf(1, 1000, BucketTransform(16), "id_bucket"),))
     current = PartitionSpec(1, (pf(1, 1000, VoidTransform(), "id_bucket"),))
@@ -268,6 +278,7 @@ def test_add_name_clash_with_schema_column() -> None:
         ("flag", "bucket[4]", "does not apply"),
         ("name", "year", "does not apply"),
         ("loc", "identity", "not a primitive"),
+        ("id", "bogus[3]", "unknown transform"),
     ],
 )
 def test_add_invalid_source(source: str, transform: str, keyword: str) -> None:

@@ -87,7 +87,7 @@ def transform_array(
     if pa.types.is_dictionary(arr.type):
         values = transform_array(transform, source, arr.dictionary)
         return pc.take(values, arr.indices)
-    if isinstance(arr.type, pa.ExtensionType):
+    if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     if pa.types.is_null(arr.type):
         return pa.nulls(len(arr), result_arrow_type(transform, arr.type))
@@ -360,15 +360,31 @@ def _truncate_decimals(
     source: DecimalType, arr: pa.Array, transform: TruncateTransform
 ) -> pa.Array:
     t = arr.type
+    smallest = -(10**t.precision - 1)
     unscaled = _decimal_unscaled_int64(arr)
     if unscaled is None:  # precision > 18: value by value, exact
         fn = transform.transformer(source)
-        return pa.array([fn(v) for v in arr.to_pylist()], t)
+        values = [fn(v) for v in arr.to_pylist()]
+        if any(v is not None and v.scaleb(t.scale) < smallest for v in values):
+            raise _decimal_overflow(transform, t)
+        return pa.array(values, t)
     w = _scalar(transform.width, pa.int64())
     # Unscaled floor-truncation cannot overflow int64 for precision <= 18.
     truncated = pc.subtract(unscaled, pc.modulo(unscaled, w))
+    lowest = pc.min(truncated).as_py()
+    if lowest is not None and lowest < smallest:
+        raise _decimal_overflow(transform, t)
     wide = pc.cast(truncated, pa.decimal128(38, 0))
     out = pa.Array.from_buffers(
         pa.decimal128(t.precision, t.scale), len(wide), wide.buffers(), offset=wide.offset
     )
     return out if out.type == t else pc.cast(out, t)
+
+
+def _decimal_overflow(transform: TruncateTransform, t: pa.DataType) -> ValidationError:
+    # Rounding down a value within the width of the type's minimum leaves the precision
+    # (decimal(4,2): truncate[50] of -99.99 is -100.00); no writer can store that.
+    return ValidationError(
+        f"{transform} rounds a value below the smallest {t}; use a smaller width or a "
+        "decimal type with more precision"
+    )

@@ -323,7 +323,7 @@ def _string_inclusive(
             return _pred(Operation.NOT_STARTS_WITH, target, (b,))
         if len(b) == width:
             return _pred(Operation.NOT_EQ, target, (b,))
-        return None
+        return _pred(Operation.NOT_STARTS_WITH, target, (apply(b),))
     return _array_inclusive(op, b, apply, target)
 
 

@@ -13,22 +13,17 @@ out (``points.x`` is ``points.element.x``).
 
 from __future__ import annotations
 
-import decimal
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from neve.errors import SchemaError
+from neve.errors import SchemaError, ValidationError
+from neve.spec import values
 from neve.spec.schema import Schema
 from neve.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
     DecimalType,
     DoubleType,
-    FixedType,
     FloatType,
     IcebergType,
     IntegerType,
@@ -38,15 +33,10 @@ from neve.spec.types import (
     NestedField,
     NestedType,
     PrimitiveType,
-    StringType,
     StructType,
     TimestampNsType,
-    TimestampType,
     TimestamptzNsType,
-    TimestamptzType,
-    TimeType,
     UnknownType,
-    UUIDType,
     VariantType,
     parse_type,
 )
@@ -61,16 +51,6 @@ themselves contain dots."""
 _FIELD, _ELEMENT, _KEY, _VALUE = "field", "element", "key", "value"
 
 _V3_TYPES = (TimestampNsType, TimestamptzNsType, UnknownType, VariantType)
-_INT_VALUED = (
-    IntegerType,
-    LongType,
-    DateType,
-    TimeType,
-    TimestampType,
-    TimestamptzType,
-    TimestampNsType,
-    TimestamptzNsType,
-)
 
 
 def is_promotion_allowed(old: IcebergType, new: IcebergType, format_version: int = 2) -> bool:
@@ -227,61 +207,27 @@ def _check_v3_types(t: IcebergType, format_version: int, where: str) -> None:
 
 
 def _coerce_default(value: Any, t: IcebergType, where: str) -> Any:
-    """Check a default value against its column type (values use neve's Python value
-    representation) and return it in canonical form."""
-    bad = SchemaError(
-        f"default {value!r} of {where!r} does not fit type {t}; give a value of the "
-        "column's type (e.g. int for long/date/timestamp, Decimal for decimal, bytes "
-        "for binary)"
-    )
+    """Check a default value against its column type (neve's Python value form) and
+    return it canonical. Defaults are stored in the JSON single-value form, so a value
+    that form cannot hold is rejected here rather than at commit."""
     if isinstance(t, (NestedType, UnknownType, VariantType)):
         raise SchemaError(
             f"column {where!r} of type {t} cannot have a default value; "
             "give defaults to primitive fields only"
         )
-    if isinstance(t, BooleanType):
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if isinstance(t, _INT_VALUED):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad
-        bits = 31 if isinstance(t, (IntegerType, DateType)) else 63
-        if not -(2**bits) <= value < 2**bits:
-            raise bad
-        return value
-    if isinstance(t, (FloatType, DoubleType)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad
-        return float(value)
-    if isinstance(t, DecimalType):
-        if isinstance(value, bool) or not isinstance(value, (int, decimal.Decimal)):
-            raise bad
-        d = decimal.Decimal(value)
-        try:
-            q = d.quantize(decimal.Decimal(1).scaleb(-t.scale), context=decimal.Context(prec=60))
-        except decimal.InvalidOperation:
-            raise bad from None
-        if q != d or len(q.as_tuple().digits) > t.precision:
-            raise bad
-        return q
-    if isinstance(t, StringType):
-        if not isinstance(value, str):
-            raise bad
-        return value
-    if isinstance(t, UUIDType):
-        if not isinstance(value, uuid.UUID):
-            raise bad
-        return value
-    if isinstance(t, FixedType):
-        if not isinstance(value, bytes) or len(value) != t.length:
-            raise bad
-        return value
-    if isinstance(t, BinaryType):
-        if not isinstance(value, bytes):
-            raise bad
-        return value
-    raise bad
+    try:
+        out = values.from_json(t, values.to_json(t, value))
+    except (ValidationError, TypeError, ValueError, ArithmeticError) as exc:
+        raise SchemaError(
+            f"default {value!r} of {where!r} does not fit type {t} ({exc}); give a value "
+            "in neve's form for the type (int for long/date/timestamp, Decimal for "
+            "decimal, bytes for binary ...)"
+        ) from exc
+    if isinstance(t, DecimalType) and len(out.as_tuple().digits) > t.precision:
+        raise SchemaError(
+            f"default {value!r} of {where!r} does not fit type {t}: more than {t.precision} digits"
+        )
+    return out
 
 
 class UpdateSchema:

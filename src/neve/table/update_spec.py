@@ -34,6 +34,7 @@ from neve.spec.transforms import (
     MonthTransform,
     Transform,
     TruncateTransform,
+    UnknownTransform,
     VoidTransform,
     YearTransform,
     parse_partition_term,
@@ -91,6 +92,11 @@ def resolve_transform_source(
     """Find the source column of a partition or sort field and check the spec's rules:
     it exists, is a primitive not nested in a list or map, and the transform accepts
     its type."""
+    if isinstance(transform, UnknownTransform):
+        raise SchemaError(
+            f"cannot {purpose} by unknown transform {str(transform)!r}; use identity, "
+            "bucket[N], truncate[W], year, month, day, hour or void"
+        )
     field = schema.find_field_or_none(column, case_sensitive)
     if field is None:
         raise SchemaError(
@@ -353,12 +359,15 @@ class UpdateSpec:
         self, source_id: int, transform: Transform, name: str | None
     ) -> PartitionField:
         if not self._v1:
+            # ids in use by the current spec (e.g. v1 void fields of an upgraded table)
+            taken = {f.field_id for f in self._spec.fields} | {f.field_id for f in self._adds}
             for spec in self._md.partition_specs:
                 for f in spec.fields:
                     if (
                         f.source_id == source_id
                         and f.transform == transform
                         and (name is None or f.name == name)
+                        and f.field_id not in taken
                     ):
                         return f
         self._last_id += 1
