@@ -1,10 +1,10 @@
 """neve: a table format engine on the Iceberg format, with a PySpark data plane.
 
-    import neve
-    catalog = neve.connect("sqlite:////abs/catalog.db", warehouse="/abs/warehouse")
-    table = catalog.create_table("db.events", schema=pa_schema, partition_by=["day(ts)"])
-    table.append(pa_table)
-    table.scan(filter="id < 100").to_arrow()
+import neve
+catalog = neve.connect("sqlite:////abs/catalog.db", warehouse="/abs/warehouse")
+table = catalog.create_table("db.events", schema=pa_schema, partition_by=["day(ts)"])
+table.append(pa_table)
+table.scan(filter="id < 100").to_arrow()
 """
 
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect

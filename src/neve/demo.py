@@ -61,7 +61,9 @@ def run(root: Path) -> None:
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    catalog = neve.connect(f"sqlite:///{root.resolve()}/catalog.db", warehouse=str(root.resolve() / "warehouse"))
+    catalog = neve.connect(
+        f"sqlite:///{root.resolve()}/catalog.db", warehouse=str(root.resolve() / "warehouse")
+    )
     print(f"catalog: {catalog}")
     catalog.create_namespace("demo")
     table = _step(
@@ -71,11 +73,20 @@ def run(root: Path) -> None:
         ),
     )
     for k in range(3):
-        _step(f"append 100,000 rows (batch {k + 1})", lambda k=k: table.append(_events(k * 100_000, 100_000, 0)))
+        _step(
+            f"append 100,000 rows (batch {k + 1})",
+            lambda k=k: table.append(_events(k * 100_000, 100_000, 0)),
+        )
     after_appends = table.current_snapshot()
-    _step("delete where kind = 'view' and id < 50000 (copy-on-write)", lambda: table.delete("kind = 'view' and id < 50000"))
+    _step(
+        "delete where kind = 'view' and id < 50000 (copy-on-write)",
+        lambda: table.delete("kind = 'view' and id < 50000"),
+    )
     week2 = "ts >= '2024-01-08T00:00:00+00:00' and ts < '2024-01-15T00:00:00+00:00'"
-    _step("overwrite week 2 with 20,000 new rows", lambda: table.overwrite(_events(1_000_000, 20_000, 7), filter=week2))
+    _step(
+        "overwrite week 2 with 20,000 new rows",
+        lambda: table.overwrite(_events(1_000_000, 20_000, 7), filter=week2),
+    )
 
     def evolve() -> None:
         with table.update_schema() as u:

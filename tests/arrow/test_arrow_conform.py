@@ -39,7 +39,9 @@ SCHEMA = Schema(
 
 
 def test_result_has_the_table_arrow_schema_and_column_order() -> None:
-    data = pa.table({"score": [1.5], "id": pa.array([7], pa.int32()), "name": pa.array(["x"], pa.string())})
+    data = pa.table(
+        {"score": [1.5], "id": pa.array([7], pa.int32()), "name": pa.array(["x"], pa.string())}
+    )
     out = conform_table(data, SCHEMA)
     assert out.schema == to_arrow_schema(SCHEMA)
     assert out.schema.equals(to_arrow_schema(SCHEMA), check_metadata=True)
@@ -121,7 +123,9 @@ def test_safe_casts(field_type: object, array: pa.Array, expected: list[object] 
         (DecimalType(3, 2), pa.array([Decimal("12.34")], pa.decimal128(10, 2)), ""),
     ],
 )
-def test_unsafe_casts_name_column_and_types(field_type: object, array: pa.Array, message: str) -> None:
+def test_unsafe_casts_name_column_and_types(
+    field_type: object, array: pa.Array, message: str
+) -> None:
     schema = Schema(NestedField(1, "c", field_type))  # type: ignore[arg-type]
     with pytest.raises(DataSchemaMismatchError, match="'c'") as info:
         conform_table(pa.table({"c": array}), schema)
@@ -152,7 +156,9 @@ def test_nested_columns_are_conformed_by_name() -> None:
         {
             "m": pa.array([[("k", 1.0)], None], pa.map_(pa.string(), pa.float32())),
             "l": pa.array([[1, 2], None], pa.list_(pa.int32())),
-            "s": pa.array([{"b": "x", "a": 1}, None], pa.struct([("b", pa.string()), ("a", pa.int8())])),
+            "s": pa.array(
+                [{"b": "x", "a": 1}, None], pa.struct([("b", pa.string()), ("a", pa.int8())])
+            ),
         }
     )
     out = conform_table(data, NESTED)

@@ -94,7 +94,9 @@ def test_values_use_neve_representation() -> None:
     slices = partition_table(
         data(),
         SCHEMA,
-        spec((3, "day", "ts_day"), (7, "truncate[2]", "p"), (1, "bucket[3]", "b"), (3, "hour", "h")),
+        spec(
+            (3, "day", "ts_day"), (7, "truncate[2]", "p"), (1, "bucket[3]", "b"), (3, "hour", "h")
+        ),
     )
     for s in slices:
         day, price, bucket, hour = s.partition

@@ -177,7 +177,8 @@ def test_accepted_arrow_types(arrow: pa.DataType, iceberg: object) -> None:
 
 
 @pytest.mark.parametrize(
-    "arrow", [pa.uint64(), pa.decimal256(40, 2), pa.null(), pa.duration("s"), pa.month_day_nano_interval()]
+    "arrow",
+    [pa.uint64(), pa.decimal256(40, 2), pa.null(), pa.duration("s"), pa.month_day_nano_interval()],
 )
 def test_unsupported_arrow_types_are_schema_errors(arrow: pa.DataType) -> None:
     with pytest.raises(SchemaError, match="'c'"):
@@ -185,7 +186,9 @@ def test_unsupported_arrow_types_are_schema_errors(arrow: pa.DataType) -> None:
 
 
 def test_partial_ids_are_rejected() -> None:
-    s = pa.schema([pa.field("a", pa.int32(), metadata={FIELD_ID_KEY: b"1"}), pa.field("b", pa.int32())])
+    s = pa.schema(
+        [pa.field("a", pa.int32(), metadata={FIELD_ID_KEY: b"1"}), pa.field("b", pa.int32())]
+    )
     with pytest.raises(SchemaError, match="'b' has no PARQUET:field_id"):
         from_arrow_schema(s)
 
@@ -198,7 +201,13 @@ def test_name_mapping_json_round_trip_and_lookup() -> None:
             {
                 "field-id": 2,
                 "names": ["loc"],
-                "fields": [{"field-id": 3, "names": ["element"], "fields": [{"field-id": 4, "names": ["lat"]}]}],
+                "fields": [
+                    {
+                        "field-id": 3,
+                        "names": ["element"],
+                        "fields": [{"field-id": 4, "names": ["lat"]}],
+                    }
+                ],
             },
         ]
     )
@@ -211,7 +220,9 @@ def test_name_mapping_json_round_trip_and_lookup() -> None:
     assert parse_name_mapping(m.to_json()) == m
 
 
-@pytest.mark.parametrize("bad", ["{", '{"a": 1}', '[{"field-id": 1}]', '[{"field-id": "x", "names": ["a"]}]'])
+@pytest.mark.parametrize(
+    "bad", ["{", '{"a": 1}', '[{"field-id": 1}]', '[{"field-id": "x", "names": ["a"]}]']
+)
 def test_malformed_name_mapping(bad: str) -> None:
     with pytest.raises(SchemaError):
         parse_name_mapping(bad)

@@ -272,7 +272,7 @@ def test_truncate_keeps_the_input_arrow_type() -> None:
     assert TruncateTransform(50).apply(DecimalType(4, 2), Decimal("-99.99")) == Decimal("-100.00")
     with pytest.raises(ValidationError, match="smallest"):
         transform_array(TruncateTransform(50), DecimalType(4, 2), edge)
-    wide_edge = pa.array([Decimal("-9" * 20)], pa.decimal128(20, 0))
+    wide_edge = pa.array([Decimal("-" + "9" * 20)], pa.decimal128(20, 0))
     with pytest.raises(ValidationError, match="smallest"):
         transform_array(TruncateTransform(2), DecimalType(20, 0), wide_edge)
 
@@ -295,3 +295,14 @@ def test_large_arrays_match_scalar_on_a_sample() -> None:
         assert result[i] == BucketTransform(1024).apply(LONG, values[i])
     days = transform_array(DayTransform(), TIMESTAMP, arr.view(pa.timestamp("us")))
     assert days.view(pa.int32()).to_pylist()[::997] == [v // 86_400_000_000 for v in values[::997]]
+
+
+def test_decimal_bucket_at_byte_length_boundaries() -> None:
+    edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, -32769]
+    edges += [2**23 - 1, 2**23, -(2**23) - 1, 2**31 - 1, 2**31, -(2**31) - 1, 2**39, 2**55]
+    edges += [-(2**55) - 1, 10**18 - 1, -(10**18) + 1]
+    values = [Decimal(v).scaleb(-3) for v in edges]
+    source = DecimalType(18, 3)
+    arr = pa.array(values, pa.decimal128(18, 3))
+    b = BucketTransform(2**31 - 1)
+    assert transform_array(b, source, arr).to_pylist() == [b.apply(source, v) for v in values]

@@ -46,7 +46,6 @@ from neve.spec.types import (
     UUID,
     DecimalType,
     FixedType,
-    IcebergType,
     ListType,
     MapType,
     NestedField,
@@ -279,12 +278,18 @@ def test_negative_zero_upper_bound(tmp_path: Path) -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     values=st.lists(
-        st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)), min_size=1, max_size=40
+        st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)),
+        min_size=1,
+        max_size=40,
     )
 )
-def test_double_bounds_property(tmp_path_factory: pytest.TempPathFactory, values: list[float | None]) -> None:
+def test_double_bounds_property(
+    tmp_path_factory: pytest.TempPathFactory, values: list[float | None]
+) -> None:
     schema = Schema(NestedField(1, "d", DOUBLE))
-    (f,) = write(tmp_path_factory.mktemp("h"), schema, pa.table({"d": pa.array(values, pa.float64())}))
+    (f,) = write(
+        tmp_path_factory.mktemp("h"), schema, pa.table({"d": pa.array(values, pa.float64())})
+    )
     real = [v for v in values if v is not None and not math.isnan(v)]
     assert f.nan_value_counts == {1: sum(1 for v in values if v is not None and math.isnan(v))}
     assert f.null_value_counts == {1: sum(1 for v in values if v is None)}
@@ -301,7 +306,9 @@ LONG_TEXT = "äöü€𝄞" * 5 + "z"
 
 
 def test_truncated_string_and_binary_bounds(tmp_path: Path) -> None:
-    schema = Schema(NestedField(1, "s", STRING), NestedField(2, "b", BINARY), NestedField(3, "top", STRING))
+    schema = Schema(
+        NestedField(1, "s", STRING), NestedField(2, "b", BINARY), NestedField(3, "top", STRING)
+    )
     top = "\U0010ffff" * 20
     data = pa.table(
         {
@@ -372,10 +379,18 @@ def test_bad_metrics_mode_and_properties() -> None:
 
 def test_compression_codec_property(tmp_path: Path) -> None:
     schema = Schema(NestedField(1, "a", INT))
-    (f,) = write(tmp_path, schema, pa.table({"a": [1, 2]}), props={"write.parquet.compression-codec": "snappy"})
+    (f,) = write(
+        tmp_path,
+        schema,
+        pa.table({"a": [1, 2]}),
+        props={"write.parquet.compression-codec": "snappy"},
+    )
     assert pq.read_metadata(f.file_path).row_group(0).column(0).compression == "SNAPPY"
     (g,) = write(
-        tmp_path, schema, pa.table({"a": [1, 2]}), props={"write.parquet.compression-codec": "uncompressed"}
+        tmp_path,
+        schema,
+        pa.table({"a": [1, 2]}),
+        props={"write.parquet.compression-codec": "uncompressed"},
     )
     assert pq.read_metadata(g.file_path).row_group(0).column(0).compression == "UNCOMPRESSED"
 
@@ -487,7 +502,10 @@ def test_rolling_by_target_file_size(tmp_path: Path) -> None:
     schema = Schema(NestedField(1, "id", LONG, True), NestedField(2, "s", STRING))
     n = 20_000
     data = pa.table(
-        {"id": pa.array(range(n), pa.int64()), "s": [f"value-{i * 7919 % 100_003}" for i in range(n)]}
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": [f"value-{i * 7919 % 100_003}" for i in range(n)],
+        }
     )
     target = 40_000
     files = write(tmp_path, schema, data, props={"write.target-file-size-bytes": str(target)})
@@ -544,9 +562,13 @@ def test_partitioned_write(tmp_path: Path) -> None:
         ts = table.column("ts").to_pylist()
         expected_day = None if ts[0] is None else (ts[0].date() - dt.date(1970, 1, 1)).days
         assert day == expected_day
-        assert all((None if t is None else (t.date() - dt.date(1970, 1, 1)).days) == day for t in ts)
+        assert all(
+            (None if t is None else (t.date() - dt.date(1970, 1, 1)).days) == day for t in ts
+        )
         assert set(table.column("cat").to_pylist()) == {cat}
-        human_day = "null" if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+        human_day = (
+            "null" if day is None else (dt.date(1970, 1, 1) + dt.timedelta(days=day)).isoformat()
+        )
         enc = "a+b%2Fc" if cat == "a b/c" else "x%3Dy%25"
         assert f"/data/ts_day={human_day}/cat={enc}/id_bucket={bucket}/" in f.file_path
         seen.add(f.partition)
@@ -573,5 +595,3 @@ def test_empty_table_writes_no_file(tmp_path: Path) -> None:
     spec = PartitionSpec(0, (PartitionField(1, 1000, parse_transform("identity"), "a"),))
     assert write(tmp_path, schema, pa.table({"a": pa.array([], pa.int64())}), spec=spec) == []
     assert files_under(tmp_path) == []
-
-

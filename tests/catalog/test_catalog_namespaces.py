@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -124,3 +125,36 @@ def test_dotted_levels_rejected(catalog: Catalog, bad: tuple[str, ...]) -> None:
 def test_empty_name_rejected(catalog: Catalog) -> None:
     with pytest.raises(ValidationError):
         catalog.create_namespace("db..x")
+
+
+def _in_threads(n: int, work: Callable[[int], None]) -> list[BaseException]:
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            work(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_siblings_created_at_once(catalog: Catalog) -> None:
+    # Each creates the shared parent "a" on the way; none may fail because of it.
+    errors = _in_threads(6, lambda i: catalog.create_namespace(("a", f"b{i}")))
+    assert errors == []
+    assert catalog.list_namespaces("a") == [("a", f"b{i}") for i in range(6)]
+
+
+def test_same_namespace_created_at_once(catalog: Catalog) -> None:
+    errors = _in_threads(6, lambda i: catalog.create_namespace("db", {"by": str(i)}))
+    assert len(errors) == 5
+    assert all(isinstance(e, NamespaceAlreadyExistsError) for e in errors), errors
+    assert set(catalog.namespace_properties("db")) == {"by"}

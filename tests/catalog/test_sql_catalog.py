@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -325,3 +326,29 @@ def test_connection_lost_before_update_changes_nothing(
         remove()
     assert set(os.listdir(folder)) == before
     assert pg_catalog._metadata_location(ident) == base
+
+
+def test_concurrent_property_updates(sql_catalog: SqlCatalog) -> None:
+    sql_catalog.create_namespace("db")
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        barrier.wait()
+        try:
+            for round_no in range(3):
+                sql_catalog.update_namespace_properties(
+                    "db", updates={f"k{i}": str(round_no), "shared": str(i)}
+                )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    props = sql_catalog.namespace_properties("db")
+    assert {k: v for k, v in props.items() if k != "shared"} == {f"k{i}": "2" for i in range(6)}
+    assert props["shared"] in {str(i) for i in range(6)}

@@ -96,9 +96,9 @@ def test_and_or_not_simplify_constants() -> None:
 
 
 def test_operators_build_simplified_trees() -> None:
-    assert (A & B) == And(A, B)
+    assert And(A, B) == (A & B)
     assert (A | ALWAYS_TRUE) is ALWAYS_TRUE
-    assert ~A == Not(A)
+    assert Not(A) == ~A
 
 
 def test_many_operands_give_a_shallow_tree() -> None:

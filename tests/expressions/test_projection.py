@@ -153,7 +153,10 @@ def test_truncate_string(text: str, inclusive: str | None, strict: str | None) -
 )
 def test_truncate_binary(text: str, inclusive: str | None, strict: str | None) -> None:
     as_hex = text.replace("'abcdef'", "'" + b"abcdef".hex() + "'")
-    expected = [None if e is None else e.replace("'abc'", "'" + b"abc".hex() + "'") for e in (inclusive, strict)]
+    expected = [
+        None if e is None else e.replace("'abc'", "'" + b"abc".hex() + "'")
+        for e in (inclusive, strict)
+    ]
     check(TruncateTransform(3), BINARY, as_hex, expected[0], expected[1])
 
 
@@ -290,7 +293,9 @@ def test_whole_filter_projections() -> None:
     strict = strict_projection(SCHEMA, SPEC)
     bucket = BucketTransform(8).apply(STRING, "abc")
     # Several fields on one column: inclusive ANDs them, strict ORs them.
-    assert str(incl.project(parse("name = 'abc'"))) == f"name_bucket = {bucket} AND name_trunc = 'ab'"
+    assert (
+        str(incl.project(parse("name = 'abc'"))) == f"name_bucket = {bucket} AND name_trunc = 'ab'"
+    )
     assert str(strict.project(parse("name != 'abc'"))) == (
         f"name_bucket != {bucket} OR name_trunc != 'ab'"
     )

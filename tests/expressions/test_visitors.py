@@ -20,9 +20,7 @@ from neve.expressions.visitors import references
 from neve.spec.schema import Schema
 from neve.spec.types import DOUBLE, LONG, STRING, NestedField
 
-SCHEMA = Schema(
-    NestedField(1, "a", LONG), NestedField(2, "s", STRING), NestedField(3, "d", DOUBLE)
-)
+SCHEMA = Schema(NestedField(1, "a", LONG), NestedField(2, "s", STRING), NestedField(3, "d", DOUBLE))
 
 
 @pytest.mark.parametrize(

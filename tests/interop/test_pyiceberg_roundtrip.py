@@ -52,7 +52,9 @@ def make_rows(start: int, n: int) -> pa.Table:
             "cat": [["a", "b", "c"][i % 3] for i in range(start, start + n)],
             "d": [dt.date(2022 + i % 3, 1 + i % 12, 1 + i % 28) for i in range(start, start + n)],
             "ts": [t0 + dt.timedelta(hours=7 * i) for i in range(start, start + n)],
-            "ts_day": [dt.datetime(2024, 2, 1) + dt.timedelta(hours=5 * i) for i in range(start, start + n)],
+            "ts_day": [
+                dt.datetime(2024, 2, 1) + dt.timedelta(hours=5 * i) for i in range(start, start + n)
+            ],
             "ts_hour": [t0 + dt.timedelta(minutes=37 * i) for i in range(start, start + n)],
             "small": pa.array([i % 100 - 50 for i in range(start, start + n)], pa.int32()),
             "price": [Decimal(i) / Decimal(4) for i in range(start, start + n)],

@@ -138,7 +138,7 @@ def test_dynamic_partition_overwrite(catalog: neve.Catalog) -> None:
     t.dynamic_partition_overwrite(new)
     out = t.scan().to_arrow()
     old_kept = [r["id"] for r in rows(0, 100).to_pylist() if r["ts"].day > 3]
-    assert sorted_ids(out) == sorted(old_kept + [900, 901, 902])
+    assert sorted_ids(out) == sorted([*old_kept, 900, 901, 902])
 
 
 def test_schema_evolution_reads_old_files(table: neve.Table) -> None:
@@ -162,9 +162,8 @@ def test_schema_evolution_reads_old_files(table: neve.Table) -> None:
     by_id = {r["id"]: r for r in out.to_pylist()}
     assert by_id[3]["label"] == "name-3" and by_id[3]["extra"] is None
     assert by_id[100]["extra"] == 7
-    with pytest.raises(SchemaError):
-        with table.update_schema() as u:
-            u.update_column("amount", field_type="int")  # double -> int is not a promotion
+    with pytest.raises(SchemaError), table.update_schema() as u:
+        u.update_column("amount", field_type="int")  # double -> int is not a promotion
 
 
 def test_time_travel_refs_and_rollback(table: neve.Table) -> None:

@@ -31,11 +31,11 @@ from pyroaring import BitMap, BitMap64
 from neve.arrow.metrics import MetricsConfig, MetricsMode
 from neve.arrow.schema import field_id
 from neve.arrow.writer import write_parquet_file
-from neve.errors import NeveIOError
+from neve.errors import NeveIOError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.schema import Schema
-from neve.spec.types import LONG, STRING, NestedField
+from neve.spec.types import LONG, STRING, NestedField, StructType
 
 __all__ = [
     "DELETE_FILE_PATH_ID",
@@ -52,6 +52,7 @@ __all__ = [
     "read_puffin_footer",
     "serialize_deletion_vector",
     "write_deletion_vector_puffin",
+    "write_equality_delete_file",
     "write_position_delete_file",
 ]
 
@@ -210,6 +211,57 @@ def write_position_delete_file(
     if len(referenced) == 1:
         out = out.with_(referenced_data_file=referenced[0])
     return out
+
+
+def write_equality_delete_file(
+    io: FileIO,
+    path: str,
+    table_schema: Schema,
+    equality_ids: Sequence[int],
+    rows: pa.Table,
+    *,
+    partition: tuple[Any, ...] = (),
+    spec_id: int = 0,
+    properties: Mapping[str, str] | None = None,
+) -> DataFile:
+    """Write an equality delete file: ``rows`` hold the values of the equality columns
+    (top-level columns of ``table_schema`` by name; nested ones inside their structs)."""
+    ids = set(equality_ids)
+    fields = [p for p in (_prune(f, ids) for f in table_schema.fields) if p is not None]
+    if not fields or len(ids) != len(equality_ids):
+        raise ValidationError(
+            f"equality ids {list(equality_ids)} must be distinct columns of the table schema"
+        )
+    for fid in ids:
+        f = table_schema.find_field_or_none(fid)
+        if f is None or not f.field_type.is_primitive:
+            raise ValidationError(
+                f"equality delete column id {fid} must be a primitive column of the table"
+            )
+    delete_schema = Schema(*fields, schema_id=table_schema.schema_id)
+    return write_parquet_file(
+        io,
+        path,
+        delete_schema,
+        rows,
+        properties,
+        partition=partition,
+        spec_id=spec_id,
+        content=DataFileContent.EQUALITY_DELETES,
+        equality_ids=tuple(equality_ids),
+    )
+
+
+def _prune(f: NestedField, ids: set[int]) -> NestedField | None:
+    """``f`` reduced to the struct paths that lead to ``ids``, or None."""
+    if f.field_id in ids:
+        return f
+    t = f.field_type
+    if isinstance(t, StructType):
+        kept = [p for p in (_prune(c, ids) for c in t.fields) if p is not None]
+        if kept:
+            return f.with_(field_type=StructType(*kept))
+    return None
 
 
 # -- deletion vectors ------------------------------------------------------------------

@@ -30,7 +30,9 @@ def _workers() -> int:
     return min(16, (os.cpu_count() or 2) * 2)
 
 
-def _read(scan: TableScan, task: FileScanTask, cache: DeleteCache, mapping: NameMapping | None) -> pa.Table:
+def _read(
+    scan: TableScan, task: FileScanTask, cache: DeleteCache, mapping: NameMapping | None
+) -> pa.Table:
     schema = scan.table_schema
     return read_data_file(
         scan.io,

@@ -54,9 +54,7 @@ def rewrite_without(
     schema = md.schema()
     wanted = {f.file_path for f in files}
     tasks = [
-        t
-        for t in table.scan(snapshot_id=snapshot_id).plan_files()
-        if t.file.file_path in wanted
+        t for t in table.scan(snapshot_id=snapshot_id).plan_files() if t.file.file_path in wanted
     ]
     keep_expr = delete_filter(expr, schema, case_sensitive)
     mapping_text = md.properties.get("schema.name-mapping.default")
@@ -81,4 +79,3 @@ def rewrite_without(
         delete_written_files(table.io, written)
         raise
     return written
-

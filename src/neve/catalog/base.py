@@ -8,6 +8,7 @@ into the user-facing API shared by every catalog.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -103,9 +104,7 @@ class Catalog(ABC):
         """Register an existing metadata file; returns the location the catalog tracks."""
 
     @abstractmethod
-    def _commit(
-        self, ident: Identifier, base_location: str, metadata: TableMetadata
-    ) -> str:
+    def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
         """Write ``metadata`` as a new version and swap the pointer from
         ``base_location`` to it atomically. Raise CommitFailedError (after removing the
         new file) when the pointer moved, CommitStateUnknownError when the outcome is
@@ -127,12 +126,11 @@ class Catalog(ABC):
         """``<location>/metadata/<version:05d>-<uuid>.metadata.json`` (Iceberg-Java's)."""
         codec = metadata.properties.get("write.metadata.compression-codec", "none").lower()
         suffix = ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
-        return (
-            f"{metadata.location.rstrip('/')}/metadata/"
-            f"{version:05d}-{uuid.uuid4()}{suffix}"
-        )
+        return f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}{suffix}"
 
-    def write_metadata(self, metadata: TableMetadata, location: str, exclusive: bool = False) -> None:
+    def write_metadata(
+        self, metadata: TableMetadata, location: str, exclusive: bool = False
+    ) -> None:
         compress = location.endswith(".gz.metadata.json")
         data = metadata_to_bytes(metadata, compress=compress)
         if exclusive:
@@ -155,10 +153,8 @@ class Catalog(ABC):
     ) -> None:
         from neve.errors import NamespaceAlreadyExistsError
 
-        try:
+        with contextlib.suppress(NamespaceAlreadyExistsError):
             self.create_namespace(namespace, properties)
-        except NamespaceAlreadyExistsError:
-            pass
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
         from neve.errors import NoSuchNamespaceError
@@ -251,8 +247,7 @@ class Catalog(ABC):
             md = self.read_metadata(metadata_location)
         except NeveIOError as exc:
             raise NeveIOError(
-                f"cannot read metadata {metadata_location!r} to register "
-                f"{'.'.join(ident)}: {exc}"
+                f"cannot read metadata {metadata_location!r} to register {'.'.join(ident)}: {exc}"
             ) from exc
         if self.table_exists(ident):
             raise TableAlreadyExistsError(

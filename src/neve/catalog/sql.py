@@ -25,6 +25,7 @@ processes sharing one database file queue up instead of failing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -80,6 +81,7 @@ __all__ = ["SqlCatalog"]
 _EXISTS_KEY = "exists"  # the marker property Iceberg-Java writes on every namespace
 _TABLE_TYPE = "TABLE"
 _SQLITE_BUSY_TIMEOUT_S = 60.0
+_WRITE_OPTION = "neve_writes"  # execution option marking a writing transaction
 
 _schema = MetaData()
 
@@ -159,11 +161,13 @@ def _new_engine(uri: str) -> Engine:
 
 
 def _serialize_sqlite_transactions(engine: Engine) -> None:
-    """Make every SQLite transaction ``BEGIN IMMEDIATE`` (SQLAlchemy's pysqlite recipe).
+    """Begin SQLite transactions ourselves (SQLAlchemy's pysqlite recipe), writing ones
+    as ``BEGIN IMMEDIATE``.
 
     Python's sqlite3 module otherwise starts transactions lazily before the first write,
-    so a read-then-write transaction can hit SQLITE_BUSY without waiting; an immediate
-    transaction takes the write lock up front and waits for it with the busy timeout.
+    so a read-then-write transaction can hit SQLITE_BUSY without waiting, and its reads
+    are not isolated from other writers. An immediate transaction takes the write lock
+    up front (waiting for it with the busy timeout), so writers simply queue.
     """
 
     @event.listens_for(engine, "connect")
@@ -172,7 +176,8 @@ def _serialize_sqlite_transactions(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        writes = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 def _engine_for(uri: str) -> Engine:
@@ -293,6 +298,30 @@ class SqlCatalog(Catalog):
             "that the URI and credentials are right"
         )
 
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        """A connection for reading (errors translated)."""
+        with self._db(action), self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        """A connection in a writing transaction, committed when the block ends."""
+        with self._db(action), self.engine.connect() as conn:
+            conn.execution_options(**{_WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+
+    def _insert_if_absent(self, conn: Connection, table: Table, row: dict[str, Any]) -> bool:
+        """Insert a row unless its key exists (a savepoint keeps the transaction alive
+        when a concurrent writer inserted it first). True when inserted."""
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(table).values(row))
+        except IntegrityError:
+            return False
+        return True
+
     def _ensure_tables(self) -> bool:
         """Create the catalog tables when missing; True when ``iceberg_type`` exists."""
         with self._db("creating the catalog tables"):
@@ -371,17 +400,17 @@ class SqlCatalog(Catalog):
     def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
         dotted = _dotted(namespace)
         try:
-            with self._db(f"creating namespace {dotted}"), self.engine.begin() as conn:
+            with self._write(f"creating namespace {dotted}") as conn:
                 if self._namespace_exists(conn, dotted):
                     raise NamespaceAlreadyExistsError(
                         f"namespace {dotted} exists already; use it, or pick another name"
                     )
+                for i in range(1, len(namespace)):  # parents exist implicitly: make them real
+                    parent = _dotted(namespace[:i])
+                    if not self._namespace_exists(conn, parent):
+                        row = self._property_row(parent, _EXISTS_KEY, "true")
+                        self._insert_if_absent(conn, NAMESPACE_PROPERTIES, row)
                 rows = [
-                    self._property_row(_dotted(namespace[:i]), _EXISTS_KEY, "true")
-                    for i in range(1, len(namespace))
-                    if not self._namespace_exists(conn, _dotted(namespace[:i]))
-                ]
-                rows += [
                     self._property_row(dotted, k, v)
                     for k, v in {**properties, _EXISTS_KEY: "true"}.items()
                 ]
@@ -401,7 +430,7 @@ class SqlCatalog(Catalog):
 
     def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
         dotted = _dotted(namespace)
-        with self._db(f"reading namespace {dotted}"), self.engine.connect() as conn:
+        with self._read(f"reading namespace {dotted}") as conn:
             rows = conn.execute(
                 select(_P.property_key, _P.property_value).where(
                     _P.catalog_name == self.name, _P.namespace == dotted
@@ -425,33 +454,35 @@ class SqlCatalog(Catalog):
             )
         removals = removals - {_EXISTS_KEY}
         updates = {k: v for k, v in updates.items() if k != _EXISTS_KEY}
-        try:
-            with self._db(f"updating namespace {dotted}"), self.engine.begin() as conn:
-                if not self._namespace_exists(conn, dotted):
-                    raise NoSuchNamespaceError(
-                        f"namespace {dotted} does not exist; create it first"
-                    )
-                keys = removals | set(updates) | {_EXISTS_KEY}
+        where_ns = and_(_P.catalog_name == self.name, _P.namespace == dotted)
+        with self._write(f"updating namespace {dotted}") as conn:
+            if not self._namespace_exists(conn, dotted):
+                raise NoSuchNamespaceError(f"namespace {dotted} does not exist; create it first")
+            if removals:
                 conn.execute(
                     delete(NAMESPACE_PROPERTIES).where(
-                        _P.catalog_name == self.name,
-                        _P.namespace == dotted,
-                        _P.property_key.in_(sorted(keys)),
+                        where_ns, _P.property_key.in_(sorted(removals))
                     )
                 )
-                rows = [
-                    self._property_row(dotted, k, v)
-                    for k, v in {**updates, _EXISTS_KEY: "true"}.items()
-                ]
-                conn.execute(insert(NAMESPACE_PROPERTIES), rows)
-        except IntegrityError as exc:
-            raise CommitFailedError(
-                f"properties of namespace {dotted} were changed concurrently; retry"
-            ) from exc
+            # Update in place, insert what is new: rows another writer touches at the
+            # same time are then overwritten, not duplicated.
+            for key, value in {**updates, _EXISTS_KEY: "true"}.items():
+                changed = conn.execute(
+                    update(NAMESPACE_PROPERTIES)
+                    .where(where_ns, _P.property_key == key)
+                    .values(property_value=value)
+                ).rowcount
+                row = self._property_row(dotted, key, value)
+                if changed == 0 and not self._insert_if_absent(conn, NAMESPACE_PROPERTIES, row):
+                    conn.execute(
+                        update(NAMESPACE_PROPERTIES)
+                        .where(where_ns, _P.property_key == key)
+                        .values(property_value=value)
+                    )
 
     def _drop_namespace(self, namespace: Identifier) -> None:
         dotted = _dotted(namespace)
-        with self._db(f"dropping namespace {dotted}"), self.engine.begin() as conn:
+        with self._write(f"dropping namespace {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
             tables = (
@@ -481,7 +512,7 @@ class SqlCatalog(Catalog):
             )
 
     def _list_namespaces(self, parent: Identifier) -> list[Identifier]:
-        with self._db("listing namespaces"), self.engine.connect() as conn:
+        with self._read("listing namespaces") as conn:
             if parent:
                 dotted = _dotted(parent)
                 if not self._namespace_exists(conn, dotted):
@@ -501,7 +532,7 @@ class SqlCatalog(Catalog):
 
     def _list_tables(self, namespace: Identifier) -> list[Identifier]:
         dotted = _dotted(namespace)
-        with self._db(f"listing tables of {dotted}"), self.engine.connect() as conn:
+        with self._read(f"listing tables of {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(
                     f"namespace {dotted} does not exist; list_namespaces() shows those that do"
@@ -514,7 +545,7 @@ class SqlCatalog(Catalog):
         return [(*namespace, n) for n in names]
 
     def _metadata_location(self, ident: Identifier) -> str:
-        with self._db(f"loading table {'.'.join(ident)}"), self.engine.connect() as conn:
+        with self._read(f"loading table {'.'.join(ident)}") as conn:
             loc = conn.execute(
                 select(_T.metadata_location).where(self._table_where(ident))
             ).scalar_one_or_none()
@@ -527,7 +558,7 @@ class SqlCatalog(Catalog):
 
     def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
         try:
-            with self._db(f"registering table {'.'.join(ident)}"), self.engine.begin() as conn:
+            with self._write(f"registering table {'.'.join(ident)}") as conn:
                 conn.execute(
                     insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location))
                 )
@@ -538,7 +569,12 @@ class SqlCatalog(Catalog):
 
     def _create_table(self, ident: Identifier, metadata: TableMetadata) -> str:
         location = self.new_metadata_location(metadata, 0)
-        self.write_metadata(metadata, location)
+        try:
+            self.write_metadata(metadata, location)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.io.delete(location)  # a partly written file
+            raise
         try:
             self._insert_table(ident, location)
         except TableAlreadyExistsError:
@@ -555,14 +591,19 @@ class SqlCatalog(Catalog):
     def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
         name = ".".join(ident)
         new_location = self.new_metadata_location(metadata, _parse_version(base_location) + 1)
-        self.write_metadata(metadata, new_location)
+        try:
+            self.write_metadata(metadata, new_location)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.io.delete(new_location)  # a partly written file
+            raise
         swap = (
             update(ICEBERG_TABLES)
             .where(self._table_where(ident), _T.metadata_location == base_location)
             .values(metadata_location=new_location, previous_metadata_location=base_location)
         )
         try:
-            conn = self.engine.connect()
+            conn = self.engine.connect().execution_options(**{_WRITE_OPTION: True})
         except SQLAlchemyError as exc:
             self.io.delete(new_location)
             raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
@@ -602,14 +643,14 @@ class SqlCatalog(Catalog):
         )
 
     def _drop_table(self, ident: Identifier) -> None:
-        with self._db(f"dropping table {'.'.join(ident)}"), self.engine.begin() as conn:
+        with self._write(f"dropping table {'.'.join(ident)}") as conn:
             dropped = conn.execute(delete(ICEBERG_TABLES).where(self._table_where(ident))).rowcount
         if dropped != 1:
             raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
 
     def _rename_table(self, src: Identifier, dst: Identifier) -> None:
         try:
-            with self._db(f"renaming table {'.'.join(src)}"), self.engine.begin() as conn:
+            with self._write(f"renaming table {'.'.join(src)}") as conn:
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
                     .where(self._table_where(src))

@@ -204,6 +204,4 @@ class FileIO:
         info = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
         prefix = path.rstrip("/")
         base = inner.rstrip("/")
-        return [
-            prefix + i.path[len(base) :] for i in info if i.type == pafs.FileType.File
-        ]
+        return [prefix + i.path[len(base) :] for i in info if i.type == pafs.FileType.File]

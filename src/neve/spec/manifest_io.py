@@ -31,7 +31,7 @@ from typing import Any
 
 import fastavro
 
-from neve.errors import NeveIOError, ValidationError
+from neve.errors import NeveIOError, SchemaError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec import avro_schemas as _schemas
 from neve.spec.manifest import (
@@ -675,15 +675,7 @@ def read_manifest(
     are converted by their Iceberg types; without it, by the file's Avro types.
     """
     data = io.read_bytes(manifest.manifest_path)
-    try:
-        return decode_manifest(data, manifest, specs_by_id=specs_by_id, schema=schema)
-    except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:
-        if isinstance(exc, ValidationError):
-            raise
-        raise NeveIOError(
-            f"cannot read manifest {manifest.manifest_path}: {exc!r}; the file is damaged or "
-            "not an Iceberg manifest"
-        ) from exc
+    return decode_manifest(data, manifest, specs_by_id=specs_by_id, schema=schema)
 
 
 def decode_manifest(
@@ -694,6 +686,25 @@ def decode_manifest(
     schema: Schema | None = None,
 ) -> list[ManifestEntry]:
     """Like :func:`read_manifest`, for the bytes of a manifest already in memory."""
+    try:
+        return _decode_manifest(data, manifest, specs_by_id, schema)
+    except _DECODE_ERRORS as exc:
+        raise NeveIOError(
+            f"cannot read manifest {manifest.manifest_path}: {exc!r}; the file is damaged or "
+            "not an Iceberg manifest"
+        ) from exc
+
+
+#: What fastavro and record access raise on a damaged or foreign file.
+_DECODE_ERRORS = (ValueError, EOFError, KeyError, TypeError, IndexError, SchemaError)
+
+
+def _decode_manifest(
+    data: bytes,
+    manifest: ManifestFile,
+    specs_by_id: Mapping[int, PartitionSpec] | None,
+    schema: Schema | None,
+) -> list[ManifestEntry]:
     spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
     partition_types: tuple[IcebergType, ...] | None = None
     if spec is not None and schema is not None:
@@ -807,9 +818,7 @@ def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
             _manifest_file(rec, metadata)
             for rec in _iter_records(reader, _list_schema(metadata["avro.schema"]))
         ]
-    except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:
-        if isinstance(exc, ValidationError):
-            raise
+    except _DECODE_ERRORS as exc:
         raise NeveIOError(
             f"cannot read manifest list {path}: {exc!r}; the file is damaged or not an "
             "Iceberg manifest list"

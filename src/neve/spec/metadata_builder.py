@@ -145,7 +145,11 @@ def _add_snapshot(md: TableMetadata, u: AddSnapshot) -> TableMetadata:
     s = u.snapshot
     if md.has_snapshot(s.snapshot_id):
         raise ValidationError(f"snapshot {s.snapshot_id} exists already")
-    if md.format_version > 1 and s.sequence_number <= md.last_sequence_number and s.parent_snapshot_id is not None:
+    if (
+        md.format_version > 1
+        and s.sequence_number <= md.last_sequence_number
+        and s.parent_snapshot_id is not None
+    ):
         raise ValidationError(
             f"snapshot sequence number {s.sequence_number} is not above the table's "
             f"last sequence number {md.last_sequence_number}"
@@ -171,9 +175,11 @@ def _set_ref(md: TableMetadata, u: SetSnapshotRef) -> TableMetadata:
     changes: dict[str, Any] = {"refs": refs}
     if u.ref_name == MAIN_BRANCH:
         changes["current_snapshot_id"] = ref.snapshot_id
-        ts = snap.timestamp_ms if snap.snapshot_id not in {
-            e.snapshot_id for e in md.snapshot_log
-        } else _now_ms()
+        ts = (
+            snap.timestamp_ms
+            if snap.snapshot_id not in {e.snapshot_id for e in md.snapshot_log}
+            else _now_ms()
+        )
         ts = max(ts, md.snapshot_log[-1].timestamp_ms if md.snapshot_log else ts)
         changes["snapshot_log"] = (*md.snapshot_log, SnapshotLogEntry(ts, ref.snapshot_id))
         changes["last_updated_ms"] = max(md.last_updated_ms, ts)

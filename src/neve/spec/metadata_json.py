@@ -346,8 +346,7 @@ def metadata_to_json(md: TableMetadata) -> dict[str, Any]:
         {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
     ]
     out["metadata-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file}
-        for e in md.metadata_log
+        {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
     ]
     out["sort-orders"] = [sort_order_to_json(o) for o in md.sort_orders]
     out["default-sort-order-id"] = md.default_sort_order_id

@@ -12,7 +12,7 @@ from neve.spec.schema import Schema
 from neve.spec.transforms import Transform, VoidTransform
 from neve.spec.types import NestedField, StructType
 
-__all__ = ["PARTITION_DATA_ID_START", "PartitionField", "PartitionSpec", "UNPARTITIONED"]
+__all__ = ["PARTITION_DATA_ID_START", "UNPARTITIONED", "PartitionField", "PartitionSpec"]
 
 PARTITION_DATA_ID_START = 1000
 
@@ -53,7 +53,9 @@ class PartitionSpec:
                     f"partition field {f.name!r} refers to column id {f.source_id}, "
                     f"which is not in schema {schema.schema_id}"
                 )
-            out.append(NestedField(f.field_id, f.name, f.transform.result_type(src.field_type), False))
+            out.append(
+                NestedField(f.field_id, f.name, f.transform.result_type(src.field_type), False)
+            )
         return StructType(*out)
 
     def compatible_with(self, other: PartitionSpec) -> bool:

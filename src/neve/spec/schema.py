@@ -83,7 +83,9 @@ class Schema:
         return StructType(*self.fields)
 
     @cached_property
-    def _index(self) -> tuple[dict[int, NestedField], dict[str, int], dict[int, str], dict[int, int]]:
+    def _index(
+        self,
+    ) -> tuple[dict[int, NestedField], dict[str, int], dict[int, str], dict[int, int]]:
         by_id: dict[int, NestedField] = {}
         name_to_id: dict[str, int] = {}
         id_to_name: dict[int, str] = {}

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["Operation", "Snapshot", "SnapshotLogEntry", "MetadataLogEntry"]
+__all__ = ["MetadataLogEntry", "Operation", "Snapshot", "SnapshotLogEntry"]
 
 
 class Operation(enum.Enum):

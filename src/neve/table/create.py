@@ -40,7 +40,8 @@ def assign_fresh_ids(schema: Schema) -> Schema:
     def fresh_struct_fields(fields: Sequence[NestedField]) -> list[NestedField]:
         ids = [next_id() for _ in fields]
         return [
-            f.with_(field_id=i, field_type=fresh_type(f.field_type)) for f, i in zip(fields, ids)
+            f.with_(field_id=i, field_type=fresh_type(f.field_type))
+            for f, i in zip(fields, ids, strict=False)
         ]
 
     def fresh_type(t: IcebergType) -> IcebergType:

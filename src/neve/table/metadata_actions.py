@@ -36,8 +36,8 @@ from neve.table.commit import Action
 __all__ = [
     "FixedUpdates",
     "SchemaChange",
-    "SpecChange",
     "SortOrderChange",
+    "SpecChange",
     "properties_action",
     "ref_action",
 ]

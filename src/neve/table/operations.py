@@ -22,8 +22,8 @@ from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
-from neve.table.snapshot_producer import SnapshotProducer, _branch_head
 from neve.table.scan import live_entries
+from neve.table.snapshot_producer import SnapshotProducer, _branch_head
 
 if TYPE_CHECKING:
     from neve.table.table import Table

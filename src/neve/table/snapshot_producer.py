@@ -102,7 +102,7 @@ class SnapshotProducer(Action):
     def remove_file(self, f: DataFile) -> None:
         self.removed_paths[f.file_path] = f
 
-    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:  # noqa: B027
+    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         """Check concurrent commits between the base snapshot and ``parent``."""
 
     # -- planning --------------------------------------------------------------------
