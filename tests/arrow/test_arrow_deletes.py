@@ -341,3 +341,24 @@ def test_equality_delete_file_validation(tmp_path: Path) -> None:
             IO, str(tmp_path / "e.parquet"), SCHEMA, [99], pa.table({"a": [1]})
         )
     assert not (tmp_path / "e.parquet").exists()
+
+
+def test_position_deletes_in_a_later_split_use_file_positions(tmp_path: Path) -> None:
+    f = data_file(tmp_path)
+    offsets = list(f.split_offsets or ())
+    first_rows = pq.read_metadata(f.file_path).row_group(0).num_rows
+    pos = write_position_delete_file(
+        IO, str(tmp_path / "pos.parquet"), {f.file_path: [0, first_rows, first_rows + 2]}
+    )
+    second = read_data_file(
+        IO,
+        f,
+        SCHEMA.select(["id"]),
+        delete_files=[pos],
+        split=(offsets[1], offsets[2] - offsets[1]),
+    )
+    rows = pq.read_metadata(f.file_path).row_group(1).num_rows
+    expected = [
+        i for i in range(first_rows, first_rows + rows) if i not in (first_rows, first_rows + 2)
+    ]
+    assert ids(second) == expected

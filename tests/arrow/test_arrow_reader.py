@@ -376,3 +376,28 @@ def test_projection_without_any_file_column(tmp_path: Path) -> None:
     only_new = Schema(NestedField(30, "fresh", STRING, initial_default="d"))
     out = read_data_file(IO, f, only_new)
     assert out.to_pylist() == [{"fresh": "d"}] * 4
+
+
+def test_splits_at_split_offsets_read_each_row_once(tmp_path: Path) -> None:
+    f = many_row_groups(tmp_path)
+    offsets = list(f.split_offsets or ())
+    assert len(offsets) >= 3
+    ends = [*offsets[1:], f.file_size_in_bytes]
+    parts = [
+        read_data_file(IO, f, SIMPLE.select(["id"]), split=(start, end - start))
+        for start, end in zip(offsets, ends, strict=True)
+    ]
+    assert all(p.num_rows > 0 for p in parts)
+    assert [i for p in parts for i in p.column("id").to_pylist()] == list(range(10_000))
+    # two splits covering two row groups, then nothing past the last row group
+    both = read_data_file(IO, f, SIMPLE, split=(offsets[0], offsets[2] - offsets[0]))
+    assert both.num_rows == parts[0].num_rows + parts[1].num_rows
+    assert read_data_file(IO, f, SIMPLE, split=(f.file_size_in_bytes, 10)).num_rows == 0
+
+
+def test_missing_data_file_is_an_io_error(tmp_path: Path) -> None:
+    from neve.errors import NeveIOError
+
+    f = DataFile(str(tmp_path / "nope.parquet"), FileFormat.PARQUET, (), 1, 1)
+    with pytest.raises(NeveIOError, match=r"nope\.parquet"):
+        read_data_file(IO, f, SIMPLE)

@@ -306,3 +306,23 @@ def test_decimal_bucket_at_byte_length_boundaries() -> None:
     arr = pa.array(values, pa.decimal128(18, 3))
     b = BucketTransform(2**31 - 1)
     assert transform_array(b, source, arr).to_pylist() == [b.apply(source, v) for v in values]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+def test_empty_and_all_null_arrays(case: tuple[IcebergType, pa.DataType, Any]) -> None:
+    source, arrow_type, _ = case
+    transforms: list[Transform] = [
+        BucketTransform(4),
+        TruncateTransform(3),
+        YearTransform(),
+        MonthTransform(),
+        DayTransform(),
+        HourTransform(),
+        IdentityTransform(),
+        VoidTransform(),
+    ]
+    for t in (t for t in transforms if t.can_transform(source)):
+        for arr in (pa.array([], arrow_type), pa.nulls(3, arrow_type)):
+            out = transform_array(t, source, arr)
+            assert out.type == result_arrow_type(t, arrow_type)
+            assert len(out) == len(arr) and out.null_count == len(arr)

@@ -206,3 +206,10 @@ def test_uuid_values_print_as_strings() -> None:
     u = uuid.UUID("12345678-1234-5678-1234-567812345678")
     assert str(bind(SCHEMA, equal("u", u))) == f"u = '{u}'"
     assert str(is_null("a")) == "a IS NULL"
+
+
+def test_values_beyond_year_9999_print_and_parse_back() -> None:
+    schema = Schema(NestedField(1, "d", DATE), NestedField(2, "t", TIMESTAMP_NS))
+    bound = bind(schema, parse("d < 3000000 AND t > -1"))
+    assert str(bound) == "d < '+10183-09-21' AND t > '1969-12-31T23:59:59.999999999'"
+    assert bind(schema, parse(str(bound))) == bound

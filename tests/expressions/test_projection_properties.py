@@ -174,7 +174,7 @@ KINDS = sorted(_VALUES)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_inclusive_projection_never_drops_a_matching_row(kind: str, data: st.DataObject) -> None:
     _, transform, pred, v = data.draw(cases(kind))
@@ -184,7 +184,7 @@ def test_inclusive_projection_never_drops_a_matching_row(kind: str, data: st.Dat
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_strict_projection_never_keeps_a_failing_row(kind: str, data: st.DataObject) -> None:
     _, transform, pred, v = data.draw(cases(kind))
@@ -200,7 +200,7 @@ def test_the_strategies_reach_both_outcomes(kind: str) -> None:
     """Guard against a vacuous property: projections exist and both outcomes occur."""
     seen: set[tuple[str, bool]] = set()
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(max_examples=250, deadline=None, database=None, derandomize=True)
     @given(data=st.data())
     def collect(data: st.DataObject) -> None:
         _, transform, pred, v = data.draw(cases(kind))

@@ -1078,7 +1078,7 @@ def test_partition_fields_are_matched_by_id_not_name_or_order(tmp_path: Path, fi
         str(path), path.stat().st_size, 5, ManifestContent.DATA, 1, 1, 3, 1, 0, 0, 1, 0, 0
     )
     for kw in ({"specs_by_id": {5: spec}}, {"specs_by_id": {5: spec}, "schema": schema}):
-        (e,) = read_manifest(fio, m, **kw)  # type: ignore[arg-type]
+        (e,) = read_manifest(fio, m, **kw)
         assert e.data_file.partition == (19_500, Decimal("12.34"))
         assert e.data_file.file_path == "/x.parquet" and e.data_file.spec_id == 5
 
@@ -1152,9 +1152,9 @@ def test_reads_iceberg_go_append_history(fio: FileIO) -> None:
     assert newest.nan_value_counts == {}
     assert oldest.value_counts == {1: 2, 2: 2, 3: 2}
     assert oldest.null_value_counts == {1: 0, 2: 0, 3: 0}
-    assert from_bytes(LONG, oldest.lower_bounds[2]) == 1  # type: ignore[index]
-    assert from_bytes(LONG, oldest.upper_bounds[2]) == 2  # type: ignore[index]
-    assert (oldest.lower_bounds[3], oldest.upper_bounds[3]) == (b"a", b"b")  # type: ignore[index]
+    assert from_bytes(LONG, oldest.lower_bounds[2]) == 1
+    assert from_bytes(LONG, oldest.upper_bounds[2]) == 2
+    assert (oldest.lower_bounds[3], oldest.upper_bounds[3]) == (b"a", b"b")
 
 
 def test_reads_iceberg_java_decimal_uuid_binary_table(fio: FileIO) -> None:

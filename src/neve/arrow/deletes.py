@@ -155,10 +155,12 @@ def read_position_deletes(
         if selected.num_rows == 0:
             return {}
         return {data_file_path: _bitmap64(selected.column(pos_col))}
-    out: dict[str, BitMap64] = {}
-    for path in pc.unique(paths).to_pylist():
-        out[path] = _bitmap64(table.filter(pc.equal(paths, path)).column(pos_col))
-    return out
+    groups = table.group_by(path_col, use_threads=False).aggregate([(pos_col, "list")])
+    lists = groups.column(f"{pos_col}_list")
+    return {
+        path: _bitmap64(lists[i].values)
+        for i, path in enumerate(groups.column(path_col).to_pylist())
+    }
 
 
 def _may_contain(pf: pq.ParquetFile, rg: int, column: int, path: str) -> bool:

@@ -124,7 +124,7 @@ def _predicate(pred: BoundPredicate) -> pc.Expression:
         if isinstance(t, (FloatType, DoubleType)) and any(v == 0.0 for v in values):
             # Hash-based membership tells -0.0 from 0.0, but they are equal values.
             values = [v for v in values if v != 0.0] + [0.0, -0.0]
-        arr = pa.array([_scalar_value(v, t) for v in values], type=arrow_type(t))
+        arr = pa.array([_scalar_value(v, t) for v in values], type=_arrow_type(t))
         member = f.isin(arr)
         return _no_null(member, False) if op is Operation.IN else _no_null(~member, True)
     lit = pred.literal
@@ -132,7 +132,7 @@ def _predicate(pred: BoundPredicate) -> pc.Expression:
         return _no_null(pc.starts_with(f, pattern=lit), False)
     if op is Operation.NOT_STARTS_WITH:
         return _no_null(~pc.starts_with(f, pattern=lit), True)
-    s = pa.scalar(_scalar_value(lit, t), type=arrow_type(t))
+    s = pa.scalar(_scalar_value(lit, t), type=_arrow_type(t))
     if op is Operation.LT:
         return _no_null(f < s, False)
     if op is Operation.LT_EQ:
@@ -152,7 +152,7 @@ def _scalar_value(value: Any, t: IcebergType) -> Any:
     return value
 
 
-def arrow_type(t: IcebergType) -> pa.DataType:
+def _arrow_type(t: IcebergType) -> pa.DataType:
     """The Arrow type neve uses for values of a primitive Iceberg type."""
     if isinstance(t, BooleanType):
         return pa.bool_()

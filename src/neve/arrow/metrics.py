@@ -60,6 +60,7 @@ __all__ = [
     "MetricsMode",
     "parquet_column_paths",
     "parquet_metrics",
+    "row_group_offsets",
 ]
 
 _DEFAULT_KEY = "write.metadata.metrics.default"
@@ -285,13 +286,8 @@ def parquet_metrics(
     columns), from its footer and, for floats, from ``floats``."""
     paths = parquet_column_paths(schema)
     columns: dict[int, tuple[NestedField, bool, _Column]] = {}
-    split_offsets = []
     for rg_index in range(metadata.num_row_groups):
         rg = metadata.row_group(rg_index)
-        if rg.num_columns:
-            first = rg.column(0)
-            start = first.dictionary_page_offset if first.has_dictionary_page else None
-            split_offsets.append(start if start is not None else first.data_page_offset)
         for ci in range(rg.num_columns):
             chunk = rg.column(ci)
             known = paths.get(chunk.path_in_schema)
@@ -303,7 +299,8 @@ def parquet_metrics(
                 entry = columns[f.field_id] = (f, bounded, _Column())
             _add_chunk(entry[2], chunk, f.field_type)
 
-    out = FileMetrics(metadata.num_rows, {}, {}, {}, {}, {}, {}, tuple(sorted(split_offsets)))
+    offsets = tuple(sorted(row_group_offsets(metadata)))
+    out = FileMetrics(metadata.num_rows, {}, {}, {}, {}, {}, {}, offsets)
     for fid, (f, bounded, col) in columns.items():
         mode = config.mode(fid)
         if not mode.counts:
@@ -323,6 +320,20 @@ def parquet_metrics(
             lower, upper, ok = col.lower, col.upper, col.bounds_ok
         if mode.bounds and bounded and ok and isinstance(t, PrimitiveType):
             _put_bounds(out, fid, t, mode, lower, upper)
+    return out
+
+
+def row_group_offsets(metadata: pq.FileMetaData) -> list[int]:
+    """The file offset where each row group starts (its first column chunk's first
+    page), in row group order: the file's split offsets."""
+    out = []
+    for i in range(metadata.num_row_groups):
+        rg = metadata.row_group(i)
+        if not rg.num_columns:
+            continue
+        first = rg.column(0)
+        start = first.dictionary_page_offset if first.has_dictionary_page else None
+        out.append(int(start if start is not None else first.data_page_offset))
     return out
 
 

@@ -13,12 +13,12 @@ and deletion vectors by file-global row position, equality deletes by value.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyroaring import BitMap64
 
@@ -29,10 +29,19 @@ from neve.arrow.deletes import (
     read_position_deletes,
 )
 from neve.arrow.expression import to_arrow_expression
+from neve.arrow.metrics import row_group_offsets
+from neve.arrow.projection import (
+    column_at,
+    leaf_field,
+    merge_fields,
+    project_array,
+    project_batch,
+    prune_fields,
+    struct_path,
+)
 from neve.arrow.schema import (
     NameMapping,
     apply_name_mapping,
-    constant_array,
     field_id,
     from_arrow_schema,
     has_field_ids,
@@ -58,194 +67,16 @@ from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
 from neve.spec.transforms import IdentityTransform
-from neve.spec.types import STRING, ListType, MapType, NestedField, StructType
+from neve.spec.types import STRING, NestedField
 
 __all__ = [
     "DeleteCache",
     "identity_partition_constants",
     "iter_data_file_batches",
-    "project_batch",
     "read_data_file",
 ]
 
 DEFAULT_BATCH_SIZE = 131_072
-
-
-# -- projection by field id ---------------------------------------------------------------
-
-
-def project_batch(
-    batch: pa.RecordBatch,
-    file_schema: pa.Schema,
-    target: Schema,
-    constants: Mapping[int, Any] | None = None,
-) -> pa.RecordBatch:
-    """``batch`` (with columns of ``file_schema``, which carries field ids) as a batch
-    of ``to_arrow_schema(target)``, matching fields by id at every depth."""
-    columns = [(f, batch.column(f.name)) for f in file_schema if f.name in batch.schema.names]
-    arrays = _project_fields(columns, target.fields, batch.num_rows, constants or {})
-    return pa.RecordBatch.from_arrays(arrays, schema=to_arrow_schema(target))
-
-
-def _project_fields(
-    columns: Sequence[tuple[pa.Field, pa.Array]],
-    targets: Sequence[NestedField],
-    length: int,
-    constants: Mapping[int, Any],
-) -> list[pa.Array]:
-    by_id: dict[int, tuple[pa.Field, pa.Array]] = {}
-    for f, arr in columns:
-        fid = field_id(f)
-        if fid is not None:
-            by_id[fid] = (f, arr)
-    out = []
-    for target in targets:
-        hit = by_id.get(target.field_id)
-        if hit is not None:
-            out.append(_project_value(hit[1], hit[0], target, constants))
-        elif target.field_id in constants:
-            out.append(constant_array(constants[target.field_id], target.field_type, length))
-        elif target.initial_default is not None:
-            out.append(constant_array(target.initial_default, target.field_type, length))
-        elif target.required:
-            raise SchemaError(
-                f"required field {target.name!r} (id {target.field_id}) is missing from the "
-                "data file and has no initial default; the file does not belong to this table "
-                "schema"
-            )
-        else:
-            out.append(pa.nulls(length, to_arrow_type(target.field_type)))
-    return out
-
-
-def _project_value(
-    arr: pa.Array, file_field: pa.Field, target: NestedField, constants: Mapping[int, Any]
-) -> pa.Array:
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if isinstance(arr.type, pa.BaseExtensionType):
-        arr = arr.storage
-    t = target.field_type
-    target_type = to_arrow_type(t)
-    ft = file_field.type
-    if isinstance(ft, pa.BaseExtensionType):
-        ft = ft.storage_type
-    if isinstance(t, StructType):
-        if not pa.types.is_struct(arr.type):
-            raise _incompatible(target, file_field)
-        children = [(ft.field(i), arr.field(i)) for i in range(ft.num_fields)]
-        values = _project_fields(children, t.fields, len(arr), constants)
-        mask = pc.is_null(arr) if arr.null_count else None
-        return pa.StructArray.from_arrays(values, fields=list(target_type), mask=mask)
-    if isinstance(t, ListType):
-        if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
-            if pa.types.is_fixed_size_list(arr.type):
-                arr = arr.cast(pa.large_list(arr.type.value_field))
-                ft = arr.type
-            else:
-                raise _incompatible(target, file_field)
-        offsets, start, length = _window(arr)
-        values = _project_value(
-            arr.values.slice(start, length), ft.value_field, t.element_field, constants
-        )
-        mask = pc.is_null(arr) if arr.null_count else None
-        return pa.LargeListArray.from_arrays(offsets, values, type=target_type, mask=mask)
-    if isinstance(t, MapType):
-        if not pa.types.is_map(arr.type):
-            raise _incompatible(target, file_field)
-        offsets, start, length = _window(arr)
-        keys = _project_value(arr.keys.slice(start, length), ft.key_field, t.key_field, constants)
-        items = _project_value(
-            arr.items.slice(start, length), ft.item_field, t.value_field, constants
-        )
-        mask = pc.is_null(arr) if arr.null_count else None
-        return pa.MapArray.from_arrays(
-            offsets.cast(pa.int32()), keys, items, type=target_type, mask=mask
-        )
-    if arr.type == target_type:
-        return arr
-    if pa.types.is_null(arr.type):
-        return pa.nulls(len(arr), target_type)
-    try:
-        return arr.cast(target_type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaError(
-            f"column {target.name!r} (id {target.field_id}) is stored as {arr.type}, which "
-            f"cannot be read as {t}: {exc}; the file does not fit the table schema"
-        ) from exc
-
-
-def _window(arr: pa.Array) -> tuple[pa.Array, int, int]:
-    offsets = arr.offsets.cast(pa.int64())
-    start = offsets[0].as_py()
-    end = offsets[len(offsets) - 1].as_py()
-    return pc.subtract(offsets, start), start, end - start
-
-
-def _incompatible(target: NestedField, file_field: pa.Field) -> SchemaError:
-    return SchemaError(
-        f"field {target.name!r} (id {target.field_id}) is {target.field_type} in the table "
-        f"but {file_field.type} in the data file; the file does not fit the table schema"
-    )
-
-
-# -- schema helpers -----------------------------------------------------------------------
-
-
-def _merge_fields(base: Sequence[NestedField], extra: Sequence[NestedField]) -> list[NestedField]:
-    """``base`` plus the fields of ``extra`` it lacks, merging struct children by id."""
-    out = list(base)
-    index = {f.field_id: i for i, f in enumerate(out)}
-    for f in extra:
-        i = index.get(f.field_id)
-        if i is None:
-            index[f.field_id] = len(out)
-            out.append(f)
-            continue
-        mine = out[i]
-        if isinstance(mine.field_type, StructType) and isinstance(f.field_type, StructType):
-            merged = _merge_fields(mine.field_type.fields, f.field_type.fields)
-            out[i] = mine.with_(field_type=StructType(*merged))
-    return out
-
-
-def _prune_to(schema: Schema, ids: set[int]) -> list[NestedField]:
-    """Top-level fields of ``schema`` reduced to the struct paths leading to ``ids``."""
-
-    def prune(f: NestedField) -> NestedField | None:
-        if f.field_id in ids:
-            return f
-        t = f.field_type
-        if isinstance(t, StructType):
-            kept = [c for c in (prune(c) for c in t.fields) if c is not None]
-            if kept:
-                return f.with_(field_type=StructType(*kept))
-        return None
-
-    return [p for p in (prune(f) for f in schema.fields) if p is not None]
-
-
-def _struct_path(schema: pa.Schema, fid: int) -> tuple[str, ...] | None:
-    """Names leading to field id ``fid`` through structs only, or None."""
-
-    def find(fields: Sequence[pa.Field], prefix: tuple[str, ...]) -> tuple[str, ...] | None:
-        for f in fields:
-            if field_id(f) == fid:
-                return (*prefix, f.name)
-            if pa.types.is_struct(f.type):
-                found = find(list(f.type), (*prefix, f.name))
-                if found is not None:
-                    return found
-        return None
-
-    return find(list(schema), ())
-
-
-def _column_at(batch: pa.RecordBatch | pa.Table, path: Sequence[str]) -> Any:
-    col = batch.column(path[0])
-    for name in path[1:]:
-        col = pc.struct_field(col, [col.type.get_field_index(name)])
-    return col
 
 
 def identity_partition_constants(
@@ -284,7 +115,7 @@ def _file_filter(
     if not isinstance(expr, BoundPredicate):
         raise SchemaError(f"cannot push {expr} into a file scan; bind and rewrite it first")
     ref = expr.term
-    path = _struct_path(file_schema, ref.field_id)
+    path = struct_path(file_schema, ref.field_id)
     if path is not None:
         return BoundPredicate(expr.op, replace(ref, path=path), expr.literals)
     value = constants.get(ref.field_id, ref.field.initial_default)
@@ -299,31 +130,38 @@ def _file_filter(
 @dataclass
 class DeleteCache:
     """Delete files loaded once per scan: position deletes by delete file, and
-    equality delete rows by delete file. Share one cache across the files of a scan."""
+    equality delete rows by delete file. Share one cache across the files of a scan,
+    also across threads."""
 
     positions: dict[str, dict[str, BitMap64]] = field(default_factory=dict)
     equality: dict[str, pa.Table] = field(default_factory=dict)
+    # readers in threads share a cache: each delete file is loaded once
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def _deleted_positions(
     io: FileIO, data_file: DataFile, delete_files: Sequence[DataFile], cache: DeleteCache
 ) -> BitMap64 | None:
-    dvs = [d for d in delete_files if d.file_format is FileFormat.PUFFIN]
+    dvs = [
+        d
+        for d in delete_files
+        if d.file_format is FileFormat.PUFFIN
+        and d.referenced_data_file in (None, data_file.file_path)
+    ]
     result: BitMap64 | None = None
     if dvs:  # a deletion vector replaces every position delete file of its data file
         for dv in dvs:
-            if dv.referenced_data_file not in (None, data_file.file_path):
-                continue
             bits = read_deletion_vector(io, dv)
             result = bits if result is None else result | bits
         return result
     for d in delete_files:
         if d.content is not DataFileContent.POSITION_DELETES:
             continue
-        loaded = cache.positions.get(d.file_path)
-        if loaded is None:
-            loaded = read_position_deletes(io, d)
-            cache.positions[d.file_path] = loaded
+        with cache.lock:
+            loaded = cache.positions.get(d.file_path)
+            if loaded is None:
+                loaded = read_position_deletes(io, d)
+                cache.positions[d.file_path] = loaded
         found = loaded.get(data_file.file_path)
         if found is not None:
             result = found if result is None else result | found
@@ -352,14 +190,15 @@ def _equality_deletes(
                 f"equality delete file {d.file_path} has no equality_ids; the manifest is invalid"
             )
         ids = tuple(d.equality_ids)
-        rows = cache.equality.get(d.file_path)
-        if rows is None:
-            targets = [
-                NestedField(fid, f"k{i}", key_types[fid].field_type, False)
-                for i, fid in enumerate(ids)
-            ]
-            rows = _read_keys(io, d.file_path, targets, name_mapping)
-            cache.equality[d.file_path] = rows
+        with cache.lock:
+            rows = cache.equality.get(d.file_path)
+            if rows is None:
+                targets = [
+                    NestedField(fid, f"k{i}", key_types[fid].field_type, False)
+                    for i, fid in enumerate(ids)
+                ]
+                rows = _read_keys(io, d.file_path, targets, name_mapping)
+                cache.equality[d.file_path] = rows
         out.append(_EqualityDelete(ids, rows))
     return out
 
@@ -369,27 +208,23 @@ def _read_keys(
 ) -> pa.Table:
     """Columns of a delete file found by id at any struct depth, named k0..kn."""
     fragment, file_schema = _open(io, path, mapping)
-    paths = {t.field_id: _struct_path(file_schema, t.field_id) for t in targets}
+    paths = {t.field_id: struct_path(file_schema, t.field_id) for t in targets}
     top = sorted({p[0] for p in paths.values() if p is not None})
-    table = fragment.to_table(columns=top)
+    try:
+        table = fragment.to_table(columns=top)
+    except (OSError, pa.ArrowException) as exc:
+        raise NeveIOError(f"cannot read equality delete file {path}: {exc}") from exc
     arrays = []
     for t in targets:
         p = paths[t.field_id]
         if p is None:
             arrays.append(pa.nulls(table.num_rows, to_arrow_type(t.field_type)))
             continue
-        col = _column_at(table, p)
-        leaf = _leaf_field(file_schema, p)
-        chunks = [_project_value(c, leaf, t, {}) for c in col.chunks]
+        col = column_at(table, p)
+        leaf = leaf_field(file_schema, p)
+        chunks = [project_array(c, leaf, t, {}) for c in col.chunks]
         arrays.append(pa.chunked_array(chunks, type=to_arrow_type(t.field_type)))
     return pa.table(arrays, names=[t.name for t in targets])
-
-
-def _leaf_field(schema: pa.Schema, path: Sequence[str]) -> pa.Field:
-    f = schema.field(path[0])
-    for name in path[1:]:
-        f = f.type.field(name)
-    return f
 
 
 def _key_table(
@@ -401,7 +236,7 @@ def _key_table(
     """The equality columns of ``batch`` named k0..kn; columns dropped from the table
     come from ``dropped`` (read from the data file by id)."""
     arrays = [
-        dropped[fid] if fid in dropped else _column_at(batch, _names_to(schema, fid)) for fid in ids
+        dropped[fid] if fid in dropped else column_at(batch, _names_to(schema, fid)) for fid in ids
     ]
     return pa.table(arrays, names=[f"k{i}" for i in range(len(ids))])
 
@@ -452,9 +287,14 @@ def iter_data_file_batches(
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    split: tuple[int, int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of a data file's live rows matching ``row_filter``, with the Arrow
-    schema of ``projected_schema`` (see :func:`read_data_file`)."""
+    schema of ``projected_schema`` (see :func:`read_data_file`).
+
+    ``split = (start, length)`` reads only the row groups that start in that byte
+    range, so splits of a file at its ``split_offsets`` read each row exactly once.
+    """
     table_schema = table_schema or projected_schema
     cache = cache or DeleteCache()
     constants = identity_partition_constants(spec, data_file.partition)
@@ -472,12 +312,16 @@ def iter_data_file_batches(
 
     # rows are read into projection + filter columns + equality columns, then narrowed
     need = {r.field_id for r in references(expr)} | {i for e in equality for i in e.ids}
-    read_schema = Schema(*_merge_fields(projected_schema.fields, _prune_to(table_schema, need)))
+    read_schema = Schema(*merge_fields(projected_schema.fields, prune_fields(table_schema, need)))
     wanted = {f.field_id for f in read_schema.fields} | need
     file_columns = [f.name for f in file_schema if _contains_any(f, wanted)]
 
     exact = None if expr is ALWAYS_TRUE else to_arrow_expression(expr)
     row_groups = _row_groups(fragment, expr, file_schema, constants)
+    if split is not None:
+        offsets = row_group_offsets(fragment.metadata)
+        lo, hi = split[0], split[0] + split[1]
+        row_groups = [rg for rg in row_groups if lo <= offsets[rg] < hi]
     deleted = _deleted_positions(io, data_file, delete_files, cache) if row_groups else None
     starts = _row_group_starts(fragment)
 
@@ -524,12 +368,12 @@ def _dropped_key_columns(
     """Equality columns that the table no longer has, read from the raw file batch."""
     out = {}
     for fid, f in fields.items():
-        path = _struct_path(file_schema, fid)
+        path = struct_path(file_schema, fid)
         if path is None:
             out[fid] = pa.nulls(batch.num_rows, to_arrow_type(f.field_type))
         else:
-            col = _column_at(batch, path)
-            out[fid] = _project_value(col, _leaf_field(file_schema, path), f, {})
+            col = column_at(batch, path)
+            out[fid] = project_array(col, leaf_field(file_schema, path), f, {})
     return out
 
 
@@ -612,6 +456,7 @@ def read_data_file(
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    split: tuple[int, int] | None = None,
 ) -> pa.Table:
     """The live rows of a data file that match ``row_filter``, as a table with the
     Arrow schema of ``projected_schema``.
@@ -619,7 +464,8 @@ def read_data_file(
     ``table_schema`` (default: ``projected_schema``) is the schema ``row_filter`` is
     bound to; ``spec`` is the data file's partition spec (for identity partition
     values); ``delete_files`` are the deletes the planner found for this file (a
-    deletion vector, if present, replaces the position delete files).
+    deletion vector, if present, replaces the position delete files); ``split``
+    limits the read to a byte range of row groups (see :func:`iter_data_file_batches`).
     """
     batches = list(
         iter_data_file_batches(
@@ -633,6 +479,7 @@ def read_data_file(
             name_mapping=name_mapping,
             cache=cache,
             batch_size=batch_size,
+            split=split,
         )
     )
     return pa.Table.from_batches(batches, schema=to_arrow_schema(projected_schema))

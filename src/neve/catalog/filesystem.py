@@ -34,6 +34,8 @@ Semantics worth knowing:
   the old name without purge instead, or use the SQL catalog.
 - ``register_table`` copies the given metadata file to ``metadata/v1.metadata.json`` of
   the new table folder; the table's data ``location`` stays where it is.
+- A table created with a custom ``location`` writes its data there; its version files
+  still live in the table's folder, which is what identifies the table.
 - A folder without ``.namespace.json`` (e.g. one written by Iceberg's Hadoop catalog) is
   not a namespace until ``create_namespace`` adopts it; its tables load regardless.
 - Concurrent property updates of one namespace may lose one of the updates.

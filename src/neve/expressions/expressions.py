@@ -20,33 +20,20 @@ The node classes themselves do not simplify.
 
 from __future__ import annotations
 
-import datetime as _dt
-import enum
 import math
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
 from neve.errors import ExpressionError
-from neve.spec import temporal
-from neve.spec.types import (
-    DateType,
-    IcebergType,
-    NestedField,
-    TimestampNsType,
-    TimestampType,
-    TimestamptzNsType,
-    TimestamptzType,
-    TimeType,
-)
+from neve.expressions.operation import Operation
+from neve.expressions.text import predicate_text, quote_name
+from neve.spec.types import IcebergType, NestedField
 
 __all__ = [
     "ALWAYS_FALSE",
     "ALWAYS_TRUE",
-    "KEYWORDS",
     "AlwaysFalse",
     "AlwaysTrue",
     "And",
@@ -77,84 +64,6 @@ __all__ = [
     "predicate",
     "starts_with",
 ]
-
-
-class Operation(enum.Enum):
-    """Predicate operations, named as in Iceberg-Java and the REST catalog spec."""
-
-    IS_NULL = "is_null"
-    NOT_NULL = "not_null"
-    IS_NAN = "is_nan"
-    NOT_NAN = "not_nan"
-    LT = "lt"
-    LT_EQ = "lt_eq"
-    GT = "gt"
-    GT_EQ = "gt_eq"
-    EQ = "eq"
-    NOT_EQ = "not_eq"
-    IN = "in"
-    NOT_IN = "not_in"
-    STARTS_WITH = "starts_with"
-    NOT_STARTS_WITH = "not_starts_with"
-
-    @property
-    def is_unary(self) -> bool:
-        return self in _UNARY
-
-    @property
-    def is_set(self) -> bool:
-        return self in _SET
-
-    @property
-    def is_literal(self) -> bool:
-        return not (self in _UNARY or self in _SET)
-
-    def negate(self) -> Operation:
-        """The operation that holds exactly when this one does not (``lt`` -> ``gt_eq``)."""
-        return _NEGATE[self]
-
-    def flip(self) -> Operation:
-        """The operation with its operands swapped (``5 < x`` is ``x > 5``)."""
-        try:
-            return _FLIP[self]
-        except KeyError:
-            raise ExpressionError(f"operation {self.value} has no flipped form") from None
-
-
-_UNARY = frozenset({Operation.IS_NULL, Operation.NOT_NULL, Operation.IS_NAN, Operation.NOT_NAN})
-_SET = frozenset({Operation.IN, Operation.NOT_IN})
-_NEGATE = {
-    Operation.IS_NULL: Operation.NOT_NULL,
-    Operation.NOT_NULL: Operation.IS_NULL,
-    Operation.IS_NAN: Operation.NOT_NAN,
-    Operation.NOT_NAN: Operation.IS_NAN,
-    Operation.LT: Operation.GT_EQ,
-    Operation.LT_EQ: Operation.GT,
-    Operation.GT: Operation.LT_EQ,
-    Operation.GT_EQ: Operation.LT,
-    Operation.EQ: Operation.NOT_EQ,
-    Operation.NOT_EQ: Operation.EQ,
-    Operation.IN: Operation.NOT_IN,
-    Operation.NOT_IN: Operation.IN,
-    Operation.STARTS_WITH: Operation.NOT_STARTS_WITH,
-    Operation.NOT_STARTS_WITH: Operation.STARTS_WITH,
-}
-_FLIP = {
-    Operation.LT: Operation.GT,
-    Operation.LT_EQ: Operation.GT_EQ,
-    Operation.GT: Operation.LT,
-    Operation.GT_EQ: Operation.LT_EQ,
-    Operation.EQ: Operation.EQ,
-    Operation.NOT_EQ: Operation.NOT_EQ,
-}
-_SYMBOL = {
-    Operation.LT: "<",
-    Operation.LT_EQ: "<=",
-    Operation.GT: ">",
-    Operation.GT_EQ: ">=",
-    Operation.EQ: "=",
-    Operation.NOT_EQ: "!=",
-}
 
 
 class BooleanExpression:
@@ -283,7 +192,7 @@ class Reference:
     name: str
 
     def __str__(self) -> str:
-        return _quote_name(self.name)
+        return quote_name(self.name)
 
 
 @dataclass(frozen=True)
@@ -323,27 +232,7 @@ class BoundReference:
         return value
 
     def __str__(self) -> str:
-        return _quote_name(self.name)
-
-
-_PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
-
-
-#: Words the parser reads as keywords; a column with such a name is written quoted.
-KEYWORDS = frozenset(
-    {"AND", "OR", "NOT", "IN", "IS", "NULL", "NAN", "LIKE", "TRUE", "FALSE", "BETWEEN"}
-)
-
-
-def _quote_name(name: str) -> str:
-    plain = (
-        name
-        and set(name) <= _PLAIN_NAME
-        and all(p and not p[0].isdigit() and p.upper() not in KEYWORDS for p in name.split("."))
-    )
-    if plain:
-        return name
-    return '"' + name.replace('"', '""') + '"'
+        return quote_name(self.name)
 
 
 # -- predicates -------------------------------------------------------------------------
@@ -377,7 +266,7 @@ class UnboundPredicate(BooleanExpression):
         return UnboundPredicate(self.op.negate(), self.term, self.literals)
 
     def __str__(self) -> str:
-        return _predicate_str(self.op, str(self.term), self.literals, None)
+        return predicate_text(self.op, str(self.term), self.literals, None)
 
 
 @dataclass(frozen=True)
@@ -411,7 +300,7 @@ class BoundPredicate(BooleanExpression):
         return BoundPredicate(self.op.negate(), self.term, self.literals)
 
     def __str__(self) -> str:
-        return _predicate_str(self.op, str(self.term), self.literals, self.term.field_type)
+        return predicate_text(self.op, str(self.term), self.literals, self.term.field_type)
 
 
 def _check_arity(op: Operation, literals: tuple[Any, ...]) -> None:
@@ -427,65 +316,6 @@ def _check_arity(op: Operation, literals: tuple[Any, ...]) -> None:
             + ("no value" if op.is_unary else "one or more values" if op.is_set else "one value")
             + f", got {len(literals)}"
         )
-
-
-def _predicate_str(
-    op: Operation, name: str, literals: tuple[Any, ...], field_type: IcebergType | None
-) -> str:
-    if op is Operation.IS_NULL:
-        return f"{name} IS NULL"
-    if op is Operation.NOT_NULL:
-        return f"{name} IS NOT NULL"
-    if op is Operation.IS_NAN:
-        return f"{name} IS NaN"
-    if op is Operation.NOT_NAN:
-        return f"{name} IS NOT NaN"
-    values = [_format_value(v, field_type) for v in literals]
-    if op is Operation.IN:
-        return f"{name} IN ({', '.join(values)})"
-    if op is Operation.NOT_IN:
-        return f"{name} NOT IN ({', '.join(values)})"
-    if op in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
-        pattern = "'" + _escape_like(str(literals[0])).replace("'", "''") + "%'"
-        neg = "NOT " if op is Operation.NOT_STARTS_WITH else ""
-        return f"{name} {neg}LIKE {pattern}"
-    return f"{name} {_SYMBOL[op]} {values[0]}"
-
-
-def _escape_like(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _format_value(value: Any, field_type: IcebergType | None) -> str:
-    """Render a value as a literal the parser reads back (dates as ISO strings)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and field_type is not None:
-        if isinstance(field_type, DateType):
-            return f"'{temporal.days_to_date(value).isoformat()}'"
-        if isinstance(field_type, TimeType):
-            return f"'{temporal.micros_to_time(value).isoformat()}'"
-        if isinstance(field_type, (TimestampType, TimestamptzType)):
-            tz = isinstance(field_type, TimestamptzType)
-            return f"'{temporal.micros_to_datetime(value, tz).isoformat()}'"
-        if isinstance(field_type, (TimestampNsType, TimestamptzNsType)):
-            tz = isinstance(field_type, TimestamptzNsType)
-            micros, nanos = divmod(value, 1000)
-            text = temporal.micros_to_datetime(micros, False).isoformat(timespec="microseconds")
-            return f"'{text}{nanos:03d}{'+00:00' if tz else ''}'"
-    if isinstance(value, (int, Decimal)):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else f"'{value!r}'"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, (bytes, bytearray)):
-        return "'" + bytes(value).hex() + "'"
-    if isinstance(value, uuid.UUID):
-        return f"'{value}'"
-    if isinstance(value, (_dt.date, _dt.time)):
-        return f"'{value.isoformat()}'"
-    return repr(value)
 
 
 # -- builders ---------------------------------------------------------------------------

@@ -19,11 +19,12 @@ import enum
 import math
 import struct
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from neve.errors import ExpressionError
-from neve.spec import temporal
+from neve.spec import temporal, values
 from neve.spec.types import (
     BinaryType,
     BooleanType,
@@ -239,11 +240,22 @@ def _to_date(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
-        try:
-            return temporal.parse_iso_date(value)
-        except ValueError:
-            pass
+        return _parse(value, temporal.parse_iso_date, values.parse_date, "date")
     raise _Refused("use a date or an ISO date string such as '2024-01-31'")
+
+
+def _parse(
+    text: str, first: Callable[[str], int], fallback: Callable[[str], int], what: str
+) -> int:
+    """Parse with :mod:`neve.spec.temporal`, then with the any-year ISO parser."""
+    try:
+        return first(text)
+    except ValueError:
+        pass
+    try:
+        return fallback(text)
+    except ValueError:
+        raise _Refused(f"{text!r} is not an ISO {what}") from None
 
 
 def _to_time(value: Any) -> int:
@@ -254,10 +266,7 @@ def _to_time(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
-        try:
-            return temporal.parse_iso_time(value)
-        except ValueError:
-            pass
+        return _parse(value, temporal.parse_iso_time, values.parse_time, "time")
     raise _Refused("use a time or an ISO time string such as '13:45:00'")
 
 
@@ -278,6 +287,10 @@ def _to_timestamp(value: Any, with_tz: bool, nanos: bool) -> int:
             if nanos:
                 return temporal.parse_iso_timestamp_ns(value, with_tz)
             return temporal.parse_iso_timestamp(value, with_tz)
+        except ValueError:
+            pass
+        try:  # years beyond 1..9999 and more fraction digits
+            return values.parse_timestamp(value, nanos=nanos, with_zone=with_tz)
         except ValueError:
             pass
         if not with_tz:

@@ -35,7 +35,6 @@ from neve.errors import ExpressionError
 from neve.expressions.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
-    KEYWORDS,
     BooleanExpression,
     Operation,
     Reference,
@@ -47,6 +46,7 @@ from neve.expressions.expressions import (
     or_,
     predicate,
 )
+from neve.expressions.text import KEYWORDS
 
 __all__ = ["KEYWORDS", "parse"]
 

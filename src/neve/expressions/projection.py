@@ -304,14 +304,10 @@ def _array_strict(
     return None
 
 
-def _width(transform: TruncateTransform) -> int:
-    return int(transform.width)
-
-
 def _string_inclusive(
     op: Operation, b: str, apply: Apply, target: BoundReference, transform: TruncateTransform
 ) -> BooleanExpression | None:
-    width = _width(transform)
+    width = transform.width
     if op is Operation.STARTS_WITH:
         if len(b) < width:
             return _pred(Operation.STARTS_WITH, target, (b,))
@@ -323,14 +319,14 @@ def _string_inclusive(
             return _pred(Operation.NOT_STARTS_WITH, target, (b,))
         if len(b) == width:
             return _pred(Operation.NOT_EQ, target, (b,))
-        return _pred(Operation.NOT_STARTS_WITH, target, (apply(b),))
+        return None
     return _array_inclusive(op, b, apply, target)
 
 
 def _string_strict(
     op: Operation, b: str, apply: Apply, target: BoundReference, transform: TruncateTransform
 ) -> BooleanExpression | None:
-    width = _width(transform)
+    width = transform.width
     if op is Operation.STARTS_WITH:
         if len(b) < width:
             return _pred(Operation.STARTS_WITH, target, (b,))

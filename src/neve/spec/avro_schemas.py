@@ -11,6 +11,12 @@ like the ones Java writes.
 Schemas are built per format version and partition type and cached; both the JSON
 form (what goes into the file header) and fastavro's parsed form are available. The
 returned objects are shared: treat them as read-only.
+
+For reading, :func:`manifest_decoding_schema` and :func:`manifest_list_decoding_schema`
+derive a schema from a file's own writer schema: the same encoding, without value
+logical types (so fastavro yields Iceberg's raw ints and bytes, not datetimes) and
+with fields renamed to canonical names by field id (so other writers' naming does
+not matter).
 """
 
 from __future__ import annotations
@@ -65,7 +71,6 @@ __all__ = [
     "parsed_manifest_entry_schema",
     "parsed_manifest_file_schema",
     "partition_field_avro_type",
-    "schema_text",
     "without_logical_types",
 ]
 
@@ -354,11 +359,6 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
 def parsed_manifest_file_schema(format_version: int) -> Any:
     """:func:`manifest_file_schema` parsed by fastavro, ready for its writer."""
     return fastavro.parse_schema(manifest_file_schema(format_version))
-
-
-def schema_text(schema: AvroSchema) -> str:
-    """Compact JSON of an Avro schema (what a file header stores)."""
-    return json.dumps(schema, separators=(",", ":"))
 
 
 def without_logical_types(schema: AvroSchema) -> AvroSchema:

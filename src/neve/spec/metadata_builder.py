@@ -160,14 +160,24 @@ def _add_snapshot(md: TableMetadata, u: AddSnapshot) -> TableMetadata:
     }
     if md.format_version > 1:
         changes["last_sequence_number"] = max(md.last_sequence_number, s.sequence_number)
-    if md.format_version >= 3 and s.first_row_id is not None and s.added_rows is not None:
-        changes["next_row_id"] = s.first_row_id + s.added_rows
+    if md.format_version >= 3:
+        # Row lineage: a snapshot's row ids start at or after the table's next-row-id,
+        # or row ids would repeat (and next-row-id would move backwards).
+        next_row_id = md.next_row_id or 0
+        if s.first_row_id is None or s.first_row_id < next_row_id:
+            raise ValidationError(
+                f"snapshot {s.snapshot_id} has first-row-id {s.first_row_id}, behind the "
+                f"table's next-row-id {next_row_id}; assign first-row-id = next-row-id"
+            )
+        changes["next_row_id"] = s.first_row_id + (s.added_rows or 0)
     return md.with_(**changes)
 
 
 def _set_ref(md: TableMetadata, u: SetSnapshotRef) -> TableMetadata:
     ref = u.ref
     snap = md.snapshot_by_id(ref.snapshot_id)
+    if md.refs.get(u.ref_name) == ref:
+        return md  # unchanged: no new snapshot-log entry (as Iceberg-Java)
     if u.ref_name == MAIN_BRANCH and ref.ref_type is not SnapshotRefType.BRANCH:
         raise ValidationError("'main' must be a branch")
     refs = dict(md.refs)
@@ -203,9 +213,23 @@ def _remove_snapshots(md: TableMetadata, ids: set[int]) -> TableMetadata:
                 f"cannot remove snapshot {r.snapshot_id}: ref {name!r} points at it; "
                 "remove or move the ref first"
             )
+    snapshots = tuple(s for s in md.snapshots if s.snapshot_id not in ids)
+    kept = {s.snapshot_id for s in snapshots}
+    # Spec "Table Metadata Fields", snapshot-log: when snapshots expire, all entries
+    # before an expired snapshot are removed (that history is no longer valid).
+    log: list[SnapshotLogEntry] = []
+    for e in md.snapshot_log:
+        if e.snapshot_id in kept:
+            log.append(e)
+        else:
+            log.clear()
     return md.with_(
-        snapshots=tuple(s for s in md.snapshots if s.snapshot_id not in ids),
-        snapshot_log=tuple(e for e in md.snapshot_log if e.snapshot_id not in ids),
+        snapshots=snapshots,
+        snapshot_log=tuple(log),
+        statistics=tuple(s for s in md.statistics if s.get("snapshot-id") not in ids),
+        partition_statistics=tuple(
+            s for s in md.partition_statistics if s.get("snapshot-id") not in ids
+        ),
     )
 
 

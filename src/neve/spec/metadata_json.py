@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -369,11 +370,40 @@ def metadata_from_json(data: Mapping[str, Any]) -> TableMetadata:
         )
     try:
         return _metadata_from_json(version, data)
+    except ValidationError:
+        raise
     except KeyError as exc:
         raise ValidationError(f"table metadata is missing the required field {exc}") from exc
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValidationError(
+            f"table metadata is malformed ({exc}); check the file against the Iceberg spec"
+        ) from exc
+
+
+# Fields that the spec makes required from v2 on ("Table Metadata Fields"); v1 readers
+# derive them from the v1 fields instead. v3 adds next-row-id (row lineage).
+_REQUIRED_V2 = (
+    "table-uuid",
+    "last-sequence-number",
+    "last-updated-ms",
+    "schemas",
+    "current-schema-id",
+    "partition-specs",
+    "default-spec-id",
+    "last-partition-id",
+    "sort-orders",
+    "default-sort-order-id",
+)
 
 
 def _metadata_from_json(version: int, data: Mapping[str, Any]) -> TableMetadata:
+    required = (*_REQUIRED_V2, "next-row-id") if version >= 3 else _REQUIRED_V2
+    missing = [k for k in required if k not in data] if version >= 2 else []
+    if missing:
+        raise ValidationError(
+            f"format v{version} table metadata is missing required fields: "
+            f"{', '.join(missing)}; the file is incomplete or not written by an Iceberg writer"
+        )
     # Schemas: v2+ has "schemas"; v1 may only have "schema".
     if "schemas" in data:
         schemas = tuple(schema_from_json(s) for s in data["schemas"])
@@ -399,6 +429,16 @@ def _metadata_from_json(version: int, data: Mapping[str, Any]) -> TableMetadata:
     else:
         orders = (SortOrder(0, ()),)
         default_order = 0
+    if current_schema_id not in {s.schema_id for s in schemas}:
+        raise ValidationError(
+            f"current-schema-id {current_schema_id} names no schema in the metadata; "
+            "the metadata file is corrupt: restore a previous version"
+        )
+    if default_spec_id not in {s.spec_id for s in specs}:
+        raise ValidationError(
+            f"default-spec-id {default_spec_id} names no partition spec in the metadata; "
+            "the metadata file is corrupt: restore a previous version"
+        )
     snapshots = tuple(snapshot_from_json(s) for s in data.get("snapshots") or ())
     current = data.get("current-snapshot-id")
     current_id = None if current is None or int(current) == -1 else int(current)
@@ -445,7 +485,10 @@ def metadata_to_bytes(md: TableMetadata, compress: bool = False) -> bytes:
 def metadata_from_bytes(data: bytes) -> TableMetadata:
     """Parse a metadata file, gzip-compressed or not."""
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValidationError(f"table metadata is not valid gzip: {exc}") from exc
     try:
         parsed = json.loads(data)
     except ValueError as exc:
