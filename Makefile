@@ -26,14 +26,14 @@ java:
 demo: setup
 	$(PY) -m neve.demo
 
-test: setup
-	$(PY) -m pytest -q
+test: setup lint typecheck
+	$(PY) -m pytest -q -n 2
 
-lint:
+lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 
-typecheck:
+typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 bench: setup

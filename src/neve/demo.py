@@ -73,10 +73,12 @@ def run(root: Path) -> None:
         ),
     )
     for k in range(3):
-        _step(
-            f"append 100,000 rows (batch {k + 1})",
-            lambda k=k: table.append(_events(k * 100_000, 100_000, 0)),
-        )
+        batch = _events(k * 100_000, 100_000, 0)
+
+        def append(batch: pa.Table = batch) -> None:
+            table.append(batch)
+
+        _step(f"append 100,000 rows (batch {k + 1})", append)
     after_appends = table.current_snapshot()
     _step(
         "delete where kind = 'view' and id < 50000 (copy-on-write)",
