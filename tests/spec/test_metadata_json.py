@@ -865,7 +865,8 @@ def partition_specs(draw: st.DrawFn, schema: Schema, spec_id: int, ids: _Ids) ->
 def sort_orders(draw: st.DrawFn, schema: Schema) -> tuple[SortOrder, ...]:
     columns = [f for f in schema.fields if f.field_type.is_primitive]
     orders = [SortOrder(0, ())]
-    if columns and draw(st.booleans()):
+    sorted_too: bool = draw(st.booleans())
+    if columns and sorted_too:
         n = draw(st.integers(1, 3))
         fields = []
         for _ in range(n):
