@@ -228,6 +228,3 @@ class ReplacePartitions(SnapshotProducer):
                     "partition this overwrite replaces; reload the table and retry"
                 )
 
-
-def owned(files: Iterable[DataFile]) -> set[str]:
-    return {f.file_path for f in files}
