@@ -227,4 +227,3 @@ class ReplacePartitions(SnapshotProducer):
                     f"a concurrent commit (snapshot {e.snapshot_id}) added {f.file_path} to a "
                     "partition this overwrite replaces; reload the table and retry"
                 )
-
