@@ -211,3 +211,28 @@ def catalog_factory(
 def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
     """A fresh catalog per test, for each catalog kind."""
     return catalog_factory(request.param)
+
+
+# -- Spark ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local SparkSession per test process (each xdist worker has its own)."""
+    from neve.spark import local_session
+
+    session = local_session(
+        "local[2]",
+        "neve-tests",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "2g",
+            "spark.sql.adaptive.enabled": "true",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
