@@ -36,7 +36,14 @@ from neve.spec.types import (
     UUIDType,
 )
 
-__all__ = ["FIELD_ID_KEY", "field_id_of", "to_spark_field", "to_spark_schema", "to_spark_type"]
+__all__ = [
+    "FIELD_ID_KEY",
+    "field_id_of",
+    "from_spark_schema",
+    "to_spark_field",
+    "to_spark_schema",
+    "to_spark_type",
+]
 
 #: StructField metadata key Spark reads and writes Parquet field ids under.
 FIELD_ID_KEY = "parquet.field.id"
@@ -104,3 +111,22 @@ def to_spark_schema(schema: Schema) -> T.StructType:
 def field_id_of(f: T.StructField) -> int | None:
     value = (f.metadata or {}).get(FIELD_ID_KEY)
     return int(value) if value is not None else None
+
+
+def from_spark_schema(struct: T.StructType, *, format_version: int = 2) -> Schema:
+    """An Iceberg schema for a Spark schema (for example ``df.schema``), with fresh field
+    ids; non-nullable fields become required. Use it to create a table shaped like a
+    DataFrame: ``catalog.create_table(name, from_spark_schema(df.schema), ...)``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from neve.arrow.schema import from_arrow_schema
+
+    plain = T.StructType([_without_ids(f) for f in struct.fields])
+    return from_arrow_schema(to_arrow_schema(plain, timezone="UTC"), format_version=format_version)
+
+
+def _without_ids(f: T.StructField) -> T.StructField:
+    dt = f.dataType
+    if isinstance(dt, T.StructType):
+        dt = T.StructType([_without_ids(c) for c in dt.fields])
+    return T.StructField(f.name, dt, f.nullable)

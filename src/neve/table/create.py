@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -94,7 +95,7 @@ def new_table_metadata(
         table_uuid=str(uuid.uuid4()),
         location=location,
         last_sequence_number=0,
-        last_updated_ms=0,
+        last_updated_ms=int(time.time() * 1000),
         last_column_id=fresh.highest_field_id,
         schemas=(fresh,),
         current_schema_id=0,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from neve.catalog.base import Catalog, Identifier
+    from neve.table.inspect import InspectTable
 
 __all__ = ["Table"]
 
@@ -119,6 +120,13 @@ class Table:
 
     def refs(self) -> dict[str, SnapshotRef]:
         return dict(self._metadata.refs)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata tables (snapshots, files, partitions ...) as Arrow tables."""
+        from neve.table.inspect import InspectTable
+
+        return InspectTable(self)
 
     # -- reading -------------------------------------------------------------------------
 
