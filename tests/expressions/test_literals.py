@@ -6,6 +6,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neve.errors import ExpressionError
 from neve.expressions.literals import ABOVE_MAX, BELOW_MIN, to_type
@@ -29,6 +31,7 @@ from neve.spec.types import (
     IcebergType,
     ListType,
 )
+from strategies import SIMPLE_PRIMITIVES, values_of
 
 U = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
 
@@ -123,3 +126,14 @@ def test_impossible_conversions_say_why(value: Any, t: IcebergType, message: str
     with pytest.raises(ExpressionError, match=message) as info:
         to_type(value, t, "col")
     assert "'col'" in str(info.value)
+
+
+_REPRESENTED = [*SIMPLE_PRIMITIVES, DecimalType(9, 2), DecimalType(38, 10), FixedType(3)]
+
+
+@given(st.sampled_from(_REPRESENTED).flatmap(lambda t: st.tuples(st.just(t), values_of(t))))
+def test_values_in_neve_representation_convert_to_themselves(case: tuple[IcebergType, Any]) -> None:
+    t, value = case
+    result = to_type(value, t)
+    assert result == value
+    assert type(result) is type(value)

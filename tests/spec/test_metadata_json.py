@@ -73,6 +73,7 @@ from neve.spec.types import (
     PrimitiveType,
     StructType,
 )
+from strategies import SIMPLE_PRIMITIVES, values_of
 
 GOLDEN = Path(__file__).parent / "golden"
 GOLDEN_FILES = sorted(GOLDEN.glob("*.metadata.json"))
@@ -701,21 +702,8 @@ def test_corrupt_gzip_is_a_validation_error() -> None:
 
 # -- Hypothesis: random metadata round trips ------------------------------------------
 
-PRIMITIVES: list[PrimitiveType] = [
-    BOOLEAN,
-    INT,
-    LONG,
-    FLOAT,
-    DOUBLE,
-    DATE,
-    TIME,
-    TIMESTAMP,
-    TIMESTAMPTZ,
-    STRING,
-    UUID,
-    BINARY,
-]
 V3_PRIMITIVES: list[PrimitiveType] = [TIMESTAMP_NS, TIMESTAMPTZ_NS]
+PRIMITIVES = [t for t in SIMPLE_PRIMITIVES if t not in V3_PRIMITIVES]
 
 names = st.text(string.ascii_letters + string.digits + "_ -.é", min_size=1, max_size=8)
 docs = st.none() | st.text(max_size=12)
@@ -774,29 +762,7 @@ def build_type(shape: Shape, ids: _Ids) -> IcebergType:
 
 def default_values(t: IcebergType) -> st.SearchStrategy[Any]:
     """Values for initial-default / write-default of primitive columns (v3)."""
-    if t == BOOLEAN:
-        return st.booleans()
-    if t in (INT, DATE):
-        return st.integers(-(2**31), 2**31 - 1)
-    if t in (LONG, TIMESTAMP, TIMESTAMPTZ, TIMESTAMP_NS, TIMESTAMPTZ_NS):
-        return st.integers(-(2**62), 2**62)
-    if t == TIME:
-        return st.integers(0, 86_400_000_000 - 1)
-    if t in (FLOAT, DOUBLE):
-        return st.floats(allow_nan=False, width=32 if t == FLOAT else 64)
-    if t == STRING:
-        return st.text(max_size=10)
-    if t == UUID:
-        return st.uuids()
-    if t == BINARY:
-        return st.binary(max_size=8)
-    if isinstance(t, FixedType):
-        return st.binary(min_size=t.length, max_size=t.length)
-    if isinstance(t, DecimalType):
-        scale = t.scale
-        bound = 10**t.precision - 1
-        return st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-scale))
-    return st.none()
+    return values_of(t, max_size=10) if isinstance(t, PrimitiveType) else st.none()
 
 
 def _top_level(prims: st.SearchStrategy[PrimitiveType]) -> st.SearchStrategy[list[Any]]:

@@ -53,40 +53,18 @@ from neve.spec.values import (
     truncate_upper_bound,
     unscaled_to_decimal,
 )
+from strategies import SIMPLE_PRIMITIVES, values_of
 
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-FLOAT32 = st.floats(width=32, allow_nan=False)
-DOUBLES = st.floats(allow_nan=False)
-DEC = DecimalType(38, 6)
-DEC_NEG_SCALE = DecimalType(9, -2)
-
-
-def decimals(t: DecimalType) -> st.SearchStrategy[Decimal]:
-    limit = 10**t.precision - 1
-    return st.integers(-limit, limit).map(lambda u: unscaled_to_decimal(u, t.scale))
-
-
-# Every primitive with a strategy for its values.
+# Every primitive with a strategy for its values (decimals with a negative scale too).
 PRIMITIVES: list[tuple[PrimitiveType, st.SearchStrategy[Any]]] = [
-    (BOOLEAN, st.booleans()),
-    (INT, INT32),
-    (LONG, INT64),
-    (FLOAT, FLOAT32),
-    (DOUBLE, DOUBLES),
-    (DATE, INT32),
-    (TIME, st.integers(0, 86_400_000_000 - 1)),
-    (TIMESTAMP, INT64),
-    (TIMESTAMPTZ, INT64),
-    (TIMESTAMP_NS, INT64),
-    (TIMESTAMPTZ_NS, INT64),
-    (STRING, st.text()),
-    (UUID, st.uuids()),
-    (FixedType(5), st.binary(min_size=5, max_size=5)),
-    (BINARY, st.binary()),
-    (DecimalType(9, 2), decimals(DecimalType(9, 2))),
-    (DEC, decimals(DEC)),
-    (DEC_NEG_SCALE, decimals(DEC_NEG_SCALE)),
+    (t, values_of(t))
+    for t in (
+        *SIMPLE_PRIMITIVES,
+        FixedType(5),
+        DecimalType(9, 2),
+        DecimalType(38, 6),
+        DecimalType(9, -2),
+    )
 ]
 IDS = [str(t) for t, _ in PRIMITIVES]
 

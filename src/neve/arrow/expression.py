@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neve.arrow.schema import to_arrow_type
 from neve.errors import ExpressionError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import (
@@ -32,23 +33,12 @@ from neve.expressions.expressions import (
 from neve.expressions.visitors import rewrite_not
 from neve.spec.schema import Schema
 from neve.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
     DoubleType,
-    FixedType,
     FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampNsType,
-    TimestampType,
-    TimestamptzNsType,
-    TimestamptzType,
-    TimeType,
+    UnknownType,
     UUIDType,
+    VariantType,
 )
 
 __all__ = ["delete_filter", "to_arrow_expression"]
@@ -153,37 +143,7 @@ def _scalar_value(value: Any, t: IcebergType) -> Any:
 
 
 def _arrow_type(t: IcebergType) -> pa.DataType:
-    """The Arrow type neve uses for values of a primitive Iceberg type."""
-    if isinstance(t, BooleanType):
-        return pa.bool_()
-    if isinstance(t, IntegerType):
-        return pa.int32()
-    if isinstance(t, LongType):
-        return pa.int64()
-    if isinstance(t, FloatType):
-        return pa.float32()
-    if isinstance(t, DoubleType):
-        return pa.float64()
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
-        return pa.date32()
-    if isinstance(t, TimeType):
-        return pa.time64("us")
-    if isinstance(t, TimestampType):
-        return pa.timestamp("us")
-    if isinstance(t, TimestamptzType):
-        return pa.timestamp("us", tz="UTC")
-    if isinstance(t, TimestampNsType):
-        return pa.timestamp("ns")
-    if isinstance(t, TimestamptzNsType):
-        return pa.timestamp("ns", tz="UTC")
-    if isinstance(t, StringType):
-        return pa.string()
-    if isinstance(t, UUIDType):
-        return pa.binary(16)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    if isinstance(t, BinaryType):
-        return pa.binary()
-    raise ExpressionError(f"cannot compare values of type {t} in pyarrow")
+    """The Arrow type neve uses for literals of a column type (32-bit offsets suffice)."""
+    if not t.is_primitive or isinstance(t, (UnknownType, VariantType)):
+        raise ExpressionError(f"cannot compare values of type {t} in pyarrow")
+    return to_arrow_type(t, large_types=False)

@@ -19,8 +19,9 @@ answer would delete rows that do not match.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from neve.errors import ExpressionError
 from neve.expressions.binding import bind
@@ -44,6 +45,19 @@ from neve.spec.types import DoubleType, FloatType, PrimitiveType
 # because planning uses it next to the metrics evaluators.
 __all__ = ["InclusiveMetricsEvaluator", "PartitionEvaluator", "StrictMetricsEvaluator", "evaluator"]
 
+_V = TypeVar("_V")
+_COMPARE: dict[Operation, Callable[[Any, Any], Any]] = {
+    Operation.LT: operator.lt,
+    Operation.LT_EQ: operator.le,
+    Operation.GT: operator.gt,
+    Operation.GT_EQ: operator.ge,
+}
+_BELOW = (Operation.LT, Operation.LT_EQ)
+
+
+def _get(metric: Mapping[int, _V] | None, fid: int) -> _V | None:
+    return metric.get(fid) if metric is not None else None
+
 
 class _Stats:
     """The metrics of one file, with bounds decoded on first use."""
@@ -57,36 +71,68 @@ class _Stats:
         self.lower: Mapping[int, bytes] | None = f.lower_bounds
         self.upper: Mapping[int, bytes] | None = f.upper_bounds
 
+    def raw_lower(self, fid: int) -> bytes | None:
+        return _get(self.lower, fid)
+
+    def raw_upper(self, fid: int) -> bytes | None:
+        return _get(self.upper, fid)
+
     def lower_bound(self, fid: int, t: PrimitiveType) -> Any:
         """The decoded lower bound, or None when unknown."""
-        raw = self.lower.get(fid) if self.lower is not None else None
+        raw = self.raw_lower(fid)
         return None if raw is None else decode(t, raw)
 
     def upper_bound(self, fid: int, t: PrimitiveType) -> Any:
-        raw = self.upper.get(fid) if self.upper is not None else None
+        raw = self.raw_upper(fid)
         return None if raw is None else decode(t, raw)
 
-    def raw_lower(self, fid: int) -> bytes | None:
-        return self.lower.get(fid) if self.lower is not None else None
+    def usable_bound(self, fid: int, t: PrimitiveType, lower: bool) -> Any:
+        """The lower or upper bound, or None when unknown or NaN (NaN bounds, written by
+        old ORC writers, are unreliable)."""
+        bound = self.lower_bound(fid, t) if lower else self.upper_bound(fid, t)
+        return None if bound is None or is_nan(bound) else bound
 
-    def raw_upper(self, fid: int) -> bytes | None:
-        return self.upper.get(fid) if self.upper is not None else None
+    def may_contain_any(self, fid: int, t: PrimitiveType, values: Sequence[Any]) -> bool:
+        """False only when the bounds prove that no value in sorted ``values`` occurs."""
+        lower = self.lower_bound(fid, t)
+        if lower is not None:
+            if is_nan(lower):
+                return True
+            values = [v for v in values if not v < lower]
+            if not values:
+                return False
+        upper = self.upper_bound(fid, t)
+        return upper is None or any(not v > upper for v in values)
 
     def null_count(self, fid: int) -> int | None:
-        return self.nulls.get(fid) if self.nulls is not None else None
+        return _get(self.nulls, fid)
 
     def nan_count(self, fid: int) -> int | None:
-        return self.nans.get(fid) if self.nans is not None else None
+        return _get(self.nans, fid)
 
     def nulls_only(self, fid: int) -> bool:
-        vc = self.values.get(fid) if self.values is not None else None
-        nc = self.null_count(fid)
+        vc, nc = _get(self.values, fid), self.null_count(fid)
         return vc is not None and nc is not None and vc - nc == 0
 
     def nans_only(self, fid: int) -> bool:
-        vc = self.values.get(fid) if self.values is not None else None
-        nan = self.nan_count(fid)
+        vc, nan = _get(self.values, fid), self.nan_count(fid)
         return vc is not None and nan is not None and nan == vc
+
+    def prefix_outside(self, fid: int, prefix: bytes) -> bool:
+        """The bounds prove that no value starts with ``prefix``."""
+        lo, hi = self.raw_lower(fid), self.raw_upper(fid)
+        return (lo is not None and prefix_cmp(lo, prefix) > 0) or (
+            hi is not None and prefix_cmp(hi, prefix) < 0
+        )
+
+    def all_start_with(self, fid: int, prefix: bytes) -> bool:
+        """Both bounds start with ``prefix``, so every value in between does too."""
+        lo, hi = self.raw_lower(fid), self.raw_upper(fid)
+        return lo is not None and hi is not None and lo.startswith(prefix) and hi.startswith(prefix)
+
+    def no_values(self, fid: int) -> bool:
+        """Every value is null or every value is NaN: no comparison holds for any row."""
+        return self.nulls_only(fid) or self.nans_only(fid)
 
 
 Test = Callable[[_Stats], bool]
@@ -163,97 +209,30 @@ def _inclusive_leaf(pred: BoundPredicate) -> Test:
     assert isinstance(t, PrimitiveType)
     if op is Operation.STARTS_WITH:
         prefix = str(pred.literal).encode("utf-8")
-
-        def starts_with(st: _Stats) -> bool:
-            if st.nulls_only(fid):
-                return False
-            lo = st.raw_lower(fid)
-            if lo is not None and prefix_cmp(lo, prefix) > 0:
-                return False
-            hi = st.raw_upper(fid)
-            return not (hi is not None and prefix_cmp(hi, prefix) < 0)
-
-        return starts_with
+        return lambda st: not st.nulls_only(fid) and not st.prefix_outside(fid, prefix)
     if op is Operation.NOT_STARTS_WITH:
         prefix = str(pred.literal).encode("utf-8")
-
-        def not_starts_with(st: _Stats) -> bool:
-            if st.null_count(fid) != 0:  # unknown or some nulls: nulls match
-                return True
-            lo, hi = st.raw_lower(fid), st.raw_upper(fid)
-            if lo is None or hi is None:
-                return True
-            # Both bounds start with the prefix: so does every value in between.
-            return not (lo.startswith(prefix) and hi.startswith(prefix))
-
-        return not_starts_with
+        # unknown or some null counts: nulls match
+        return lambda st: st.null_count(fid) != 0 or not st.all_start_with(fid, prefix)
     if op is Operation.IN:
         values = pred.literals
         if len(values) > IN_PREDICATE_LIMIT:
-            return lambda st: not (st.nulls_only(fid) or st.nans_only(fid))
-
-        def in_(st: _Stats) -> bool:
-            if st.nulls_only(fid) or st.nans_only(fid):
-                return False
-            candidates: Any = values
-            lower = st.lower_bound(fid, t)
-            if lower is not None:
-                if is_nan(lower):
-                    return True  # NaN bounds (old ORC files) are unreliable
-                candidates = [v for v in candidates if not v < lower]
-                if not candidates:
-                    return False
-            upper = st.upper_bound(fid, t)
-            if upper is not None:
-                candidates = [v for v in candidates if not v > upper]
-                if not candidates:
-                    return False
-            return True
-
-        return in_
+            return lambda st: not st.no_values(fid)
+        return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, values)
     lit = pred.literal
+    if op is Operation.EQ:
+        return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, (lit,))
+    holds = _COMPARE[op]
+    below = op in _BELOW
 
-    def no_values(st: _Stats) -> bool:
-        return st.nulls_only(fid) or st.nans_only(fid)
-
-    if op in (Operation.LT, Operation.LT_EQ):
-        strict_less = op is Operation.LT
-
-        def lt(st: _Stats) -> bool:
-            if no_values(st):
-                return False
-            lower = st.lower_bound(fid, t)
-            if lower is None or is_nan(lower):
-                return True
-            return bool(lower < lit) if strict_less else bool(lower <= lit)
-
-        return lt
-    if op in (Operation.GT, Operation.GT_EQ):
-        strict_greater = op is Operation.GT
-
-        def gt(st: _Stats) -> bool:
-            if no_values(st):
-                return False
-            upper = st.upper_bound(fid, t)
-            if upper is None or is_nan(upper):
-                return True
-            return bool(upper > lit) if strict_greater else bool(upper >= lit)
-
-        return gt
-
-    def eq(st: _Stats) -> bool:
-        if no_values(st):
+    def compare(st: _Stats) -> bool:
+        # Some value is below lit when the lower bound is, above it when the upper one is.
+        if st.no_values(fid):
             return False
-        lower = st.lower_bound(fid, t)
-        if lower is not None:
-            if is_nan(lower):
-                return True
-            if lower > lit:
-                return False
-        upper = st.upper_bound(fid, t)
-        return not (upper is not None and not is_nan(upper) and upper < lit)
+        bound = st.usable_bound(fid, t, lower=below)
+        return bound is None or bool(holds(bound, lit))
 
-    return eq
+    return compare
 
 
 # -- strict --------------------------------------------------------------------------------
@@ -295,8 +274,8 @@ def _strict_leaf(pred: BoundPredicate) -> Test:
     def may_hold_null(st: _Stats) -> bool:
         return nullable and st.null_count(fid) != 0
 
-    def may_hold_nan(st: _Stats) -> bool:
-        return floating and st.nan_count(fid) != 0
+    def may_hold_null_or_nan(st: _Stats) -> bool:
+        return may_hold_null(st) or (floating and st.nan_count(fid) != 0)
 
     if op is Operation.IS_NULL:
         return lambda st: st.nulls_only(fid)
@@ -309,112 +288,47 @@ def _strict_leaf(pred: BoundPredicate) -> Test:
     assert isinstance(t, PrimitiveType)
     if op is Operation.STARTS_WITH:
         prefix = str(pred.literal).encode("utf-8")
-
-        def starts_with(st: _Stats) -> bool:
-            if may_hold_null(st):
-                return False
-            lo, hi = st.raw_lower(fid), st.raw_upper(fid)
-            return (
-                lo is not None
-                and hi is not None
-                and lo.startswith(prefix)
-                and hi.startswith(prefix)
-            )
-
-        return starts_with
+        return lambda st: not may_hold_null(st) and st.all_start_with(fid, prefix)
     if op is Operation.NOT_STARTS_WITH:
+        # Nulls satisfy not_starts_with; values do when all lie below or above the
+        # prefix range.
         prefix = str(pred.literal).encode("utf-8")
-
-        def not_starts_with(st: _Stats) -> bool:
-            # Nulls satisfy not_starts_with; values do when all lie below or above the
-            # prefix range.
-            if st.nulls_only(fid):
-                return True
-            lo, hi = st.raw_lower(fid), st.raw_upper(fid)
-            if lo is not None and prefix_cmp(lo, prefix) > 0:
-                return True
-            return hi is not None and prefix_cmp(hi, prefix) < 0
-
-        return not_starts_with
+        return lambda st: st.nulls_only(fid) or st.prefix_outside(fid, prefix)
     if op is Operation.IN:
-        values = pred.literal_set
+        literal_set = pred.literal_set
 
         def in_(st: _Stats) -> bool:
-            if may_hold_null(st) or may_hold_nan(st):
+            if may_hold_null_or_nan(st):
                 return False
             lower, upper = st.lower_bound(fid, t), st.upper_bound(fid, t)
             if lower is None or upper is None:
                 return False
-            return lower in values and upper in values and lower == upper
+            return lower in literal_set and upper in literal_set and lower == upper
 
         return in_
     if op is Operation.NOT_IN:
-        sorted_values = pred.literals
-
-        def not_in(st: _Stats) -> bool:
-            if st.nulls_only(fid) or st.nans_only(fid):
-                return True
-            candidates: Any = sorted_values
-            lower = st.lower_bound(fid, t)
-            if lower is not None:
-                if is_nan(lower):
-                    return False
-                candidates = [v for v in candidates if not v < lower]
-                if not candidates:
-                    return True
-            upper = st.upper_bound(fid, t)
-            if upper is not None:
-                candidates = [v for v in candidates if not v > upper]
-                if not candidates:
-                    return True
-            return False
-
-        return not_in
+        values = pred.literals
+        return lambda st: st.no_values(fid) or not st.may_contain_any(fid, t, values)
     lit = pred.literal
     if op is Operation.NOT_EQ:
-
-        def not_eq(st: _Stats) -> bool:
-            if st.nulls_only(fid) or st.nans_only(fid):
-                return True
-            lower = st.lower_bound(fid, t)
-            if lower is not None:
-                if is_nan(lower):
-                    return False
-                if lower > lit:
-                    return True
-            upper = st.upper_bound(fid, t)
-            return upper is not None and upper < lit
-
-        return not_eq
+        return lambda st: st.no_values(fid) or not st.may_contain_any(fid, t, (lit,))
     if op is Operation.EQ:
 
         def eq(st: _Stats) -> bool:
-            if may_hold_null(st) or may_hold_nan(st):
+            if may_hold_null_or_nan(st):
                 return False
             lower, upper = st.lower_bound(fid, t), st.upper_bound(fid, t)
             return lower is not None and upper is not None and lower == lit and upper == lit
 
         return eq
-    if op in (Operation.LT, Operation.LT_EQ):
-        strict_less = op is Operation.LT
+    holds = _COMPARE[op]
+    below = op in _BELOW
 
-        def lt(st: _Stats) -> bool:
-            if may_hold_null(st) or may_hold_nan(st):
-                return False
-            upper = st.upper_bound(fid, t)
-            if upper is None:
-                return False
-            return bool(upper < lit) if strict_less else bool(upper <= lit)
-
-        return lt
-    strict_greater = op is Operation.GT
-
-    def gt(st: _Stats) -> bool:
-        if may_hold_null(st) or may_hold_nan(st):
+    def compare(st: _Stats) -> bool:
+        # Every value is below lit when the upper bound is, above it when the lower one is.
+        if may_hold_null_or_nan(st):
             return False
-        lower = st.lower_bound(fid, t)
-        if lower is None or is_nan(lower):
-            return False
-        return bool(lower > lit) if strict_greater else bool(lower >= lit)
+        bound = st.usable_bound(fid, t, lower=not below)
+        return bound is not None and bool(holds(bound, lit))
 
-    return gt
+    return compare

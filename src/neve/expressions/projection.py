@@ -18,9 +18,10 @@ values one too large ("fixInclusiveTimeProjection" / "fixStrictTimeProjection").
 from __future__ import annotations
 
 import decimal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from neve.expressions.binding import bind
 from neve.expressions.expressions import (
@@ -106,6 +107,82 @@ def _pred(op: Operation, target: BoundReference, values: Iterable[Any] = ()) -> 
 # -- single predicates --------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """What tells inclusive projection from strict: the rest of the algorithm is shared.
+
+    ``numbers`` maps a comparison to the partition comparison and the steps to move the
+    literal first (``x < 5`` is ``x <= 4`` inclusively); ``arrays`` does the same for
+    binary and strings, which have no next value. ``set_op`` is the one set operation
+    that projects value by value (bucket also projects ``single_op``). ``prefix_op`` is
+    the prefix test that still projects when the prefix is longer than the truncation
+    width. ``time_ops`` and ``time_shift_at_most`` steer the pre-1970 time fix.
+    """
+
+    numbers: Mapping[Operation, tuple[Operation, int]]
+    arrays: Mapping[Operation, Operation]
+    single_op: Operation
+    set_op: Operation
+    prefix_op: Operation
+    time_ops: tuple[Operation, Operation]
+    time_shift_at_most: int
+    beyond_range: Callable[[BoundReference], BooleanExpression]
+    empty: BooleanExpression
+    combine: Callable[[BooleanExpression, BooleanExpression], BooleanExpression]
+
+
+_INCLUSIVE = _Rules(
+    numbers={
+        Operation.LT: (Operation.LT_EQ, -1),
+        Operation.LT_EQ: (Operation.LT_EQ, 0),
+        Operation.GT: (Operation.GT_EQ, 1),
+        Operation.GT_EQ: (Operation.GT_EQ, 0),
+        Operation.EQ: (Operation.EQ, 0),
+    },
+    arrays={
+        Operation.LT: Operation.LT_EQ,
+        Operation.LT_EQ: Operation.LT_EQ,
+        Operation.GT: Operation.GT_EQ,
+        Operation.GT_EQ: Operation.GT_EQ,
+        Operation.EQ: Operation.EQ,
+        Operation.STARTS_WITH: Operation.STARTS_WITH,
+    },
+    single_op=Operation.EQ,
+    set_op=Operation.IN,
+    prefix_op=Operation.STARTS_WITH,
+    time_ops=(Operation.LT, Operation.LT_EQ),
+    time_shift_at_most=-1,
+    beyond_range=lambda target: ALWAYS_FALSE,  # nothing lies beyond the extreme value
+    empty=ALWAYS_TRUE,
+    combine=and_,
+)
+_STRICT = _Rules(
+    # No strict projection of eq: neighbouring values share a partition.
+    numbers={
+        Operation.LT: (Operation.LT, 0),
+        Operation.LT_EQ: (Operation.LT, 1),
+        Operation.GT: (Operation.GT, 0),
+        Operation.GT_EQ: (Operation.GT, -1),
+        Operation.NOT_EQ: (Operation.NOT_EQ, 0),
+    },
+    arrays={
+        Operation.LT: Operation.LT,
+        Operation.LT_EQ: Operation.LT,
+        Operation.GT: Operation.GT,
+        Operation.GT_EQ: Operation.GT,
+        Operation.NOT_EQ: Operation.NOT_EQ,
+    },
+    single_op=Operation.NOT_EQ,
+    set_op=Operation.NOT_IN,
+    prefix_op=Operation.NOT_STARTS_WITH,
+    time_ops=(Operation.GT, Operation.GT_EQ),
+    time_shift_at_most=0,
+    beyond_range=lambda target: _pred(Operation.NOT_NULL, target),  # every value matches
+    empty=ALWAYS_FALSE,
+    combine=or_,
+)
+
+
 def project_inclusive(
     transform: Transform,
     source_type: IcebergType,
@@ -116,39 +193,7 @@ def project_inclusive(
 
     ``target`` is the bound reference of the partition field (see :func:`partition_struct`).
     """
-    op = pred.op
-    if isinstance(transform, VoidTransform):
-        return None
-    if op.is_unary:
-        return _project_unary(transform, pred, target)
-    if isinstance(transform, IdentityTransform):
-        return _pred(op, target, pred.literals)
-    apply = transform.transformer(source_type)
-    if isinstance(transform, BucketTransform):
-        if op is Operation.EQ:
-            return _pred(op, target, (apply(pred.literal),))
-        if op is Operation.IN:
-            return _pred(op, target, (apply(v) for v in pred.literals))
-        return None
-    if isinstance(transform, TruncateTransform):
-        if op is Operation.IN:
-            return _pred(op, target, (apply(v) for v in pred.literals))
-        if op.is_set:
-            return None
-        if isinstance(source_type, (IntegerType, LongType, DecimalType)):
-            return _number_inclusive(op, pred.literal, apply, target, source_type)
-        if isinstance(source_type, StringType):
-            return _string_inclusive(op, pred.literal, apply, target, transform)
-        if isinstance(source_type, (BinaryType, FixedType)):
-            return _array_inclusive(op, pred.literal, apply, target)
-        return None
-    if isinstance(transform, _TEMPORAL):
-        if op is Operation.IN:
-            return _fix_inclusive_time(_pred(op, target, (apply(v) for v in pred.literals)))
-        if op.is_set:
-            return None
-        return _fix_inclusive_time(_number_inclusive(op, pred.literal, apply, target, source_type))
-    return None
+    return _project(_INCLUSIVE, transform, source_type, pred, target)
 
 
 def project_strict(
@@ -158,6 +203,16 @@ def project_strict(
     target: BoundReference,
 ) -> BooleanExpression | None:
     """Strict projection of ``pred`` (on the source column) onto ``target``."""
+    return _project(_STRICT, transform, source_type, pred, target)
+
+
+def _project(
+    rules: _Rules,
+    transform: Transform,
+    source_type: IcebergType,
+    pred: BoundPredicate,
+    target: BoundReference,
+) -> BooleanExpression | None:
     op = pred.op
     if isinstance(transform, VoidTransform):
         return None
@@ -167,30 +222,43 @@ def project_strict(
         return _pred(op, target, pred.literals)
     apply = transform.transformer(source_type)
     if isinstance(transform, BucketTransform):
-        if op is Operation.NOT_EQ:
-            return _pred(op, target, (apply(pred.literal),))
-        if op is Operation.NOT_IN:
-            return _pred(op, target, (apply(v) for v in pred.literals))
+        # Buckets keep equality only: eq/in inclusively, not_eq/not_in strictly.
+        return _each(op, apply, pred, target) if op in (rules.single_op, rules.set_op) else None
+    if not isinstance(transform, (TruncateTransform, *_TEMPORAL)):
         return None
-    if isinstance(transform, TruncateTransform):
-        if op is Operation.NOT_IN:
-            return _pred(op, target, (apply(v) for v in pred.literals))
-        if op.is_set:
-            return None
-        if isinstance(source_type, (IntegerType, LongType, DecimalType)):
-            return _number_strict(op, pred.literal, apply, target, source_type)
-        if isinstance(source_type, StringType):
-            return _string_strict(op, pred.literal, apply, target, transform)
-        if isinstance(source_type, (BinaryType, FixedType)):
-            return _array_strict(op, pred.literal, apply, target)
-        return None
-    if isinstance(transform, _TEMPORAL):
-        if op is Operation.NOT_IN:
-            return _fix_strict_time(_pred(op, target, (apply(v) for v in pred.literals)))
-        if op.is_set:
-            return None
-        return _fix_strict_time(_number_strict(op, pred.literal, apply, target, source_type))
+    if op.is_set:
+        # in (inclusive) / not_in (strict) map value by value; the other one cannot.
+        projected = _each(op, apply, pred, target) if op is rules.set_op else None
+    elif isinstance(transform, TruncateTransform):
+        return _truncate(rules, op, pred.literal, apply, target, source_type, transform.width)
+    else:
+        projected = _number(rules, op, pred.literal, apply, target, source_type)
+    return _fix_time(rules, projected) if isinstance(transform, _TEMPORAL) else projected
+
+
+def _truncate(
+    rules: _Rules,
+    op: Operation,
+    b: Any,
+    apply: Apply,
+    target: BoundReference,
+    source_type: IcebergType,
+    width: int,
+) -> BooleanExpression | None:
+    if isinstance(source_type, (IntegerType, LongType, DecimalType)):
+        return _number(rules, op, b, apply, target, source_type)
+    if isinstance(source_type, StringType):
+        return _string(rules, op, b, apply, target, width)
+    if isinstance(source_type, (BinaryType, FixedType)):
+        return _array(rules, op, b, apply, target)
     return None
+
+
+def _each(
+    op: Operation, apply: Apply, pred: BoundPredicate, target: BoundReference
+) -> BooleanExpression:
+    """``op`` on the transformed literals (one for ``eq``, all of them for ``in``)."""
+    return _pred(op, target, map(apply, pred.literals))
 
 
 def _project_unary(
@@ -232,154 +300,63 @@ def _shift(value: Any, delta: int, source_type: IcebergType) -> Any:
     return value + delta * step
 
 
-def _number_inclusive(
-    op: Operation, b: Any, apply: Apply, target: BoundReference, source_type: IcebergType
+def _number(
+    rules: _Rules,
+    op: Operation,
+    b: Any,
+    apply: Apply,
+    target: BoundReference,
+    source_type: IcebergType,
 ) -> BooleanExpression | None:
-    # Adjust an open bound to the closed one first: x < b is x <= b - 1 (one step).
-    if op is Operation.LT:
-        closed = _shift(b, -1, source_type)
-        if not _in_range(closed, source_type):
-            return ALWAYS_FALSE  # nothing is below the smallest value
-        return _pred(Operation.LT_EQ, target, (apply(closed),))
-    if op is Operation.LT_EQ:
-        return _pred(Operation.LT_EQ, target, (apply(b),))
-    if op is Operation.GT:
-        closed = _shift(b, 1, source_type)
-        if not _in_range(closed, source_type):
-            return ALWAYS_FALSE
-        return _pred(Operation.GT_EQ, target, (apply(closed),))
-    if op is Operation.GT_EQ:
-        return _pred(Operation.GT_EQ, target, (apply(b),))
-    if op is Operation.EQ:
-        return _pred(Operation.EQ, target, (apply(b),))
-    return None
-
-
-def _number_strict(
-    op: Operation, b: Any, apply: Apply, target: BoundReference, source_type: IcebergType
-) -> BooleanExpression | None:
-    if op is Operation.LT:
-        return _pred(Operation.LT, target, (apply(b),))
-    if op is Operation.LT_EQ:
-        above = _shift(b, 1, source_type)
-        if not _in_range(above, source_type):
-            return _pred(Operation.NOT_NULL, target)  # every non-null value is <= b
-        return _pred(Operation.LT, target, (apply(above),))
-    if op is Operation.GT:
-        return _pred(Operation.GT, target, (apply(b),))
-    if op is Operation.GT_EQ:
-        below = _shift(b, -1, source_type)
-        if not _in_range(below, source_type):
-            return _pred(Operation.NOT_NULL, target)
-        return _pred(Operation.GT, target, (apply(below),))
-    if op is Operation.NOT_EQ:
-        return _pred(Operation.NOT_EQ, target, (apply(b),))
-    # No strict projection of eq: neighbouring values share a partition.
-    return None
-
-
-def _array_inclusive(
-    op: Operation, b: Any, apply: Apply, target: BoundReference
-) -> BooleanExpression | None:
-    if op in (Operation.LT, Operation.LT_EQ):
-        return _pred(Operation.LT_EQ, target, (apply(b),))
-    if op in (Operation.GT, Operation.GT_EQ):
-        return _pred(Operation.GT_EQ, target, (apply(b),))
-    if op is Operation.EQ:
-        return _pred(Operation.EQ, target, (apply(b),))
-    if op is Operation.STARTS_WITH:
-        return _pred(Operation.STARTS_WITH, target, (apply(b),))
-    return None
-
-
-def _array_strict(
-    op: Operation, b: Any, apply: Apply, target: BoundReference
-) -> BooleanExpression | None:
-    if op in (Operation.LT, Operation.LT_EQ):
-        return _pred(Operation.LT, target, (apply(b),))
-    if op in (Operation.GT, Operation.GT_EQ):
-        return _pred(Operation.GT, target, (apply(b),))
-    if op is Operation.NOT_EQ:
-        return _pred(Operation.NOT_EQ, target, (apply(b),))
-    return None
-
-
-def _string_inclusive(
-    op: Operation, b: str, apply: Apply, target: BoundReference, transform: TruncateTransform
-) -> BooleanExpression | None:
-    width = transform.width
-    if op is Operation.STARTS_WITH:
-        if len(b) < width:
-            return _pred(Operation.STARTS_WITH, target, (b,))
-        if len(b) == width:
-            return _pred(Operation.EQ, target, (b,))
-        return _pred(Operation.STARTS_WITH, target, (apply(b),))
-    if op is Operation.NOT_STARTS_WITH:
-        if len(b) < width:
-            return _pred(Operation.NOT_STARTS_WITH, target, (b,))
-        if len(b) == width:
-            return _pred(Operation.NOT_EQ, target, (b,))
+    rule = rules.numbers.get(op)
+    if rule is None:
         return None
-    return _array_inclusive(op, b, apply, target)
+    to, steps = rule
+    if steps:  # an open bound becomes the closed one first: x < b is x <= b - 1
+        b = _shift(b, steps, source_type)
+        if not _in_range(b, source_type):
+            return rules.beyond_range(target)
+    return _pred(to, target, (apply(b),))
 
 
-def _string_strict(
-    op: Operation, b: str, apply: Apply, target: BoundReference, transform: TruncateTransform
+def _array(
+    rules: _Rules, op: Operation, b: Any, apply: Apply, target: BoundReference
 ) -> BooleanExpression | None:
-    width = transform.width
-    if op is Operation.STARTS_WITH:
-        if len(b) < width:
-            return _pred(Operation.STARTS_WITH, target, (b,))
-        if len(b) == width:
-            return _pred(Operation.EQ, target, (b,))
-        return None
-    if op is Operation.NOT_STARTS_WITH:
-        if len(b) < width:
-            return _pred(Operation.NOT_STARTS_WITH, target, (b,))
-        if len(b) == width:
-            return _pred(Operation.NOT_EQ, target, (b,))
-        return _pred(Operation.NOT_STARTS_WITH, target, (apply(b),))
-    return _array_strict(op, b, apply, target)
+    to = rules.arrays.get(op)
+    return None if to is None else _pred(to, target, (apply(b),))
 
 
-def _fix_inclusive_time(projected: BooleanExpression | None) -> BooleanExpression | None:
-    """Widen an inclusive time projection to also match pre-1970 values that Iceberg
-    0.10 and earlier wrote one too large (Iceberg-Java ``fixInclusiveTimeProjection``)."""
+def _string(
+    rules: _Rules, op: Operation, b: str, apply: Apply, target: BoundReference, width: int
+) -> BooleanExpression | None:
+    if op not in (Operation.STARTS_WITH, Operation.NOT_STARTS_WITH):
+        return _array(rules, op, b, apply, target)
+    if len(b) < width:
+        return _pred(op, target, (b,))
+    if len(b) == width:
+        return _pred(
+            Operation.EQ if op is Operation.STARTS_WITH else Operation.NOT_EQ, target, (b,)
+        )
+    # A longer prefix, truncated, is still necessary for starts_with (inclusive) and
+    # still sufficient for not_starts_with (strict).
+    return _pred(op, target, (apply(b),)) if op is rules.prefix_op else None
+
+
+def _fix_time(rules: _Rules, projected: BooleanExpression | None) -> BooleanExpression | None:
+    """Iceberg 0.10 and earlier wrote pre-1970 year/month/day/hour values one too large:
+    widen an inclusive projection to match them too, narrow a strict one to exclude them
+    (Iceberg-Java ``fixInclusiveTimeProjection`` / ``fixStrictTimeProjection``)."""
     if not isinstance(projected, BoundPredicate):
         return projected
     op, target = projected.op, projected.term
-    if op in (Operation.LT, Operation.LT_EQ):
+    if op in rules.time_ops:
         v = projected.literal
-        return _pred(op, target, (v + 1,)) if v < 0 else projected
-    if op is Operation.EQ:
-        v = projected.literal
-        return _pred(Operation.IN, target, (v, v + 1)) if v < 0 else projected
-    if op is Operation.IN:
+        return _pred(op, target, (v + 1,)) if v <= rules.time_shift_at_most else projected
+    if op in (rules.single_op, rules.set_op):
         values = set(projected.literals)
         values.update(v + 1 for v in projected.literals if v < 0)
-        return _pred(Operation.IN, target, values)
-    if op in (Operation.NOT_EQ, Operation.NOT_IN):
-        return None
-    return projected
-
-
-def _fix_strict_time(projected: BooleanExpression | None) -> BooleanExpression | None:
-    """Narrow a strict time projection for the same pre-1970 values
-    (Iceberg-Java ``fixStrictTimeProjection``)."""
-    if not isinstance(projected, BoundPredicate):
-        return projected
-    op, target = projected.op, projected.term
-    if op in (Operation.GT, Operation.GT_EQ):
-        v = projected.literal
-        return _pred(op, target, (v + 1,)) if v <= 0 else projected
-    if op is Operation.NOT_EQ:
-        v = projected.literal
-        return _pred(Operation.NOT_IN, target, (v, v + 1)) if v < 0 else projected
-    if op is Operation.NOT_IN:
-        values = set(projected.literals)
-        values.update(v + 1 for v in projected.literals if v < 0)
-        return _pred(Operation.NOT_IN, target, values)
-    if op in (Operation.EQ, Operation.IN):
+        return _pred(rules.set_op, target, values)
+    if op in (rules.single_op.negate(), rules.set_op.negate()):
         return None
     return projected
 
@@ -399,6 +376,8 @@ def partition_struct(spec: PartitionSpec, schema: Schema) -> StructType:
 
 
 class _Projection:
+    _rules: ClassVar[_Rules]
+
     def __init__(self, schema: Schema, spec: PartitionSpec, case_sensitive: bool = True) -> None:
         self.schema = schema
         self.spec = spec
@@ -437,33 +416,31 @@ class _Projection:
         return expr  # ALWAYS_TRUE / ALWAYS_FALSE
 
     def predicate(self, pred: BoundPredicate) -> BooleanExpression:
-        raise NotImplementedError
+        """The projection of one predicate through every partition field of its column.
+
+        With several fields on one column (say bucket(7, x) and bucket(5, x), or day(ts)
+        and hour(ts)) every inclusive projection must hold, so they are ANDed; any one
+        strict projection suffices, so those are ORed.
+        """
+        rules = self._rules
+        result = rules.empty
+        for pf, source_type, target in self.parts(pred.term.field_id):
+            projected = _project(rules, pf.transform, source_type, pred, target)
+            if projected is not None:
+                result = rules.combine(result, projected)
+        return result
 
 
 class InclusiveProjection(_Projection):
     """Row filter -> partition filter that every partition holding a match satisfies."""
 
-    def predicate(self, pred: BoundPredicate) -> BooleanExpression:
-        # With several partition fields on one column (say bucket(7, x) and bucket(5, x),
-        # or day(ts) and hour(ts)) every projection must hold: AND them.
-        result: BooleanExpression = ALWAYS_TRUE
-        for pf, source_type, target in self.parts(pred.term.field_id):
-            projected = project_inclusive(pf.transform, source_type, pred, target)
-            if projected is not None:
-                result = and_(result, projected)
-        return result
+    _rules = _INCLUSIVE
 
 
 class StrictProjection(_Projection):
     """Row filter -> partition filter that only partitions of all-matching rows satisfy."""
 
-    def predicate(self, pred: BoundPredicate) -> BooleanExpression:
-        result: BooleanExpression = ALWAYS_FALSE
-        for pf, source_type, target in self.parts(pred.term.field_id):
-            projected = project_strict(pf.transform, source_type, pred, target)
-            if projected is not None:
-                result = or_(result, projected)
-        return result
+    _rules = _STRICT
 
 
 def inclusive_projection(
