@@ -1,5 +1,11 @@
-"""Reading planned scan tasks with pyarrow: files in parallel, each projected to the
-scan's schema by field id, with its residual filter and deletes applied."""
+"""Reading planned scan tasks with pyarrow: tasks in parallel, each projected to the
+scan's schema by field id, with its residual filter and deletes applied.
+
+A task is a byte range of a data file (the planner splits large files at their
+``split_offsets``); the reader reads the row groups that start in that range, and
+counts row positions from the start of the file, so position deletes and deletion
+vectors apply to each split as they do to the whole file. The splits of a file read
+each row exactly once."""
 
 from __future__ import annotations
 
@@ -30,6 +36,13 @@ def _workers() -> int:
     return min(16, (os.cpu_count() or 2) * 2)
 
 
+def _split(task: FileScanTask) -> tuple[int, int] | None:
+    """The task's byte range, or None when it is the whole file."""
+    if task.start == 0 and task.length >= task.file.file_size_in_bytes:
+        return None
+    return (task.start, task.length)
+
+
 def _read(
     scan: TableScan, task: FileScanTask, cache: DeleteCache, mapping: NameMapping | None
 ) -> pa.Table:
@@ -44,46 +57,41 @@ def _read(
         delete_files=task.delete_files,
         name_mapping=mapping,
         cache=cache,
+        split=_split(task),
     )
 
 
-def _whole_files(tasks: Sequence[FileScanTask]) -> list[FileScanTask]:
-    """The pyarrow reader reads whole files: merge the splits of a file back together."""
-    seen: dict[str, FileScanTask] = {}
-    for t in tasks:
-        seen.setdefault(t.file.file_path, t)
-    return list(seen.values())
-
-
 def scan_to_table(scan: TableScan, tasks: Sequence[FileScanTask]) -> pa.Table:
+    """The rows of ``tasks``, in task order; tasks are read in parallel."""
     schema = to_arrow_schema(scan.projected_schema())
-    files = _whole_files(tasks)
-    if not files:
+    if not tasks:
         return schema.empty_table()
     cache = DeleteCache()
     mapping = _mapping(scan)
-    if len(files) == 1:
-        parts = [_read(scan, files[0], cache, mapping)]
+    if len(tasks) == 1:
+        parts = [_read(scan, tasks[0], cache, mapping)]
     else:
-        with ThreadPoolExecutor(max_workers=_workers()) as ex:
-            parts = list(ex.map(lambda t: _read(scan, t, cache, mapping), files))
-    return pa.concat_tables(parts).cast(schema) if parts else schema.empty_table()
+        with ThreadPoolExecutor(max_workers=min(_workers(), len(tasks))) as ex:
+            parts = list(ex.map(lambda t: _read(scan, t, cache, mapping), tasks))
+    return pa.concat_tables(parts).cast(schema)
 
 
 def scan_batches(scan: TableScan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
-    """Stream record batches file by file (memory bounded by one file's batches)."""
+    """Stream record batches task by task (memory bounded by one task's batches)."""
     cache = DeleteCache()
     mapping = _mapping(scan)
     schema = scan.table_schema
-    for task in _whole_files(tasks):
+    projected = scan.projected_schema()
+    for task in tasks:
         yield from iter_data_file_batches(
             scan.io,
             task.file,
-            scan.projected_schema(),
+            projected,
             table_schema=schema,
             spec=scan.metadata.spec_by_id(task.spec_id),
             row_filter=bind(schema, task.residual, scan.case_sensitive),
             delete_files=task.delete_files,
             name_mapping=mapping,
             cache=cache,
+            split=_split(task),
         )

@@ -14,7 +14,10 @@ returns partition tuples in neve's value representation. Values are decoded raw:
 file's own Avro schema, minus its value logical types, is handed to fastavro, so dates
 and timestamps arrive as Iceberg's ints rather than datetime objects; decimals and
 uuids are then converted by a per-schema plan. Plans are cached by schema text, so
-reading many manifests of one spec parses the schema once.
+reading many manifests of one spec parses the schema once. For scan planning,
+:func:`decode_manifest_lazy` first decodes only what partition pruning needs, handing
+fastavro a reader schema without the metric maps (which it skips), and decodes an
+entry in full only when asked for it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import io as _io
 import json
 import math
+import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ from operator import itemgetter
 from typing import Any
 
 import fastavro
+from fastavro.read import SchemaResolutionError
 
 from neve.errors import NeveIOError, SchemaError, ValidationError
 from neve.io.fileio import FileIO
@@ -73,7 +78,9 @@ from neve.spec.values import decimal_to_unscaled, to_bytes, unscaled_to_decimal
 
 __all__ = [
     "UNASSIGNED_SEQ",
+    "LazyManifest",
     "decode_manifest",
+    "decode_manifest_lazy",
     "read_manifest",
     "read_manifest_list",
     "write_manifest",
@@ -581,9 +588,41 @@ def _partition_fn(
 
 @dataclass(frozen=True)
 class _EntryPlan:
-    schema: Any  # fastavro-parsed decoding schema
+    schema: Any  # fastavro-parsed decoding schema (the file's encoding, raw values)
+    #: fastavro-parsed reader schema projecting ``schema`` onto what inheritance and
+    #: partition pruning need (fastavro skips the other fields); None when it cannot
+    #: be built, and then entries are decoded in full at once.
+    head: Any
     has_sequence_numbers: bool
     partition: _PartitionFn  # decoded partition record -> tuple in spec order
+
+
+#: data_file fields a head decode keeps; fastavro skips all others (metric maps above all).
+_HEAD_FIELDS = frozenset({"content", "partition", "record_count", "first_row_id"})
+
+
+def _head_schema(parsed: Any) -> Any:
+    """``parsed`` (a manifest decoding schema) with only :data:`_HEAD_FIELDS` left in
+    ``data_file``, parsed as a reader schema; None if the schema does not allow it."""
+    try:
+        entry = _plain(parsed)
+        df = next(f for f in entry["fields"] if f["name"] == "data_file")
+        record = df["type"]
+        if isinstance(record, list):
+            record = next(b for b in record if isinstance(b, dict))
+        record["fields"] = [f for f in record["fields"] if f["name"] in _HEAD_FIELDS]
+        return fastavro.parse_schema(entry)
+    except (KeyError, TypeError, StopIteration, ValueError, fastavro.schema.SchemaParseException):
+        return None  # e.g. a kept field names a type only a dropped field defines
+
+
+def _plain(schema: Any) -> Any:
+    """A deep copy of a parsed schema without fastavro's bookkeeping keys."""
+    if isinstance(schema, dict):
+        return {k: _plain(v) for k, v in schema.items() if not k.startswith("__")}
+    if isinstance(schema, list):
+        return [_plain(v) for v in schema]
+    return schema
 
 
 @lru_cache(maxsize=256)
@@ -612,7 +651,12 @@ def _entry_plan(
         )
         keys.append(None if info is None else info.key)
         convs.append(None if info is None else _partition_converter(info.avro_type, ice))
-    return _EntryPlan(decoding.parsed, decoding.has_sequence_numbers, _partition_fn(keys, convs))
+    return _EntryPlan(
+        decoding.parsed,
+        _head_schema(decoding.parsed),
+        decoding.has_sequence_numbers,
+        _partition_fn(keys, convs),
+    )
 
 
 @lru_cache(maxsize=256)
@@ -655,7 +699,13 @@ def _iter_records(reader: Any, schema: Any) -> Iterator[Any]:
             yield decode(buf, schema, None)
 
 
+def _block_bytes(block: Any) -> bytes:
+    buf = block.bytes_
+    return bytes(buf.getvalue() if hasattr(buf, "getvalue") else buf)
+
+
 def _map(kvs: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+    """A metric map, which fastavro gives as a list of key/value records."""
     if kvs is None:
         return None
     return {kv["key"]: kv["value"] for kv in kvs}
@@ -686,108 +736,238 @@ def decode_manifest(
     schema: Schema | None = None,
 ) -> list[ManifestEntry]:
     """Like :func:`read_manifest`, for the bytes of a manifest already in memory."""
+    return decode_manifest_lazy(
+        data, manifest, specs_by_id=specs_by_id, schema=schema, eager=True
+    ).entries()
+
+
+def decode_manifest_lazy(
+    data: bytes,
+    manifest: ManifestFile,
+    *,
+    specs_by_id: Mapping[int, PartitionSpec] | None = None,
+    schema: Schema | None = None,
+    eager: bool = False,
+) -> LazyManifest:
+    """The entries of a manifest decoded in two steps: at once the head of each entry
+    (status, inherited snapshot id, sequence numbers and first row id, content and
+    partition tuple: enough to prune by partition), and each entry's full data file
+    (metrics, path, splits) on first :meth:`LazyManifest.entry`. ``eager`` decodes every
+    entry in full now, which is cheaper when all of them will be needed."""
     try:
-        return _decode_manifest(data, manifest, specs_by_id, schema)
+        return LazyManifest(data, manifest, specs_by_id, schema, eager)
     except _DECODE_ERRORS as exc:
-        raise NeveIOError(
-            f"cannot read manifest {manifest.manifest_path}: {exc!r}; the file is damaged or "
-            "not an Iceberg manifest"
-        ) from exc
+        raise _damaged(manifest, exc) from exc
+
+
+def _damaged(manifest: ManifestFile, exc: Exception) -> NeveIOError:
+    return NeveIOError(
+        f"cannot read manifest {manifest.manifest_path}: {exc!r}; the file is damaged or "
+        "not an Iceberg manifest"
+    )
 
 
 #: What fastavro and record access raise on a damaged or foreign file.
-_DECODE_ERRORS = (ValueError, EOFError, KeyError, TypeError, IndexError, SchemaError)
+_DECODE_ERRORS = (
+    ValueError,
+    EOFError,
+    KeyError,
+    TypeError,
+    IndexError,
+    struct.error,
+    SchemaError,
+)
 
 
-def _decode_manifest(
-    data: bytes,
-    manifest: ManifestFile,
-    specs_by_id: Mapping[int, PartitionSpec] | None,
-    schema: Schema | None,
-) -> list[ManifestEntry]:
-    spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
-    partition_types: tuple[IcebergType, ...] | None = None
-    if spec is not None and schema is not None:
-        partition_types = _partition_types(spec, schema)
-    reader = _open(data)
-    metadata = reader.metadata
-    if spec is not None:
-        spec_ids: tuple[int, ...] | None = tuple(f.field_id for f in spec.fields)
-    else:
-        spec_text = metadata.get("partition-spec")
-        spec_ids = _spec_ids_from_json(spec_text) if spec_text is not None else None
-    plan = _entry_plan(metadata["avro.schema"], spec_ids, partition_types)
-    records = _iter_records(reader, plan.schema)
-    partition_of = plan.partition
-    has_seq = plan.has_sequence_numbers
-    spec_id = manifest.partition_spec_id
-    added_snapshot_id = manifest.added_snapshot_id
-    manifest_seq: int | None = manifest.sequence_number if manifest.sequence_number >= 0 else None
-    next_row_id = manifest.first_row_id if manifest.content is ManifestContent.DATA else None
-    statuses, contents, formats = _STATUSES, _CONTENTS, _FORMATS
-    added, deleted = _ADDED, _DELETED
+class LazyManifest:
+    """The entries of one manifest; see :func:`decode_manifest_lazy`. Immutable once
+    built apart from the memo of full entries; safe to share between threads (two
+    threads may decode the same entry; both get equal values)."""
 
-    out = []
-    for rec in records:
-        df = rec["data_file"]
-        status = statuses[rec["status"]]
-        snapshot_id = rec["snapshot_id"]
-        if snapshot_id is None:
-            snapshot_id = added_snapshot_id
-        if has_seq:
-            # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
-            # (and, as Java does, for any entry of a manifest with sequence number 0)
-            seq = rec["sequence_number"]
-            file_seq = rec["file_sequence_number"]
-            if seq is None and (status is added or manifest_seq == 0):
-                seq = manifest_seq
-            if file_seq is None and (status is added or manifest_seq == 0):
-                file_seq = manifest_seq
+    __slots__ = (
+        "_blocks",
+        "_entries",
+        "_inherited",
+        "_locations",
+        "_partition_of",
+        "_schema",
+        "contents",
+        "manifest",
+        "partitions",
+        "statuses",
+    )
+
+    def __init__(
+        self,
+        data: bytes,
+        manifest: ManifestFile,
+        specs_by_id: Mapping[int, PartitionSpec] | None,
+        schema: Schema | None,
+        eager: bool,
+    ) -> None:
+        self.manifest = manifest
+        #: Per entry, in file order: status, content and partition tuple (spec order).
+        self.statuses: list[ManifestEntryStatus] = []
+        self.contents: list[DataFileContent] = []
+        self.partitions: list[tuple[Any, ...]] = []
+        # per entry: (snapshot id, data seq, file seq, first row id)
+        self._inherited: list[tuple[int | None, int | None, int | None, int | None]] = []
+        self._blocks: list[bytes] = []
+        self._locations: list[tuple[int, int]] = []  # (block index, offset in block)
+        self._entries: list[ManifestEntry | None] = []
+
+        spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
+        partition_types: tuple[IcebergType, ...] | None = None
+        if spec is not None and schema is not None:
+            partition_types = _partition_types(spec, schema)
+        reader = _open(data)
+        metadata = reader.metadata
+        if spec is not None:
+            spec_ids: tuple[int, ...] | None = tuple(f.field_id for f in spec.fields)
         else:
-            seq = file_seq = 0  # v1 manifests read as sequence number 0
+            spec_text = metadata.get("partition-spec")
+            spec_ids = _spec_ids_from_json(spec_text) if spec_text is not None else None
+        plan = _entry_plan(metadata["avro.schema"], spec_ids, partition_types)
+        self._partition_of = plan.partition
+        self._schema = plan.schema
+        if not eager and plan.head is not None:
+            try:
+                self._read_heads(self._heads(reader, plan.schema, plan.head), plan, False)
+                return
+            except SchemaResolutionError:  # fastavro cannot project this schema: no heads
+                for memo in (self.statuses, self.contents, self.partitions, self._inherited):
+                    memo.clear()
+                self._blocks, self._locations, self._entries = [], [], []
+                reader = _open(data)
+        self._read_heads(_iter_records(reader, plan.schema), plan, True)
+
+    def _heads(self, reader: Any, schema: Any, head: Any) -> Iterator[Any]:
+        """Head records of every block (fastavro resolves ``schema`` to ``head``,
+        skipping the other fields), remembering where each entry starts."""
+        blocks, locations = self._blocks, self._locations
+        decode = fastavro.schemaless_reader
+        for block in reader:
+            data = _block_bytes(block)
+            index = len(blocks)
+            blocks.append(data)
+            buf = _io.BytesIO(data)
+            for _ in range(block.num_records):
+                locations.append((index, buf.tell()))
+                yield decode(buf, schema, head)
+
+    def _read_heads(self, records: Iterable[Any], plan: _EntryPlan, keep_full: bool) -> None:
+        has_seq = plan.has_sequence_numbers
+        manifest = self.manifest
+        added_snapshot_id = manifest.added_snapshot_id
+        manifest_seq: int | None = (
+            manifest.sequence_number if manifest.sequence_number >= 0 else None
+        )
+        next_row_id = manifest.first_row_id if manifest.content is ManifestContent.DATA else None
+        statuses, contents, added, deleted = _STATUSES, _CONTENTS, _ADDED, _DELETED
+        partition_of = self._partition_of
+        for rec in records:
+            df = rec["data_file"]
+            status = statuses[rec["status"]]
+            snapshot_id = rec["snapshot_id"]
+            if snapshot_id is None:
+                snapshot_id = added_snapshot_id
+            if has_seq:
+                # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
+                # (and, as Java does, for any entry of a manifest with sequence number 0)
+                seq = rec["sequence_number"]
+                file_seq = rec["file_sequence_number"]
+                if seq is None and (status is added or manifest_seq == 0):
+                    seq = manifest_seq
+                if file_seq is None and (status is added or manifest_seq == 0):
+                    file_seq = manifest_seq
+            else:
+                seq = file_seq = 0  # v1 manifests read as sequence number 0
+            first_row_id = df.get("first_row_id")
+            if next_row_id is not None and status is not deleted and first_row_id is None:
+                # spec "First Row ID Inheritance"; deleted entries are not given ids,
+                # matching the ranges writers reserve (existing + added rows)
+                first_row_id = next_row_id
+                next_row_id += df["record_count"]
+            partition = partition_of(df["partition"])
+            inherited = (snapshot_id, seq, file_seq, first_row_id)
+            self.statuses.append(status)
+            self.contents.append(contents[df.get("content", 0)])
+            self.partitions.append(partition)
+            self._inherited.append(inherited)
+            self._entries.append(
+                self._build(status, inherited, partition, df) if keep_full else None
+            )
+
+    def _build(
+        self,
+        status: ManifestEntryStatus,
+        inherited: tuple[int | None, int | None, int | None, int | None],
+        partition: tuple[Any, ...],
+        df: Mapping[str, Any],
+    ) -> ManifestEntry:
+        snapshot_id, seq, file_seq, first_row_id = inherited
         fmt = df["file_format"]
-        file_format = formats.get(fmt) or FileFormat.parse(fmt)
-        content = contents[df.get("content", 0)]
-        first_row_id = df.get("first_row_id")
-        if next_row_id is not None and status is not deleted and first_row_id is None:
-            # spec "First Row ID Inheritance"; deleted entries are not given ids, matching
-            # the ranges writers reserve (existing + added rows)
-            first_row_id = next_row_id
-            next_row_id += df["record_count"]
         split_offsets = df.get("split_offsets")
         equality_ids = df.get("equality_ids")
-        out.append(
-            ManifestEntry(
-                status,
-                snapshot_id,
-                seq,
-                file_seq,
-                DataFile(
-                    file_path=df["file_path"],
-                    file_format=file_format,
-                    partition=partition_of(df["partition"]),
-                    record_count=df["record_count"],
-                    file_size_in_bytes=df["file_size_in_bytes"],
-                    content=content,
-                    column_sizes=_map(df.get("column_sizes")),
-                    value_counts=_map(df.get("value_counts")),
-                    null_value_counts=_map(df.get("null_value_counts")),
-                    nan_value_counts=_map(df.get("nan_value_counts")),
-                    lower_bounds=_map(df.get("lower_bounds")),
-                    upper_bounds=_map(df.get("upper_bounds")),
-                    key_metadata=df.get("key_metadata"),
-                    split_offsets=None if split_offsets is None else tuple(split_offsets),
-                    equality_ids=None if equality_ids is None else tuple(equality_ids),
-                    sort_order_id=df.get("sort_order_id"),
-                    first_row_id=first_row_id,
-                    referenced_data_file=df.get("referenced_data_file"),
-                    content_offset=df.get("content_offset"),
-                    content_size_in_bytes=df.get("content_size_in_bytes"),
-                    spec_id=spec_id,
-                ),
-            )
+        return ManifestEntry(
+            status,
+            snapshot_id,
+            seq,
+            file_seq,
+            DataFile(
+                file_path=df["file_path"],
+                file_format=_FORMATS.get(fmt) or FileFormat.parse(fmt),
+                partition=partition,
+                record_count=df["record_count"],
+                file_size_in_bytes=df["file_size_in_bytes"],
+                content=_CONTENTS[df.get("content", 0)],
+                column_sizes=_map(df.get("column_sizes")),
+                value_counts=_map(df.get("value_counts")),
+                null_value_counts=_map(df.get("null_value_counts")),
+                nan_value_counts=_map(df.get("nan_value_counts")),
+                lower_bounds=_map(df.get("lower_bounds")),
+                upper_bounds=_map(df.get("upper_bounds")),
+                key_metadata=df.get("key_metadata"),
+                split_offsets=None if split_offsets is None else tuple(split_offsets),
+                equality_ids=None if equality_ids is None else tuple(equality_ids),
+                sort_order_id=df.get("sort_order_id"),
+                first_row_id=first_row_id,
+                referenced_data_file=df.get("referenced_data_file"),
+                content_offset=df.get("content_offset"),
+                content_size_in_bytes=df.get("content_size_in_bytes"),
+                spec_id=self.manifest.partition_spec_id,
+            ),
         )
-    return out
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def entry(self, i: int) -> ManifestEntry:
+        """Entry ``i`` (file order) in full, decoded on first use."""
+        e = self._entries[i]
+        if e is not None:
+            return e
+        try:
+            block, pos = self._locations[i]
+            buf = _io.BytesIO(self._blocks[block])
+            buf.seek(pos)
+            rec: Any = fastavro.schemaless_reader(buf, self._schema, None)
+            e = self._build(
+                self.statuses[i], self._inherited[i], self.partitions[i], rec["data_file"]
+            )
+        except _DECODE_ERRORS as exc:
+            raise _damaged(self.manifest, exc) from exc
+        self._entries[i] = e
+        return e
+
+    def entries(self) -> list[ManifestEntry]:
+        """Every entry in full."""
+        return [self.entry(i) for i in range(len(self.statuses))]
+
+    def live_entries(self) -> list[ManifestEntry]:
+        """The entries that are not DELETED, in full."""
+        gone = _DELETED
+        return [self.entry(i) for i, s in enumerate(self.statuses) if s is not gone]
 
 
 def _partition_types(spec: PartitionSpec, schema: Schema) -> tuple[IcebergType, ...] | None:

@@ -7,9 +7,7 @@ Planning never touches data files and never needs Spark; tasks are picklable.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +19,23 @@ from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.projection import inclusive_projection
 from neve.expressions.residual import ResidualEvaluator
 from neve.io.fileio import FileIO
-from neve.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
-from neve.spec.manifest_io import read_manifest, read_manifest_list
+from neve.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
 from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 from neve.table.delete_index import DeleteFileIndex
+from neve.table.manifest_cache import (
+    cached_manifest_list,
+    holds_one_partition,
+    load_manifests,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -61,15 +70,10 @@ def live_entries(
     md: TableMetadata,
     workers: int | None = None,
 ) -> list[ManifestEntry]:
-    """All live entries of the given manifests, read in parallel."""
-
-    def read(m: ManifestFile) -> list[ManifestEntry]:
-        return [e for e in read_manifest(io, m, specs_by_id=md.specs_by_id) if e.is_live]
-
-    if len(manifests) <= 1:
-        return [e for m in manifests for e in read(m)]
-    with ThreadPoolExecutor(max_workers=workers or min(8, (os.cpu_count() or 2) * 2)) as ex:
-        return [e for part in ex.map(read, manifests) for e in part]
+    """All live entries of the given manifests (through the process-wide manifest
+    cache; files not cached yet are fetched in parallel)."""
+    loaded = load_manifests(io, manifests, md.specs_by_id, eager=True, workers=workers)
+    return [e for m in loaded for e in m.live_entries()]
 
 
 class TableScan:
@@ -142,34 +146,49 @@ class TableScan:
         md = self.metadata
         schema = self.table_schema
         bind(schema, self.row_filter, self.case_sensitive)  # fail early on bad filters
-        manifests = read_manifest_list(self.io, snap.manifest_list)
+        manifests = cached_manifest_list(self.io, snap.manifest_list)
         evaluators = {
             spec_id: ManifestEvaluator(spec, schema, self.row_filter, self.case_sensitive)
             for spec_id, spec in md.specs_by_id.items()
         }
         kept = [m for m in manifests if evaluators[m.partition_spec_id].eval(m)]
-        data_manifests = [m for m in kept if m.content is ManifestContent.DATA]
-        delete_manifests = [m for m in kept if m.content is ManifestContent.DELETES]
-        entries = live_entries(self.io, data_manifests + delete_manifests, md)
+        # data manifests first, so entries keep the order of the manifest list
+        kept.sort(key=lambda m: m.content is not ManifestContent.DATA)
+        # Decode in one full pass what will be needed in full anyway: every entry without
+        # a filter, and manifests of a single partition (kept ones match as a whole);
+        # else decode heads for partition pruning and the survivors' metrics on demand.
+        unfiltered = self.row_filter is ALWAYS_TRUE
+        eager = [unfiltered or holds_one_partition(m) for m in kept]
+        loaded = load_manifests(self.io, kept, md.specs_by_id, eager=eager)
         metrics = InclusiveMetricsEvaluator(schema, self.row_filter, self.case_sensitive)
         part_filters = {
-            spec_id: _partition_predicate(spec_id, md, schema, self.row_filter, self.case_sensitive)
+            spec_id: _Memo(
+                _partition_predicate(spec_id, md, schema, self.row_filter, self.case_sensitive)
+            )
             for spec_id in md.specs_by_id
         }
         data: list[ManifestEntry] = []
         deletes: list[ManifestEntry] = []
-        for e in entries:
-            f = e.data_file
-            if not part_filters[f.spec_id](f.partition):
-                continue
-            if f.content == 0:
-                if metrics.eval(f):
-                    data.append(e)
-            else:
-                deletes.append(e)
+        gone = ManifestEntryStatus.DELETED
+        is_data = DataFileContent.DATA
+        for lazy in loaded:
+            matches = part_filters[lazy.manifest.partition_spec_id]
+            for i, (status, content, partition) in enumerate(
+                zip(lazy.statuses, lazy.contents, lazy.partitions, strict=True)
+            ):
+                if status is gone or not matches(partition):
+                    continue
+                e = lazy.entry(i)
+                if content is is_data:
+                    if metrics.eval(e.data_file):
+                        data.append(e)
+                else:
+                    deletes.append(e)
         index = DeleteFileIndex(deletes, md.specs_by_id)
         residuals = {
-            spec_id: ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive)
+            spec_id: _Memo(
+                ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive).residual_for
+            )
             for spec_id, spec in md.specs_by_id.items()
         }
         split_size = int(
@@ -181,7 +200,7 @@ class TableScan:
         for e in data:
             f = e.data_file
             applicable = tuple(d.data_file for d in index.for_data_file(e)) if deletes else ()
-            residual = residuals[f.spec_id].residual_for(f.partition)
+            residual = residuals[f.spec_id](f.partition)
             for start, length in _splits(f, split_size):
                 tasks.append(FileScanTask(f, residual, applicable, start, length, f.spec_id))
         return tasks
@@ -200,6 +219,26 @@ class TableScan:
 
     def count(self) -> int:
         return int(self.to_arrow().num_rows)
+
+
+class _Memo:
+    """A one-argument function of a partition tuple, remembered per tuple (many files
+    share a partition)."""
+
+    __slots__ = ("fn", "memo")
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.memo: dict[Any, Any] = {}
+
+    def __call__(self, partition: Any) -> Any:
+        try:
+            return self.memo[partition]
+        except KeyError:
+            result = self.memo[partition] = self.fn(partition)
+            return result
+        except TypeError:  # an unhashable value
+            return self.fn(partition)
 
 
 def _splits(f: DataFile, target: int) -> list[tuple[int, int]]:

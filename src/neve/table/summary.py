@@ -37,16 +37,16 @@ def _count(files: Sequence[DataFile]) -> dict[str, int]:
             add("data-files", 1)
             add("records", f.record_count)
         elif f.content is DataFileContent.POSITION_DELETES:
+            # a deletion vector counts as a DV, not as a position delete file (as in Java)
             add("delete-files", 1)
-            add("position-delete-files", 1)
+            add("dvs" if f.is_deletion_vector else "position-delete-files", 1)
             add("position-deletes", f.record_count)
-            if f.is_deletion_vector:
-                add("dvs", 1)
         else:
             add("delete-files", 1)
             add("equality-delete-files", 1)
             add("equality-deletes", f.record_count)
-        add("files-size", f.file_size_in_bytes)
+        dv_size = f.content_size_in_bytes if f.is_deletion_vector else None
+        add("files-size", dv_size if dv_size is not None else f.file_size_in_bytes)
     return c
 
 

@@ -171,6 +171,19 @@ class Table:
         """Append rows (a pyarrow Table whose columns match the table's by name)."""
         self._now().append(data, branch=branch, snapshot_properties=snapshot_properties)
 
+    def row_delta(
+        self,
+        data_files: Sequence[Any] = (),
+        delete_files: Sequence[Any] = (),
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Commit data files and delete files written elsewhere as one snapshot."""
+        self._now().row_delta(
+            data_files, delete_files, branch=branch, snapshot_properties=snapshot_properties
+        )
+
     def delete(
         self,
         filter: str | BooleanExpression,

@@ -8,13 +8,14 @@ file the transaction wrote is removed.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from neve.errors import NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
+from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
 from neve.table.commit import Action, commit_actions
 from neve.table.metadata_actions import (
@@ -31,6 +32,7 @@ from neve.table.operations import (
     ReplacePartitions,
     plan_delete,
 )
+from neve.table.row_delta import RowDelta
 from neve.table.scan import _to_millis, to_expression
 from neve.table.snapshot_producer import SnapshotProducer, _branch_head
 from neve.table.update_schema import UpdateSchema
@@ -42,7 +44,11 @@ if TYPE_CHECKING:
 
     from neve.table.table import Table
 
-__all__ = ["Transaction"]
+__all__ = ["Rewriter", "Transaction"]
+
+#: Writes the rows of data files that a filter does not match as new data files:
+#: ``rewriter(snapshot_id, files, filter, case_sensitive) -> new files``.
+Rewriter = Callable[[int, Sequence[DataFile], BooleanExpression, bool], list[DataFile]]
 
 
 class Transaction:
@@ -120,11 +126,76 @@ class Transaction:
             action.add_file(f)
         self._stage(action)
 
-    def add_files(self, files: Sequence[Any], *, branch: str = MAIN_BRANCH) -> None:
+    def add_files(
+        self,
+        files: Sequence[Any],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
         """Commit data files written elsewhere (for example by Spark executors)."""
-        action = AppendFiles(self.table, branch=branch)
+        action = AppendFiles(self.table, branch=branch, snapshot_properties=snapshot_properties)
         for f in files:
             action.add_file(f)
+        self._stage(action)
+
+    def overwrite_files(
+        self,
+        files: Sequence[DataFile],
+        filter: str | BooleanExpression | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+        rewriter: Rewriter | None = None,
+    ) -> None:
+        """Replace the rows matching ``filter`` (all rows when None) with data files
+        written elsewhere. Files the filter matches partly are rewritten without the
+        matching rows by ``rewriter(snapshot_id, files, filter, case_sensitive)`` (the
+        pyarrow path by default); what it writes is deleted if the change fails."""
+        self._stage(
+            self._overwrite_action(
+                None,
+                to_expression(filter),
+                branch,
+                case_sensitive,
+                snapshot_properties,
+                files=files,
+                rewriter=rewriter,
+            )
+        )
+
+    def replace_partitions(
+        self,
+        files: Sequence[DataFile],
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Dynamic partition overwrite with data files written elsewhere: replace
+        exactly the partitions ``files`` fall into (all data when unpartitioned)."""
+        action = ReplacePartitions(
+            self.table, branch=branch, snapshot_properties=snapshot_properties
+        )
+        for f in files:
+            action.add_file(f)
+        self._stage(action)
+
+    def row_delta(
+        self,
+        data_files: Sequence[Any] = (),
+        delete_files: Sequence[Any] = (),
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Commit data files and delete files (position deletes, equality deletes,
+        deletion vectors) written elsewhere, as one snapshot (merge-on-read)."""
+        action = RowDelta(self.table, branch=branch, snapshot_properties=snapshot_properties)
+        for f in data_files:
+            action.add_rows(f)
+        for f in delete_files:
+            action.add_deletes(f)
         self._stage(action)
 
     def delete(
@@ -166,18 +237,23 @@ class Transaction:
         branch: str,
         case_sensitive: bool,
         snapshot_properties: Mapping[str, str] | None,
+        *,
+        files: Sequence[DataFile] = (),
+        rewriter: Rewriter | None = None,
     ) -> OverwriteFiles:
         table = self.table
         md = table.metadata
         bind(md.schema(), expr, case_sensitive)  # fail early, before writing anything
         new_files = self._write(data) if data is not None else []
+        written_here = [f.file_path for f in new_files]
+        new_files = [*new_files, *files]
         action = OverwriteFiles(
             table,
             conflict_filter=expr,
             case_sensitive=case_sensitive,
             branch=branch,
             snapshot_properties=snapshot_properties,
-            owned_files=[f.file_path for f in new_files],
+            owned_files=written_here,
         )
         try:
             plan = plan_delete(md, table.io, expr, branch=branch, case_sensitive=case_sensitive)
@@ -188,7 +264,12 @@ class Transaction:
 
                 head = _branch_head(md, branch)
                 assert head is not None
-                kept = rewrite_without(table, head.snapshot_id, plan.rewrite, expr, case_sensitive)
+                if rewriter is not None:
+                    kept = rewriter(head.snapshot_id, plan.rewrite, expr, case_sensitive)
+                else:
+                    kept = rewrite_without(
+                        table, head.snapshot_id, plan.rewrite, expr, case_sensitive
+                    )
                 action.owned_files.update(f.file_path for f in kept)
                 for f in plan.rewrite:
                     action.remove_file(f)

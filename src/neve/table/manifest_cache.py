@@ -1,0 +1,215 @@
+"""A per-process cache of decoded manifests and manifest lists.
+
+Manifests and manifest lists are immutable once written (new snapshots write new
+files), so a decoded manifest stays valid for as long as its file exists. Manifests
+are keyed by (path, length, the partition field ids their tuples are ordered by) and
+kept as :class:`~neve.spec.manifest_io.LazyManifest`, so an entry's full data file is
+decoded once, on first use. The cache is bounded by the number of manifest entries it
+holds (least recently used manifests go first) and is shared by all threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from neve.errors import ValidationError
+from neve.io.fileio import FileIO
+from neve.spec.manifest import ManifestFile
+from neve.spec.manifest_io import LazyManifest, decode_manifest_lazy, read_manifest_list
+from neve.spec.partition import PartitionSpec
+
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "ManifestCache",
+    "cached_manifest_list",
+    "holds_one_partition",
+    "load_manifests",
+    "manifest_cache",
+]
+
+#: Default bound of the process-wide cache, in manifest entries; the environment
+#: variable ``NEVE_MANIFEST_CACHE_ENTRIES`` overrides it (0 turns caching off). Measured
+#: with 16 columns of metrics: about 0.9 KB per entry decoded for pruning, 7 KB once
+#: decoded in full, so the default costs 45-350 MB at most.
+DEFAULT_MAX_ENTRIES = 50_000
+
+
+def _max_entries_from_env() -> int:
+    text = os.environ.get("NEVE_MANIFEST_CACHE_ENTRIES", "")
+    try:
+        return max(0, int(text)) if text.strip() else DEFAULT_MAX_ENTRIES
+    except ValueError:
+        return DEFAULT_MAX_ENTRIES
+
+
+_LIST_CACHE_SIZE = 128
+
+_Key = tuple[str, int, tuple[int, ...] | None]
+
+
+class ManifestCache:
+    """LRU cache of decoded manifests, bounded by their total number of entries."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._manifests: OrderedDict[_Key, LazyManifest] = OrderedDict()
+        self._entries = 0
+        self._lists: OrderedDict[str, list[ManifestFile]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- manifests ---------------------------------------------------------------------
+
+    @staticmethod
+    def key(manifest: ManifestFile, specs_by_id: Mapping[int, PartitionSpec] | None) -> _Key:
+        spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
+        ids = None if spec is None else tuple(f.field_id for f in spec.fields)
+        return (manifest.manifest_path, manifest.manifest_length, ids)
+
+    def lookup(self, key: _Key) -> LazyManifest | None:
+        with self._lock:
+            found = self._manifests.get(key)
+            if found is not None:
+                self._manifests.move_to_end(key)
+            return found
+
+    def store(self, key: _Key, manifest: LazyManifest) -> None:
+        size = len(manifest)
+        if size > self.max_entries:
+            return
+        with self._lock:
+            old = self._manifests.pop(key, None)
+            if old is not None:
+                self._entries -= len(old)
+            self._manifests[key] = manifest
+            self._entries += size
+            while self._entries > self.max_entries and self._manifests:
+                _, evicted = self._manifests.popitem(last=False)
+                self._entries -= len(evicted)
+
+    def get(
+        self,
+        io: FileIO,
+        manifest: ManifestFile,
+        specs_by_id: Mapping[int, PartitionSpec] | None,
+        *,
+        eager: bool = False,
+    ) -> LazyManifest:
+        """The decoded manifest, read and decoded (see ``decode_manifest_lazy``) on a miss."""
+        key = self.key(manifest, specs_by_id)
+        found = self.lookup(key)
+        if found is None:
+            data = io.read_bytes(manifest.manifest_path)
+            found = decode_manifest_lazy(data, manifest, specs_by_id=specs_by_id, eager=eager)
+            self.store(key, found)
+        return found
+
+    # -- manifest lists ------------------------------------------------------------------
+
+    def manifest_list(self, io: FileIO, path: str) -> list[ManifestFile]:
+        with self._lock:
+            found = self._lists.get(path)
+            if found is not None:
+                self._lists.move_to_end(path)
+                return list(found)
+        found = read_manifest_list(io, path)
+        with self._lock:
+            self._lists[path] = found
+            while len(self._lists) > _LIST_CACHE_SIZE:
+                self._lists.popitem(last=False)
+        return list(found)
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    @property
+    def entry_count(self) -> int:
+        with self._lock:
+            return self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._manifests)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._manifests.clear()
+            self._lists.clear()
+            self._entries = 0
+
+
+_CACHE = ManifestCache(_max_entries_from_env())
+
+
+def manifest_cache() -> ManifestCache:
+    """The process-wide cache."""
+    return _CACHE
+
+
+def cached_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
+    return _CACHE.manifest_list(io, path)
+
+
+def holds_one_partition(manifest: ManifestFile) -> bool:
+    """Whether the manifest's partition summaries show a single partition tuple (every
+    field has equal bounds and no nulls or NaNs; an unpartitioned manifest too). Then a
+    partition filter keeps all of its entries or none, and when the manifest list
+    filter kept it, all of them will be needed in full: decode it eagerly."""
+    summaries = manifest.partitions
+    if summaries is None:
+        return False
+    return all(
+        s.lower_bound is not None
+        and s.lower_bound == s.upper_bound
+        and not s.contains_null
+        and not s.contains_nan
+        for s in summaries
+    )
+
+
+def load_manifests(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    specs_by_id: Mapping[int, PartitionSpec] | None,
+    *,
+    eager: bool | Sequence[bool] = False,
+    cache: ManifestCache | None = None,
+    workers: int | None = None,
+) -> list[LazyManifest]:
+    """The decoded manifests, in order. ``eager`` (for all manifests, or one flag per
+    manifest) decodes entries in full at once instead of on first use, which is cheaper
+    when most entries will be needed (see ``decode_manifest_lazy``). Files missing from
+    the cache are fetched in parallel threads (remote reads overlap) and decoded on this
+    thread as they arrive: fastavro holds the GIL while decoding, so more decoding
+    threads would only contend for it."""
+    flags = [eager] * len(manifests) if isinstance(eager, bool) else list(eager)
+    if len(flags) != len(manifests):
+        raise ValidationError(
+            f"got {len(flags)} eager flags for {len(manifests)} manifests; pass one per "
+            "manifest or a single bool"
+        )
+    cache = _CACHE if cache is None else cache
+    keys = [cache.key(m, specs_by_id) for m in manifests]
+    out: list[LazyManifest | None] = [cache.lookup(k) for k in keys]
+    missing = [i for i, found in enumerate(out) if found is None]
+    if not missing:
+        return [m for m in out if m is not None]
+
+    def fetch(i: int) -> bytes:
+        return io.read_bytes(manifests[i].manifest_path)
+
+    def decode(i: int, data: bytes) -> None:
+        lazy = decode_manifest_lazy(data, manifests[i], specs_by_id=specs_by_id, eager=flags[i])
+        cache.store(keys[i], lazy)
+        out[i] = lazy
+
+    if len(missing) == 1:
+        decode(missing[0], fetch(missing[0]))
+    else:
+        n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
+        with ThreadPoolExecutor(max_workers=n) as ex:
+            for i, data in zip(missing, ex.map(fetch, missing), strict=True):
+                decode(i, data)
+    return [m for m in out if m is not None]

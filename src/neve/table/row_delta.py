@@ -1,0 +1,165 @@
+"""Row delta: add data files and delete files (position deletes, equality deletes,
+deletion vectors) to a table in one snapshot, as merge-on-read writers do.
+
+The delete files go to delete manifests (content 1) that inherit the new snapshot's
+sequence number, so (SPEC-NOTES "Delete files") a position delete or DV committed with
+its data file applies to it, and an equality delete committed with data does not.
+
+Checks follow Iceberg-Java's ``RowDelta``: delete files need format version 2; in v2
+position deletes are Parquet files and in v3 they must be deletion vectors; a data file
+gets at most one DV; data files that position deletes reference must be live in the
+branch head (or added by the same change). A DV for a data file that already has one
+is rejected: replacing a DV needs removing the old one, which this action does not do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from neve.errors import CommitConflictError, ValidationError
+from neve.spec.manifest import DataFile, DataFileContent
+from neve.spec.manifest_io import read_manifest_list
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.snapshot import Operation
+from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import TableRequirement, TableUpdate
+from neve.table.scan import live_entries
+from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+
+if TYPE_CHECKING:
+    from neve.table.table import Table
+
+__all__ = ["RowDelta"]
+
+
+class RowDelta(SnapshotProducer):
+    """Add data files and delete files as one snapshot (operation ``delete`` when it
+    adds only deletes, ``overwrite`` otherwise)."""
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        owned_files: Iterable[str] = (),
+    ) -> None:
+        super().__init__(
+            table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
+        )
+
+    @property
+    def operation(self) -> Operation:  # type: ignore[override]
+        adds_data = any(f.content is DataFileContent.DATA for f in self.added_files)
+        adds_deletes = any(f.content is not DataFileContent.DATA for f in self.added_files)
+        if adds_deletes and not adds_data:
+            return Operation.DELETE
+        return Operation.OVERWRITE
+
+    # -- building --------------------------------------------------------------------
+
+    def add_rows(self, f: DataFile) -> RowDelta:
+        """Add a data file."""
+        if f.content is not DataFileContent.DATA:
+            raise ValidationError(
+                f"{f.file_path} is a delete file; add it with add_deletes(), not add_rows()"
+            )
+        self.add_file(f)
+        return self
+
+    def add_deletes(self, f: DataFile) -> RowDelta:
+        """Add a position delete file, an equality delete file or a deletion vector."""
+        version = self.table.metadata.format_version
+        if f.content is DataFileContent.DATA:
+            raise ValidationError(
+                f"{f.file_path} is a data file; add it with add_rows(), not add_deletes()"
+            )
+        if version < 2:
+            raise ValidationError(
+                "format version 1 has no delete files; upgrade the table to version 2 first"
+            )
+        if f.content is DataFileContent.POSITION_DELETES:
+            if version == 2 and f.is_deletion_vector:
+                raise ValidationError(
+                    f"deletion vector in {f.file_path}: deletion vectors need format version "
+                    "3; upgrade the table, or write a Parquet position delete file"
+                )
+            if version >= 3 and not f.is_deletion_vector:
+                raise ValidationError(
+                    f"position delete file {f.file_path}: format version {version} tables "
+                    "take position deletes only as deletion vectors (Puffin); write a DV"
+                )
+            if f.is_deletion_vector and not f.referenced_data_file:
+                raise ValidationError(
+                    f"deletion vector in {f.file_path} has no referenced_data_file; every DV "
+                    "must name the data file it applies to"
+                )
+        elif not f.equality_ids:
+            raise ValidationError(
+                f"equality delete file {f.file_path} has no equality_ids; give the ids of "
+                "the columns it matches on"
+            )
+        if f.is_deletion_vector and f.referenced_data_file in self._dv_targets():
+            raise ValidationError(
+                f"this change already adds a deletion vector for {f.referenced_data_file}; "
+                "merge the positions into one DV per data file"
+            )
+        self.add_file(f)
+        return self
+
+    def _dv_targets(self) -> set[str]:
+        return {
+            f.referenced_data_file
+            for f in self.added_files
+            if f.is_deletion_vector and f.referenced_data_file
+        }
+
+    # -- committing ------------------------------------------------------------------
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        self._check_references(md)
+        return super().plan(md)
+
+    def _check_references(self, md: TableMetadata) -> None:
+        """Data files our position deletes name must be live in the branch head (or
+        added here), and must not have a DV already."""
+        referenced = {
+            f.referenced_data_file
+            for f in self.added_files
+            if f.content is DataFileContent.POSITION_DELETES and f.referenced_data_file
+        }
+        if not referenced:
+            return
+        head = _branch_head(md, self.branch)
+        concurrent = head is not None and head.snapshot_id != self.base_snapshot_id
+        live: set[str] = {
+            f.file_path for f in self.added_files if f.content is DataFileContent.DATA
+        }
+        existing_dvs: set[str] = set()
+        if head is not None:
+            manifests = read_manifest_list(self.io, head.manifest_list)
+            for e in live_entries(self.io, manifests, md):
+                f = e.data_file
+                if f.content is DataFileContent.DATA:
+                    live.add(f.file_path)
+                elif f.is_deletion_vector and f.referenced_data_file:
+                    existing_dvs.add(f.referenced_data_file)
+        missing = sorted(referenced - live)
+        if missing:
+            if concurrent:
+                raise CommitConflictError(
+                    f"data file {missing[0]} that this change deletes rows from was removed "
+                    "by a concurrent commit; reload the table and write the deletes again"
+                )
+            raise ValidationError(
+                f"position deletes reference {missing[0]}, which is not a live data file of "
+                f"branch {self.branch!r}; delete rows only from files the table holds"
+            )
+        clash = sorted(self._dv_targets() & existing_dvs)
+        if clash:
+            error = CommitConflictError if concurrent else ValidationError
+            raise error(
+                f"data file {clash[0]} has a deletion vector already; a new DV must merge "
+                "the old one's positions and replace it, which RowDelta cannot do yet"
+            )
