@@ -1,135 +1,170 @@
-"""The main job, on the embedded default (a local warehouse folder and an SQLite
-catalog): create a partitioned table, append, delete, overwrite, evolve the schema,
-time travel, and print what happened with timings.
+"""The main job: a TPC-H pipeline on Spark over neve tables, on the embedded default
+(an SQLite catalog and a local warehouse folder).
 
-    python -m neve.demo [--root .demo]
+1. generate TPC-H ``orders`` and ``lineitem`` with tpchgen-cli (cached);
+2. load them through Spark into neve tables partitioned by ``month(o_orderdate)`` and
+   ``month(l_shipdate)``;
+3. apply TPC-H's refresh functions as commits: RF1 inserts SF x 1500 new orders and
+   their line items, RF2 deletes SF x 1500 old orders and their line items;
+4. run TPC-H Q1 and Q6 (Q6 prunes to one year of partitions);
+5. show the history and a time-travel query.
+
+    python -m neve.demo [--scale 0.1] [--root .demo] [--master local[2]]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import Any, TypeVar
 
 import neve
+from neve.spark import (
+    delete,
+    from_spark_schema,
+    local_session,
+    read,
+    register_view,
+    write,
+)
+from neve.table.table import Table
+from neve.tpch import Q1, Q6, generate
 
 T = TypeVar("T")
-UTC = dt.timezone.utc
 
 
 def _step(label: str, fn: Callable[[], T]) -> T:
+    print(f"> {label}", flush=True)
     t0 = time.perf_counter()
     out = fn()
-    print(f"  {label:<58} {1000 * (time.perf_counter() - t0):8.1f} ms")
+    print(f"  done in {time.perf_counter() - t0:6.2f} s", flush=True)
     return out
 
 
-def _events(start: int, n: int, day0: int) -> pa.Table:
-    base = dt.datetime(2024, 1, 1, tzinfo=UTC)
-    ids = pa.array(range(start, start + n), pa.int64())
-    return pa.table(
-        {
-            "id": ids,
-            "user": pa.array([f"user-{i % 500}" for i in range(start, start + n)]),
-            "kind": pa.array([("view", "click", "buy")[i % 3] for i in range(start, start + n)]),
-            "ts": pa.array(
-                [base + dt.timedelta(days=day0 + i % 14, seconds=i % 86400) for i in range(n)],
-                pa.timestamp("us", tz="UTC"),
-            ),
-            "amount": pa.array([round((i % 1000) * 0.25, 2) for i in range(start, start + n)]),
-        },
-        schema=pa.schema(
-            [
-                pa.field("id", pa.int64(), nullable=False),
-                pa.field("user", pa.string()),
-                pa.field("kind", pa.string()),
-                pa.field("ts", pa.timestamp("us", tz="UTC")),
-                pa.field("amount", pa.float64()),
-            ]
-        ),
-    )
-
-
-def run(root: Path) -> None:
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    catalog = neve.connect(
-        f"sqlite:///{root.resolve()}/catalog.db", warehouse=str(root.resolve() / "warehouse")
-    )
-    print(f"catalog: {catalog}")
-    catalog.create_namespace("demo")
-    table = _step(
-        "create demo.events partitioned by day(ts), bucket(8, id)",
-        lambda: catalog.create_table(
-            "demo.events", _events(0, 1, 0).schema, partition_by=["day(ts)", "bucket(8, id)"]
-        ),
-    )
-    for k in range(3):
-        batch = _events(k * 100_000, 100_000, 0)
-
-        def append(batch: pa.Table = batch) -> None:
-            table.append(batch)
-
-        _step(f"append 100,000 rows (batch {k + 1})", append)
-    after_appends = table.current_snapshot()
-    _step(
-        "delete where kind = 'view' and id < 50000 (copy-on-write)",
-        lambda: table.delete("kind = 'view' and id < 50000"),
-    )
-    week2 = "ts >= '2024-01-08T00:00:00+00:00' and ts < '2024-01-15T00:00:00+00:00'"
-    _step(
-        "overwrite week 2 with 20,000 new rows",
-        lambda: table.overwrite(_events(1_000_000, 20_000, 7), filter=week2),
-    )
-
-    def evolve() -> None:
-        with table.update_schema() as u:
-            u.rename_column("user", "customer")
-            u.add_column("channel", "string")
-
-    _step("schema: rename user -> customer, add channel", evolve)
-    counted = _step("scan: count rows", lambda: table.scan().count())
-    buys = _step(
-        "scan: kind = 'buy' and day 2024-01-03 (pruned)",
-        lambda: table.scan(
-            filter="kind = 'buy' and ts >= '2024-01-03T00:00:00+00:00' and ts < '2024-01-04T00:00:00+00:00'",
-            columns=["id", "customer", "amount"],
-        ).to_arrow(),
-    )
-    planned = table.scan(filter="id = 4242").plan_files()
-    total_files = len(table.scan().plan_files())
-    assert after_appends is not None
-    old = _step(
-        "time travel: count rows as of the third append",
-        lambda: table.scan(snapshot_id=after_appends.snapshot_id).count(),
-    )
-    print()
-    print(f"rows now: {counted:,}; rows after the appends: {old:,}")
-    total = pc.sum(buys["amount"]).as_py() or 0.0
-    print(f"buys on 2024-01-03: {buys.num_rows:,} rows, total amount {total:,.2f}")
-    print(f"a lookup of id = 4242 plans {len(planned)} of {total_files} data files")
-    print("history:")
+def _history(table: Table) -> None:
+    print(f"history of {table.name}:")
     for s in table.snapshots():
+        summary = s.summary
         print(
-            f"  {s.snapshot_id:>20}  {s.operation.value:<9} +{s.summary.get('added-records', '0'):>7} "
-            f"-{s.summary.get('deleted-records', '0'):>7}  total {s.summary.get('total-records', '?'):>7}"
+            f"  {s.snapshot_id:>20}  {s.operation.value:<9}"
+            f" +{summary.get('added-records', '0'):>8} -{summary.get('deleted-records', '0'):>8}"
+            f"  total {summary.get('total-records', '?'):>9}"
+            f"  files {summary.get('total-data-files', '?'):>5}"
         )
-    print(f"metadata: {table.metadata_location}")
+
+
+def run(root: Path, scale: float, master: str) -> None:
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    root = root.resolve()
+    for stale in ("warehouse", "catalog.db"):
+        target = root / stale
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+
+    sources = _step(
+        f"generate TPC-H SF{scale:g} orders and lineitem with tpchgen-cli (cached)",
+        lambda: generate(root / "tpch", scale, ("orders", "lineitem"), parts=2),
+    )
+    spark = _step(
+        f"start Spark ({master})",
+        lambda: local_session(
+            master,
+            "neve-demo",
+            conf={"spark.ui.showConsoleProgress": "true", "spark.driver.memory": "2g"},
+        ),
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    catalog = neve.connect(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
+    print(f"catalog: {catalog}")
+    catalog.create_namespace("tpch")
+
+    orders_src = spark.read.parquet(str(sources["orders"]))
+    lineitem_src = spark.read.parquet(str(sources["lineitem"]))
+    orders = catalog.create_table(
+        "tpch.orders", from_spark_schema(orders_src.schema), partition_by=["month(o_orderdate)"]
+    )
+    lineitem = catalog.create_table(
+        "tpch.lineitem",
+        from_spark_schema(lineitem_src.schema),
+        partition_by=["month(l_shipdate)"],
+    )
+    _step("load orders through Spark", lambda: write(orders_src, orders))
+    _step("load lineitem through Spark", lambda: write(lineitem_src, lineitem))
+    loaded = lineitem.current_snapshot()
+
+    # RF1: SF x 1500 new orders with fresh keys above the current maximum, and their
+    # line items; built from generated rows so values follow TPC-H's distributions.
+    n_new = max(1, int(scale * 1500))
+    max_key = orders_src.agg(F.max("o_orderkey")).collect()[0][0]
+    picked = orders_src.orderBy("o_orderkey").limit(n_new).select("o_orderkey")
+    new_orders = orders_src.join(picked, "o_orderkey").withColumn(
+        "o_orderkey", F.col("o_orderkey") + F.lit(max_key)
+    )
+    new_items = lineitem_src.join(
+        picked.withColumnRenamed("o_orderkey", "l_orderkey"), "l_orderkey"
+    ).withColumn("l_orderkey", F.col("l_orderkey") + F.lit(max_key))
+
+    def rf1() -> None:
+        write(new_orders.select(*orders_src.columns), orders)
+        write(new_items.select(*lineitem_src.columns), lineitem)
+
+    _step(f"RF1: insert {n_new:,} new orders and their line items (2 commits)", rf1)
+    after_rf1 = lineitem.current_snapshot()
+
+    # RF2: delete SF x 1500 old orders (the lowest keys) and their line items.
+    cutoff = (
+        orders_src.orderBy("o_orderkey").select("o_orderkey").limit(n_new).agg(F.max("o_orderkey"))
+    ).collect()[0][0]
+
+    def rf2() -> None:
+        delete(spark, orders, f"o_orderkey <= {cutoff}")
+        delete(spark, lineitem, f"l_orderkey <= {cutoff}")
+
+    _step(f"RF2: delete {n_new:,} old orders and their line items (copy-on-write)", rf2)
+
+    register_view(spark, lineitem, "lineitem")
+    q1: list[Any] = _step("TPC-H Q1 (pricing summary) on Spark", lambda: spark.sql(Q1).collect())
+    q6: list[Any] = _step("TPC-H Q6 (revenue change, 1994)", lambda: spark.sql(Q6).collect())
+    year = "l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01'"
+    planned = len(lineitem.scan(filter=year).plan_files())
+    total = len(lineitem.scan().plan_files())
+    print()
+    print("Q1:")
+    for row in q1:
+        print(
+            f"  {row['l_returnflag']} {row['l_linestatus']}  qty {row['sum_qty']:>14,.2f}"
+            f"  charge {row['sum_charge']:>20,.2f}  orders {row['count_order']:>9,}"
+        )
+    print(f"Q6 revenue: {q6[0]['revenue']:,.2f}  (planned {planned} of {total} lineitem files)")
+    print()
+    _history(orders)
+    _history(lineitem)
+    if loaded is not None and after_rf1 is not None:
+        then: DataFrame = read(spark, lineitem, snapshot_id=loaded.snapshot_id)
+        between = read(spark, lineitem, snapshot_id=after_rf1.snapshot_id)
+        print(
+            f"time travel: lineitem had {then.count():,} rows after the load, "
+            f"{between.count():,} after RF1, and has {read(spark, lineitem).count():,} now"
+        )
+    print(f"metadata: {lineitem.metadata_location}")
+    spark.stop()
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="neve's main job on the embedded default")
-    p.add_argument("--root", default=".demo", help="folder for the catalog and warehouse")
+    p = argparse.ArgumentParser(description="neve's main job: a TPC-H pipeline on Spark")
+    p.add_argument("--root", default=".demo", help="folder for data, catalog and warehouse")
+    p.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor")
+    p.add_argument("--master", default="local[2]", help="Spark master URL")
     args = p.parse_args()
-    run(Path(args.root))
+    run(Path(args.root), args.scale, args.master)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,38 @@
 """neve's Spark data plane: neve plans and commits on the driver, Spark reads and
-writes Parquet natively in the JVM."""
+writes Parquet natively in the JVM.
+
+    from neve.spark import local_session, read, write, delete
+    spark = local_session()                      # or configure(SparkSession.builder)
+    write(df, table)                             # append; mode="overwrite" | "overwrite-partitions"
+    read(spark, table, filter="ts >= '2024-01-01'").groupBy(...).count()
+    delete(spark, table, "id < 100")             # copy-on-write on Spark
+"""
 
 from __future__ import annotations
 
-from neve.spark.schema import to_spark_schema, to_spark_type
+from neve.spark.datasource import NeveDataSource, register_datasource
+from neve.spark.reader import read, read_tasks, register_view
+from neve.spark.rowlevel import delete, overwrite, overwrite_partitions
+from neve.spark.schema import from_spark_schema, to_spark_schema, to_spark_type
 from neve.spark.session import REQUIRED_CONF, check_session, configure, local_session
+from neve.spark.writer import write, write_files
 
 __all__ = [
     "REQUIRED_CONF",
+    "NeveDataSource",
     "check_session",
     "configure",
+    "delete",
+    "from_spark_schema",
     "local_session",
+    "overwrite",
+    "overwrite_partitions",
+    "read",
+    "read_tasks",
+    "register_datasource",
+    "register_view",
     "to_spark_schema",
     "to_spark_type",
+    "write",
+    "write_files",
 ]

@@ -1,0 +1,161 @@
+"""Spark data plane against raw Spark Parquet, in one Spark session on the same data
+(TPC-H lineitem, generated with tpchgen-cli; SF1 = 6M rows by default).
+
+Four measurements, each printed as raw time, neve time and the ratio neve/raw:
+
+1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
+2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
+3. month-partitioned write raw: partitionBy(month col) neve: table partitioned by month(l_shipdate)
+4. one-month aggregate    raw: partition pruning      neve: filter on l_shipdate, planner pruning
+
+A script, not a test: it asserts results agree, never times.
+
+    .venv/bin/python benchmarks/bench_spark.py [--scale 1] [--repeat 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+
+MONTH = ("1995-03-01", "1995-04-01")
+
+
+def q1(df: Any) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    price = F.col("l_extendedprice") * (1 - F.col("l_discount"))
+    return sorted(
+        df.where(F.col("l_shipdate") <= F.lit("1998-09-02").cast("date"))
+        .groupBy("l_returnflag", "l_linestatus")
+        .agg(
+            F.sum("l_quantity").alias("sum_qty"),
+            F.sum(price).alias("sum_disc_price"),
+            F.sum(price * (1 + F.col("l_tax"))).alias("sum_charge"),
+            F.count(F.lit(1)).alias("n"),
+        )
+        .collect()
+    )
+
+
+def best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
+    p.add_argument("--quick", action="store_true", help="SF 0.01 smoke run")
+    p.add_argument("--master", default="local[2]")
+    args = p.parse_args()
+    scale = 0.01 if args.quick else args.scale
+    warnings.simplefilter("ignore")
+
+    from pyspark.sql import functions as F
+
+    import neve
+    from neve.spark import from_spark_schema, local_session
+    from neve.spark import read as neve_read
+    from neve.spark import write as neve_write
+    from neve.tpch import generate
+
+    source = generate(DATA / "tpch", scale, ("lineitem",), parts=4)["lineitem"]
+    spark = local_session(
+        args.master,
+        "neve-bench",
+        conf={
+            "spark.driver.memory": "6g",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "8",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    root = Path(tempfile.mkdtemp(prefix="neve-bench-spark-"))
+    try:
+        src = spark.read.parquet(str(source))
+        rows = src.count()
+        print(f"TPC-H lineitem SF{scale:g}: {rows:,} rows, Spark {spark.version}, {args.master}")
+        cat = neve.connect(f"sqlite:///{root}/cat.db", warehouse=str(root / "wh"))
+        cat.create_namespace("tpch")
+        schema = from_spark_schema(src.schema)
+        results: list[tuple[str, float, float]] = []
+
+        def measure(label: str, raw: Callable[[], Any], ours: Callable[[], Any]) -> tuple[Any, Any]:
+            t_raw, out_raw = best(args.repeat, raw)
+            t_neve, out_neve = best(args.repeat, ours)
+            results.append((label, t_raw, t_neve))
+            print(
+                f"  {label:<28} raw {t_raw:7.2f} s   neve {t_neve:7.2f} s   "
+                f"neve/raw {t_neve / t_raw:5.2f}"
+            )
+            return out_raw, out_neve
+
+        # 1. unpartitioned write
+        raw_flat = str(root / "raw-flat")
+        flat = cat.create_table("tpch.lineitem_flat", schema)
+
+        measure(
+            "unpartitioned write",
+            lambda: src.write.mode("overwrite").parquet(raw_flat),
+            lambda: neve_write(src, flat, mode="overwrite"),
+        )
+        flat = flat.refresh()
+
+        # 2. full-scan aggregate
+        a, b = measure(
+            "full-scan aggregate (Q1)",
+            lambda: q1(spark.read.parquet(raw_flat)),
+            lambda: q1(neve_read(spark, flat)),
+        )
+        assert a == b, "Q1 differs between raw Parquet and neve"
+
+        # 3. month-partitioned write
+        raw_part = str(root / "raw-month")
+        monthly = cat.create_table(
+            "tpch.lineitem_month", schema, partition_by=["month(l_shipdate)"]
+        )
+        with_month = src.withColumn("l_shipmonth", F.date_format("l_shipdate", "yyyy-MM"))
+        measure(
+            "month-partitioned write",
+            lambda: with_month.write.mode("overwrite").partitionBy("l_shipmonth").parquet(raw_part),
+            lambda: neve_write(src, monthly, mode="overwrite"),
+        )
+        monthly = monthly.refresh()
+
+        # 4. one-month filtered aggregate
+        lo, hi = MONTH
+        a, b = measure(
+            "one-month aggregate",
+            lambda: q1(spark.read.parquet(raw_part).where(F.col("l_shipmonth") == lo[:7])),
+            lambda: q1(
+                neve_read(spark, monthly, filter=f"l_shipdate >= '{lo}' and l_shipdate < '{hi}'")
+            ),
+        )
+        assert a == b, "one-month aggregate differs between raw Parquet and neve"
+        files = len(monthly.scan().plan_files())
+        print(
+            f"  neve month table: {files} data files; raw month folders: "
+            f"{sum(1 for _ in Path(raw_part).glob('l_shipmonth=*/*.parquet'))} files"
+        )
+    finally:
+        spark.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

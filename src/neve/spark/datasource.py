@@ -1,0 +1,542 @@
+"""A PySpark data source named ``neve``: the Spark habit as an entry point.
+
+Reading::
+
+    register_datasource(spark)
+    df = (spark.read.format("neve")
+          .option("uri", "sqlite:////abs/catalog.db").option("warehouse", "/abs/wh")
+          .option("filter", "x > 5").option("columns", "id,x")
+          .load("db.events"))
+
+Writing::
+
+    df.write.format("neve").option("uri", ...).mode("append").save("db.events")
+
+Options (names are case-insensitive and may be kebab, snake or camel case:
+``snapshot-id``, ``snapshot_id`` and ``snapshotId`` are one option):
+
+==================  ====================================================================
+``uri``             catalog URI, as for :func:`neve.connect` (required)
+``warehouse``       catalog warehouse (required for SQL catalogs)
+``catalog``         catalog name (default ``neve``)
+``catalog.<prop>``  a catalog property (Spark lower-cases option names)
+``table``           the table, when not given to ``load()`` / ``save()``
+``filter``          read: a neve filter expression (``"x > 5 and s = 'a'"``)
+``columns``         read: comma-separated top-level columns to read
+``snapshot-id``     read: time travel to a snapshot
+``as-of``           read: time travel to a time (epoch millis or ISO timestamp)
+``ref``             read: a branch or tag
+``case-sensitive``  read: bind ``filter`` and ``columns`` case-sensitively (default true)
+``partitions``      read: how many Spark tasks to spread the planned files over
+``branch``          write: the branch to commit to (default ``main``)
+``overwrite-mode``  write: ``static`` (default: mode "overwrite" replaces every row) or
+                    ``dynamic`` (replace only the partitions the new rows fall into)
+==================  ====================================================================
+
+How it works. Planning and committing happen on the driver (in the Python workers
+Spark starts there): ``load()`` opens the catalog once, pins the table's metadata
+file, and later scans of that DataFrame read exactly that version. Executors read
+and write Parquet with neve's pyarrow data path and never open the catalog. Each write
+task returns its data files (with metrics) to the driver, which commits them in one
+snapshot (its summary names the write under ``neve.write-id``); a failed job deletes
+every file its tasks wrote.
+
+Filters are taken only from the ``filter`` option. Filters written in Spark
+(``df.filter(...)``) run in Spark after the scan: PySpark 4.3's filter pushdown for
+Python data sources leaks pushed filters into later scans of the same DataFrame, so
+this source does not accept pushed filters at all.
+
+Errors raised while planning or committing (a bad filter, a missing table, data that
+does not fit the table) happen in a Spark-managed Python worker; Spark re-raises them
+as its own exception types, with neve's error class name and message in the text.
+For the native, faster data plane use :mod:`neve.spark.reader` and
+:mod:`neve.spark.writer`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import math
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import to_arrow_schema as spark_arrow_schema
+
+from neve.arrow.writer import LocationProvider, delete_written_files, write_data_files
+from neve.catalog.base import Catalog, parse_identifier
+from neve.catalog.connect import connect
+from neve.catalog.sql import SqlCatalog
+from neve.errors import DataSchemaMismatchError, NoSuchTableError, ValidationError
+from neve.expressions.binding import bind
+from neve.io.fileio import FileIO
+from neve.spark.schema import to_spark_schema
+from neve.spark.session import check_session
+from neve.spec.manifest import DataFile
+from neve.spec.partition import PartitionSpec
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.schema import Schema
+from neve.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+)
+from neve.table.scan import FileScanTask, TableScan
+from neve.table.table import Table
+
+__all__ = [
+    "WRITE_ID_PROPERTY",
+    "NeveCommitMessage",
+    "NeveDataSource",
+    "check_write_schema",
+    "group_tasks",
+    "register_datasource",
+]
+
+#: Snapshot summary property naming the Spark write that produced the snapshot.
+WRITE_ID_PROPERTY = "neve.write-id"
+
+#: Read tasks per scan when the files are small (at most one per scan task).
+DEFAULT_MIN_PARTITIONS = 8
+#: Bytes of data files per read task when the files are large.
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+#: Arrow bytes a write task buffers before writing them out as files.
+WRITE_BUFFER_BYTES = 256 * 1024 * 1024
+
+_READ_KEYS = {"filter", "columns", "snapshotid", "asof", "ref", "casesensitive", "partitions"}
+_WRITE_KEYS = {"branch", "overwritemode"}
+_COMMON_KEYS = {"uri", "warehouse", "catalog", "table", "path"}
+_SPELLING = {
+    "snapshotid": "snapshot-id",
+    "asof": "as-of",
+    "casesensitive": "case-sensitive",
+    "overwritemode": "overwrite-mode",
+}
+
+
+# -- options -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The data source options, keys normalised (lower case, no ``-`` or ``_``)."""
+
+    values: Mapping[str, str]
+    catalog_properties: Mapping[str, str]
+
+    @staticmethod
+    def parse(raw: Mapping[str, str], allowed: set[str]) -> _Options:
+        values: dict[str, str] = {}
+        props: dict[str, str] = {}
+        for key, value in raw.items():
+            low = key.lower()
+            if low.startswith("catalog."):
+                props[low[len("catalog.") :]] = value
+                continue
+            norm = low.replace("-", "").replace("_", "")
+            if norm not in allowed | _COMMON_KEYS:
+                known = sorted(_SPELLING.get(k, k) for k in allowed | _COMMON_KEYS - {"path"})
+                raise ValidationError(
+                    f"unknown option {key!r} for the neve data source; known options: "
+                    f"{', '.join(known)} and catalog.<property>"
+                )
+            values[norm] = value
+        if not values.get("uri"):
+            raise ValidationError(
+                'the neve data source needs the catalog: .option("uri", "sqlite:////path/'
+                'catalog.db").option("warehouse", "/path/warehouse")'
+            )
+        if not (values.get("table") or values.get("path")):
+            raise ValidationError(
+                'name the table: .load("db.events") / .save("db.events") or '
+                '.option("table", "db.events")'
+            )
+        return _Options(values, props)
+
+    def get(self, key: str) -> str | None:
+        return self.values.get(key)
+
+    @property
+    def table(self) -> str:
+        return self.values.get("table") or self.values["path"]
+
+    def flag(self, key: str, default: bool) -> bool:
+        raw = self.values.get(key)
+        if raw is None:
+            return default
+        if raw.strip().lower() in ("true", "1", "yes"):
+            return True
+        if raw.strip().lower() in ("false", "0", "no"):
+            return False
+        raise ValidationError(f"option {_SPELLING.get(key, key)}={raw!r} must be true or false")
+
+    def integer(self, key: str) -> int | None:
+        raw = self.values.get(key)
+        if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValidationError(
+                f"option {_SPELLING.get(key, key)}={raw!r} must be an integer"
+            ) from None
+
+    def catalog(self) -> Catalog:
+        return connect(
+            self.values["uri"],
+            self.values.get("warehouse"),
+            name=self.values.get("catalog") or "neve",
+            **self.catalog_properties,
+        )
+
+
+@contextlib.contextmanager
+def _catalog(opts: _Options) -> Iterator[Catalog]:
+    """The catalog, its pooled connections closed afterwards (Spark reuses its Python
+    workers, and a worker should not keep a database connection open)."""
+    cat = opts.catalog()
+    try:
+        yield cat
+    finally:
+        if isinstance(cat, SqlCatalog):
+            cat.dispose()
+
+
+def _scan(table: Table, opts: _Options) -> TableScan:
+    columns = opts.get("columns")
+    as_of: int | str | None = opts.get("asof")
+    if isinstance(as_of, str) and as_of.strip().lstrip("-").isdigit():
+        as_of = int(as_of)
+    return table.scan(
+        filter=opts.get("filter"),
+        columns=[c.strip() for c in columns.split(",") if c.strip()] if columns else None,
+        snapshot_id=opts.integer("snapshotid"),
+        as_of=as_of,
+        ref=opts.get("ref"),
+        case_sensitive=opts.flag("casesensitive", True),
+    )
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _TaskGroup(InputPartition):
+    """The scan tasks one Spark task reads."""
+
+    index: int
+    tasks: list[FileScanTask]
+
+
+def group_tasks(tasks: Sequence[FileScanTask], count: int) -> list[list[FileScanTask]]:
+    """Spread ``tasks`` (files or byte ranges of files) over at most ``count`` groups
+    of about equal bytes, largest first."""
+    n = max(1, min(count, len(tasks)))
+    heap = [(0, i) for i in range(n)]
+    groups: list[list[FileScanTask]] = [[] for _ in range(n)]
+    for task in sorted(tasks, key=lambda t: -t.length):
+        size, i = heapq.heappop(heap)
+        groups[i].append(task)
+        heapq.heappush(heap, (size + task.length, i))
+    return [g for g in groups if g]
+
+
+def _partition_count(tasks: Sequence[FileScanTask], requested: int | None) -> int:
+    if requested is not None:
+        if requested < 1:
+            raise ValidationError(f"option partitions={requested} must be at least 1")
+        return requested
+    by_size = math.ceil(sum(t.length for t in tasks) / DEFAULT_SPLIT_SIZE)
+    return max(by_size, min(len(tasks), DEFAULT_MIN_PARTITIONS))
+
+
+class _NeveReader(DataSourceReader):
+    """Plans on the driver; reads the planned files on executors. Picklable."""
+
+    def __init__(self, scan: TableScan, spark_schema: T.StructType, partitions: int | None):
+        self.scan = scan
+        self.arrow_schema = spark_arrow_schema(spark_schema, timezone="UTC")
+        self.requested_partitions = partitions
+
+    def partitions(self) -> Sequence[InputPartition]:
+        tasks = self.scan.plan_files()
+        count = _partition_count(tasks, self.requested_partitions)
+        return [_TaskGroup(i, g) for i, g in enumerate(group_tasks(tasks, count))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from neve.arrow.scan import scan_batches
+
+        if not isinstance(partition, _TaskGroup):  # Spark's empty-scan placeholder
+            return
+        for batch in scan_batches(self.scan, partition.tasks):
+            if batch.num_rows:
+                # the exact Arrow types Spark expects (plain lists and strings, UTC)
+                yield batch.cast(self.arrow_schema)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class NeveCommitMessage(WriterCommitMessage):
+    """What one write task sends to the driver: the data files it wrote."""
+
+    files: list[DataFile] = field(default_factory=list)
+
+
+_SPARK_ACCEPTS: dict[type, tuple[type, ...]] = {
+    BooleanType: (T.BooleanType,),
+    IntegerType: (T.IntegerType, T.ShortType, T.ByteType),
+    LongType: (T.LongType, T.IntegerType, T.ShortType, T.ByteType),
+    FloatType: (T.FloatType,),
+    DoubleType: (T.DoubleType, T.FloatType),
+    DateType: (T.DateType,),
+    TimestampType: (T.TimestampNTZType,),
+    TimestamptzType: (T.TimestampType,),
+    StringType: (T.StringType, T.CharType, T.VarcharType),
+    BinaryType: (T.BinaryType,),
+    FixedType: (T.BinaryType,),
+}
+
+
+def _type_problems(got: T.DataType, want: IcebergType, path: str) -> list[str]:
+    if isinstance(got, T.NullType):
+        return []  # all nulls: fits any optional column (required ones are checked per row)
+    if isinstance(want, StructType):
+        if not isinstance(got, T.StructType):
+            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
+        return _struct_problems(got, want.fields, path + ".")
+    if isinstance(want, ListType):
+        if not isinstance(got, T.ArrayType):
+            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
+        return _type_problems(got.elementType, want.element_type, f"{path}.element")
+    if isinstance(want, MapType):
+        if not isinstance(got, T.MapType):
+            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
+        return _type_problems(got.keyType, want.key_type, f"{path}.key") + _type_problems(
+            got.valueType, want.value_type, f"{path}.value"
+        )
+    if isinstance(want, DecimalType):
+        if isinstance(got, T.DecimalType) and (
+            got.scale == want.scale and got.precision <= want.precision
+        ):
+            return []
+    elif isinstance(got, _SPARK_ACCEPTS.get(type(want), ())):
+        return []
+    return [
+        f"{path}: Spark type {got.simpleString()} cannot be written to {want} without "
+        "losing information"
+    ]
+
+
+def _struct_problems(
+    got: T.StructType, fields: Sequence[NestedField], prefix: str = ""
+) -> list[str]:
+    wanted = {f.name: f for f in fields}
+    problems = []
+    for sf in got.fields:
+        f = wanted.get(sf.name)
+        if f is None:
+            near = [n for n in wanted if n.lower() == sf.name.lower()]
+            hint = f" (did you mean {near[0]!r}? names are case-sensitive)" if near else ""
+            problems.append(f"{prefix}{sf.name}: the table has no such column{hint}")
+        else:
+            problems += _type_problems(sf.dataType, f.field_type, prefix + sf.name)
+    given = {sf.name for sf in got.fields}
+    for f in fields:
+        if f.name not in given and f.required and f.write_default is None:
+            problems.append(f"{prefix}{f.name}: required column missing from the data")
+    return problems
+
+
+def check_write_schema(spark_schema: T.StructType, schema: Schema) -> None:
+    """Check that rows of ``spark_schema`` can be written to a table of ``schema``:
+    columns matched by name, types equal or safely widened (int to long, float to
+    double, decimal to a wider precision), required columns present. Nullable Spark
+    columns may feed required ones; their values are checked when written.
+
+    Raises :class:`DataSchemaMismatchError` listing every problem.
+    """
+    problems = _struct_problems(spark_schema, schema.fields)
+    if problems:
+        raise DataSchemaMismatchError(
+            "the DataFrame does not fit the table: "
+            + "; ".join(problems)
+            + f". Table columns: {schema.column_names}. Cast or rename the DataFrame's "
+            "columns (df.select(...)), or evolve the table schema first"
+        )
+
+
+class _NeveWriter(DataSourceArrowWriter):
+    """Executors write Parquet files; the driver commits them once. Picklable."""
+
+    def __init__(
+        self,
+        opts: _Options,
+        table: Table,
+        overwrite: bool,
+    ) -> None:
+        md = table.metadata
+        self.opts = opts
+        self.io: FileIO = table.io
+        self.schema: Schema = md.schema()
+        self.spec: PartitionSpec = md.spec()
+        self.location = md.location
+        self.properties = dict(md.properties)
+        self.sort_order_id = md.default_sort_order_id or None
+        self.overwrite = overwrite
+        mode = (opts.get("overwritemode") or "static").lower()
+        if mode not in ("static", "dynamic"):
+            raise ValidationError(f"option overwrite-mode={mode!r} must be static or dynamic")
+        self.dynamic = mode == "dynamic"
+        self.branch = opts.get("branch") or MAIN_BRANCH
+        self.write_id = str(uuid.uuid4())
+
+    # executors ---------------------------------------------------------------------------
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> NeveCommitMessage:
+        written: list[DataFile] = []
+        buffered: list[pa.RecordBatch] = []
+        size = 0
+        try:
+            for batch in iterator:
+                if not batch.num_rows:
+                    continue
+                buffered.append(batch)
+                size += batch.nbytes
+                if size >= WRITE_BUFFER_BYTES:
+                    written += self._flush(buffered)
+                    buffered, size = [], 0
+            if buffered:
+                written += self._flush(buffered)
+        except BaseException:
+            delete_written_files(self.io, written)
+            raise
+        return NeveCommitMessage(written)
+
+    def _flush(self, batches: list[pa.RecordBatch]) -> list[DataFile]:
+        return write_data_files(
+            self.io,
+            self.schema,
+            self.spec,
+            pa.Table.from_batches(batches),
+            LocationProvider(self.location, self.properties),
+            self.properties,
+            sort_order_id=self.sort_order_id,
+        )
+
+    # driver ------------------------------------------------------------------------------
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        files = _files_of(messages)
+        if not files and not (self.overwrite and not self.dynamic):
+            return  # nothing to add, nothing to replace
+        props = {WRITE_ID_PROPERTY: self.write_id}
+        with _catalog(self.opts) as cat:
+            tx = cat.load_table(self.opts.table).transaction()
+            if not self.overwrite:
+                tx.add_files(files, branch=self.branch, snapshot_properties=props)
+            elif self.dynamic:
+                tx.replace_partitions(files, branch=self.branch, snapshot_properties=props)
+            else:  # every row of the branch replaced by the new files
+                tx.overwrite_files(files, None, branch=self.branch, snapshot_properties=props)
+            # on failure Spark calls abort(), which deletes the files unless this landed
+            tx.commit()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        files = _files_of(messages)
+        if not files:
+            return
+        try:
+            with _catalog(self.opts) as cat:
+                md = cat.load_table(self.opts.table).metadata
+            if any(s.summary.get(WRITE_ID_PROPERTY) == self.write_id for s in md.snapshots):
+                return  # the commit landed after all: its files are the table's now
+        except NoSuchTableError:
+            pass
+        except Exception:
+            return  # cannot tell whether the commit landed: keep the files for orphan cleanup
+        delete_written_files(self.io, files)
+
+
+def _files_of(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
+    return [f for m in messages if isinstance(m, NeveCommitMessage) for f in m.files]
+
+
+# -- the data source -------------------------------------------------------------------------
+
+
+class NeveDataSource(DataSource):
+    """``spark.read.format("neve")`` and ``df.write.format("neve")``; see the module
+    documentation for the options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "neve"
+
+    def schema(self) -> T.StructType:
+        opts = _Options.parse(self.options, _READ_KEYS)
+        with _catalog(opts) as cat:
+            table = cat.load_table(opts.table)
+        scan = _scan(table, opts)
+        bind(scan.table_schema, scan.row_filter, scan.case_sensitive)  # bad filters fail now
+        # later scans of this DataFrame read this very version of the table
+        self.metadata_location: str | None = table.metadata_location
+        return to_spark_schema(scan.projected_schema())
+
+    def reader(self, schema: T.StructType) -> DataSourceReader:
+        opts = _Options.parse(self.options, _READ_KEYS)
+        with _catalog(opts) as cat:
+            location = getattr(self, "metadata_location", None)
+            if location is None:
+                table = cat.load_table(opts.table)
+            else:
+                ident = parse_identifier(opts.table)
+                table = Table(ident, cat.read_metadata(location), location, cat)
+        scan = _scan(table, opts)
+        expected = to_spark_schema(scan.projected_schema())
+        if schema.fieldNames() != expected.fieldNames():
+            raise ValidationError(
+                f"the neve data source reads columns {expected.fieldNames()}, not the given "
+                f"schema's {schema.fieldNames()}; leave out .schema(...) and choose columns "
+                'with .option("columns", "a,b")'
+            )
+        return _NeveReader(scan, expected, opts.integer("partitions"))
+
+    def writer(self, schema: T.StructType, overwrite: bool) -> _NeveWriter:
+        opts = _Options.parse(self.options, _WRITE_KEYS)
+        with _catalog(opts) as cat:
+            table = cat.load_table(opts.table)
+        check_write_schema(schema, table.schema())
+        return _NeveWriter(opts, table, overwrite)
+
+
+def register_datasource(spark: SparkSession) -> None:
+    """Make ``format("neve")`` available on this session."""
+    check_session(spark)
+    spark.dataSource.register(NeveDataSource)

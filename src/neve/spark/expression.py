@@ -1,0 +1,211 @@
+"""Filters as Spark Columns, with neve's null and NaN rules.
+
+:func:`to_spark_column` converts a neve filter to a boolean ``pyspark.sql.Column`` that
+selects exactly the rows :func:`neve.arrow.expression.to_arrow_expression` selects:
+NOT is pushed down first and every predicate is made two-valued (a null never leaks
+out of a comparison), so ``x != 5`` selects rows where ``x`` is null and ``x < 5`` does
+not. Spark orders NaN above every number and calls ``NaN = NaN`` true; neve follows
+IEEE 754 (every comparison with NaN is false except ``!=``), so comparisons on floating
+columns exclude NaN explicitly.
+
+Columns are addressed by their current names, nested struct fields through struct
+access; values become Spark literals of exactly the column's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neve.errors import ExpressionError
+from neve.expressions.binding import bind
+from neve.expressions.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    BoundReference,
+    Operation,
+    Or,
+)
+from neve.expressions.visitors import rewrite_not
+from neve.spec import temporal
+from neve.spec.schema import Schema
+from neve.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+
+__all__ = ["column_ref", "to_spark_column", "to_spark_literal", "to_spark_value"]
+
+
+def to_spark_column(expr: BooleanExpression, schema: Schema, case_sensitive: bool = True) -> Column:
+    """The Spark Column selecting the rows that match ``expr`` (bound or unbound).
+
+    ``expr`` is bound to ``schema`` (a bound filter is re-bound by field id, so column
+    names are those of ``schema``). The Column never evaluates to null.
+    """
+    bound = bind(schema, expr, case_sensitive)
+    return _convert(rewrite_not(bound))
+
+
+def _convert(expr: BooleanExpression) -> Column:
+    if expr is ALWAYS_TRUE:
+        return F.lit(True)
+    if expr is ALWAYS_FALSE:
+        return F.lit(False)
+    if isinstance(expr, And):
+        return _convert(expr.left) & _convert(expr.right)
+    if isinstance(expr, Or):
+        return _convert(expr.left) | _convert(expr.right)
+    if isinstance(expr, BoundPredicate):
+        return _predicate(expr)
+    raise ExpressionError(f"cannot convert {expr} to a Spark column")
+
+
+def column_ref(path: Sequence[str]) -> Column:
+    """The column at a path of names (top-level name, then struct field names)."""
+    top = "`" + path[0].replace("`", "``") + "`"
+    col = F.col(top)
+    for name in path[1:]:
+        col = col.getField(name)
+    return col
+
+
+def _no_null(c: Column, if_null: bool) -> Column:
+    return F.coalesce(c, F.lit(if_null))
+
+
+def _predicate(pred: BoundPredicate) -> Column:
+    ref: BoundReference = pred.term
+    c = column_ref(ref.path)
+    t = ref.field_type
+    op = pred.op
+    floating = isinstance(t, (FloatType, DoubleType))
+    if op is Operation.IS_NULL:
+        return c.isNull()
+    if op is Operation.NOT_NULL:
+        return c.isNotNull()
+    if op is Operation.IS_NAN:
+        return _no_null(F.isnan(c), False)
+    if op is Operation.NOT_NAN:
+        return _no_null(~F.isnan(c), True)
+    if op in (Operation.IN, Operation.NOT_IN):
+        values = list(pred.literals)
+        if floating and any(v == 0.0 for v in values):
+            values = [v for v in values if v != 0.0] + [0.0, -0.0]
+        member = c.isin([to_spark_literal(v, t) for v in values])
+        # NaN is never a literal, and Spark's NaN IN (...) is false like neve's
+        return _no_null(member, False) if op is Operation.IN else _no_null(~member, True)
+    lit = pred.literal
+    if op is Operation.STARTS_WITH:
+        return _no_null(c.startswith(F.lit(lit)), False)
+    if op is Operation.NOT_STARTS_WITH:
+        return _no_null(~c.startswith(F.lit(lit)), True)
+    s = to_spark_literal(lit, t)
+    if op is Operation.NOT_EQ:
+        return _no_null(c != s, True)  # NaN != x is true in Spark as in neve
+    if op is Operation.LT:
+        cmp = c < s
+    elif op is Operation.LT_EQ:
+        cmp = c <= s
+    elif op is Operation.GT:
+        cmp = c > s
+    elif op is Operation.GT_EQ:
+        cmp = c >= s
+    elif op is Operation.EQ:
+        cmp = c == s
+    else:
+        raise ExpressionError(f"cannot convert operation {op.value} to a Spark column")
+    if floating:
+        cmp = cmp & ~F.isnan(c)  # Spark orders NaN above every number
+    return _no_null(cmp, False)
+
+
+# -- values -----------------------------------------------------------------------------
+
+
+def to_spark_value(value: Any, t: IcebergType) -> Any:
+    """A value in neve's representation as the Python value PySpark uses for the
+    Spark type of ``t`` (``datetime.date`` for dates, ``datetime`` for timestamps:
+    naive for ``timestamp``, UTC for ``timestamptz``)."""
+    if value is None:
+        return None
+    if isinstance(t, DateType):
+        return temporal.days_to_date(value)
+    if isinstance(t, TimestampType):
+        return temporal.micros_to_datetime(value)
+    if isinstance(t, TimestamptzType):
+        return temporal.micros_to_datetime(value, with_tz=True)
+    if isinstance(t, (FixedType, BinaryType)):
+        return bytearray(value)
+    if isinstance(t, DecimalType):
+        return Decimal(value)
+    if isinstance(t, (BooleanType, IntegerType, LongType, FloatType, DoubleType, StringType)):
+        return value
+    raise ExpressionError(
+        f"values of type {t} have no Spark representation; filter such columns with "
+        "table.scan(...).to_arrow() instead"
+    )
+
+
+def to_spark_literal(value: Any, t: IcebergType) -> Column:
+    """A Spark literal of exactly the Spark type of ``t`` holding ``value``.
+
+    Dates and timestamps are built from their integer form, so no time zone (neither
+    the session's nor the Python process's) takes part.
+    """
+    if isinstance(t, DateType):
+        return F.date_from_unix_date(F.lit(int(value)))
+    if isinstance(t, TimestamptzType):
+        return F.timestamp_micros(F.lit(int(value)))
+    if isinstance(t, TimestampType):
+        text = _ntz_text(int(value))
+        return F.lit(text).cast(T.TimestampNTZType())
+    if isinstance(t, DecimalType):
+        return F.lit(Decimal(value)).cast(T.DecimalType(t.precision, t.scale))
+    if isinstance(t, (FixedType, BinaryType)):
+        return F.lit(bytearray(value))
+    spark_type = _SIMPLE.get(type(t))
+    if spark_type is None:
+        raise ExpressionError(
+            f"values of type {t} have no Spark representation; filter such columns with "
+            "table.scan(...).to_arrow() instead"
+        )
+    return F.lit(value).cast(spark_type)
+
+
+_SIMPLE: dict[type, T.DataType] = {
+    BooleanType: T.BooleanType(),
+    IntegerType: T.IntegerType(),
+    LongType: T.LongType(),
+    FloatType: T.FloatType(),
+    DoubleType: T.DoubleType(),
+    StringType: T.StringType(),
+}
+
+
+def _ntz_text(micros: int) -> str:
+    """ISO text of a local date-time Spark parses exactly (years 0001-9999)."""
+    try:
+        ts = temporal.micros_to_datetime(micros)
+    except (OverflowError, ValueError) as exc:
+        raise ExpressionError(f"timestamp {micros} is beyond the years Spark holds") from exc
+    return ts.isoformat(sep=" ", timespec="microseconds")

@@ -1,0 +1,543 @@
+"""Spark reads of neve tables return exactly the rows of neve's pyarrow scan."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import neve
+from neve.arrow.deletes import (
+    write_deletion_vector_puffin,
+    write_equality_delete_file,
+    write_position_delete_file,
+)
+from neve.arrow.name_mapping import NAME_MAPPING_PROPERTY, create_name_mapping
+from neve.arrow.writer import write_parquet_file
+from neve.expressions import (
+    equal,
+    greater_than,
+    is_in,
+    is_nan,
+    is_null,
+    less_than,
+    not_equal,
+    not_in,
+    not_nan,
+    not_null,
+    not_starts_with,
+    starts_with,
+)
+from neve.spark.reader import _spark_input_path, read, read_tasks, register_view, spark_file_uri
+from neve.spec.manifest import DataFile, FileFormat
+from neve.spec.schema import Schema
+from neve.spec.types import FLOAT, INT, LONG, STRING, DecimalType, NestedField
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.timezone.utc
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("name", pa.string()),
+        pa.field("ts", pa.timestamp("us", tz="UTC")),
+        pa.field("amount", pa.float64()),
+        pa.field("cat", pa.string()),
+    ]
+)
+
+
+def rows(start: int, n: int) -> pa.Table:
+    base = dt.datetime(2024, 1, 1, tzinfo=UTC)
+    amounts: list[float | None] = [float(i) * 1.5 for i in range(start, start + n)]
+    names: list[str | None] = [f"name-{i % 7}" for i in range(start, start + n)]
+    for k in range(0, n, 5):
+        amounts[k] = None if k % 10 == 0 else math.nan
+        names[k] = None
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "name": names,
+            "ts": [base + dt.timedelta(days=i % 4, hours=i % 24) for i in range(n)],
+            "amount": amounts,
+            "cat": [["a", "b", "c d"][i % 3] if i % 11 else None for i in range(n)],
+        },
+        schema=SCHEMA,
+    )
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return "NaN"
+    if isinstance(v, dict):
+        return tuple(sorted((k, _norm(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return tuple(_norm(x) for x in v)
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.astimezone(UTC)
+    return v
+
+
+def _rows(t: pa.Table) -> list[tuple[Any, ...]]:
+    out = [tuple(_norm(v) for v in r.values()) for r in t.to_pylist()]
+    return sorted(out, key=repr)
+
+
+def same(spark: Any, table: neve.Table, **kwargs: Any) -> pa.Table:
+    """Assert the Spark read equals neve's scan for the same arguments; returns it."""
+    df = read(spark, table, **kwargs)
+    expected = table.scan(**kwargs).to_arrow()
+    got = df.toArrow()
+    assert got.column_names == expected.column_names
+    assert _rows(got) == _rows(expected), kwargs
+    return got
+
+
+@pytest.fixture()
+def catalog(tmp_path: Path) -> neve.Catalog:
+    # a warehouse path Spark must URI-encode: spaces, '+', '%', non-ASCII
+    wh = tmp_path / "wh a+b%20c é"
+    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(wh))
+    cat.create_namespace("db")
+    return cat
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[neve.Table]:
+    tmp = tmp_path_factory.mktemp("plain")
+    cat = neve.connect(f"sqlite:///{tmp}/catalog.db", warehouse=str(tmp / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table("db.plain", SCHEMA)
+    t.append(rows(0, 30))
+    t.append(rows(30, 20))
+    yield t
+
+
+# -- filters, projection, time travel ---------------------------------------------------
+
+FILTERS: list[Any] = [
+    None,
+    "id < 10",
+    "id != 7",
+    "amount > 20",
+    "amount != 3.0",
+    "amount <= 30 OR name IS NULL",
+    "NOT (amount > 20)",
+    "NOT (id IN (1, 2, 3) AND cat = 'a')",
+    "ts >= '2024-01-02T00:00:00+00:00'",
+    "cat = 'c d'",
+    equal("name", "name-3"),
+    not_equal("name", "name-3"),
+    greater_than("id", 45),
+    less_than("amount", 10.0),
+    is_in("cat", ["a", "b"]),
+    not_in("cat", ["a", "b"]),
+    is_null("amount"),
+    not_null("amount"),
+    is_nan("amount"),
+    not_nan("amount"),
+    starts_with("name", "name-1"),
+    not_starts_with("name", "name-1"),
+    "id > 1000",
+]
+
+
+@pytest.mark.parametrize("filter", FILTERS, ids=[str(f) for f in FILTERS])
+def test_filters(spark: Any, plain: neve.Table, filter: Any) -> None:
+    same(spark, plain, filter=filter)
+
+
+def test_projection_and_case_insensitive(spark: Any, plain: neve.Table) -> None:
+    got = same(spark, plain, columns=["cat", "id"], filter="amount > 10")
+    assert got.column_names == ["cat", "id"]
+    got = same(spark, plain, columns=["ID"], filter="NAME = 'name-2'", case_sensitive=False)
+    assert got.column_names == ["id"]
+
+
+def test_time_travel(spark: Any, catalog: neve.Catalog) -> None:
+    t = catalog.create_table("db.tt", SCHEMA)
+    t.append(rows(0, 10))
+    first = t.current_snapshot()
+    assert first is not None
+    t.create_tag("v1", first.snapshot_id)
+    t.create_branch("dev", first.snapshot_id)
+    t.append(rows(10, 10))
+    t.append(rows(100, 5), branch="dev")
+    assert read(spark, t).count() == 20
+    assert same(spark, t, snapshot_id=first.snapshot_id).num_rows == 10
+    assert same(spark, t, as_of=first.timestamp_ms).num_rows == 10
+    assert same(spark, t, ref="v1", filter="id < 5").num_rows == 5
+    assert same(spark, t, ref="dev").num_rows == 15
+
+
+def test_empty_table_and_empty_result(spark: Any, catalog: neve.Catalog) -> None:
+    t = catalog.create_table("db.empty", SCHEMA)
+    df = read(spark, t, columns=["name", "id"])
+    assert df.count() == 0
+    assert df.columns == ["name", "id"]
+    t.append(rows(0, 5))
+    assert read(spark, t, filter="id > 99").count() == 0
+
+
+# -- partitioning -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "partition_by", [["cat"], ["day(ts)"], ["bucket(3, id)"], ["truncate(2, name)", "cat"]]
+)
+def test_partitioned(spark: Any, catalog: neve.Catalog, partition_by: list[str]) -> None:
+    t = catalog.create_table("db.parts", SCHEMA, partition_by=partition_by)
+    t.append(rows(0, 40))
+    same(spark, t)
+    same(spark, t, filter="cat = 'a' AND id > 5")
+    same(spark, t, filter="ts < '2024-01-03T00:00:00+00:00' OR cat IS NULL", columns=["id"])
+
+
+def test_identity_partition_value_fills_missing_column(
+    spark: Any, catalog: neve.Catalog, tmp_path: Path
+) -> None:
+    t = catalog.create_table("db.fill", SCHEMA, partition_by=["cat"])
+    t.append(rows(0, 6))
+    # a file written without the partition column, registered with its partition value
+    schema = t.schema()
+    without = Schema(*[f for f in schema.fields if f.name != "cat"])
+    data = rows(100, 4).drop_columns(["cat"])
+    path = str(tmp_path / "wh a+b%20c é" / "extra" / "no cat.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    f = write_parquet_file(t.io, path, without, data, partition=("z z",), spec_id=0)
+    with t.transaction() as tx:
+        tx.add_files([f])
+    got = same(spark, t)
+    assert sorted(r["cat"] for r in got.to_pylist() if r["id"] >= 100) == ["z z"] * 4
+    same(spark, t, filter="cat = 'z z'", columns=["id", "cat"])
+    same(spark, t, filter="cat IS NULL")
+
+
+# -- schema evolution -----------------------------------------------------------------------
+
+
+def test_schema_evolution(spark: Any, catalog: neve.Catalog) -> None:
+    schema = Schema(
+        NestedField(1, "id", LONG, True),
+        NestedField(2, "small", INT, False),
+        NestedField(3, "ratio", FLOAT, False),
+        NestedField(4, "price", DecimalType(5, 2), False),
+        NestedField(5, "old", STRING, False),
+        NestedField(6, "gone", STRING, False),
+    )
+    t = catalog.create_table("db.evo", schema)
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "small": pa.array([1, None, -5], pa.int32()),
+                "ratio": pa.array([0.5, math.nan, None], pa.float32()),
+                "price": pa.array([Decimal("1.25"), None, Decimal("-3.10")], pa.decimal128(5, 2)),
+                "old": ["x", "y", None],
+                "gone": ["g1", "g2", "g3"],
+            }
+        )
+    )
+    with t.update_schema() as u:
+        u.rename_column("old", "renamed")
+        u.delete_column("gone")
+        u.add_column("added", "string")
+        u.update_column("small", "long")
+        u.update_column("ratio", "double")
+        u.update_column("price", "decimal(9, 2)")
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([4], pa.int64()),
+                "small": pa.array([2**40], pa.int64()),
+                "ratio": pa.array([1e300], pa.float64()),
+                "price": pa.array([Decimal("1234567.89")], pa.decimal128(9, 2)),
+                "renamed": ["z"],
+                "added": ["new"],
+            }
+        )
+    )
+    got = same(spark, t)
+    assert got.schema.field("small").type == pa.int64()
+    same(spark, t, filter="renamed = 'x' OR added IS NOT NULL")
+    same(spark, t, filter="small > 0 AND price < 100")
+    same(spark, t, filter="ratio > 0.1")
+
+
+def test_reused_name_does_not_prune_by_the_old_column(spark: Any, catalog: neve.Catalog) -> None:
+    schema = Schema(NestedField(1, "id", LONG, True), NestedField(2, "a", INT, False))
+    t = catalog.create_table("db.reuse", schema)
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "a": pa.array([1, 2], pa.int32())}))
+    with t.update_schema() as u:
+        u.rename_column("a", "b")
+    with t.update_schema() as u:
+        u.add_column("a", "int")
+    # the old files hold a column named "a" (id 2) with no nulls; the new "a" (id 3)
+    # is null in them, and Spark's name-based pushdown must not drop them
+    assert same(spark, t, filter="a IS NULL").num_rows == 2
+    assert same(spark, t, filter="b = 2").num_rows == 1
+
+
+def test_name_mapped_files_without_field_ids(
+    spark: Any, catalog: neve.Catalog, tmp_path: Path
+) -> None:
+    t = catalog.create_table("db.mapped", SCHEMA)
+    t.set_properties({NAME_MAPPING_PROPERTY: _mapping_json(t.schema())})
+    t.append(rows(0, 5))
+    path = str(tmp_path / "wh a+b%20c é" / "imported.parquet")
+    plain_rows = rows(50, 6).drop_columns(["cat"]).rename_columns(["id", "name", "ts", "amount"])
+    pq.write_table(plain_rows, path)
+    size = os.path.getsize(path)
+    f = DataFile(path, FileFormat.PARQUET, (), plain_rows.num_rows, size)
+    with t.transaction() as tx:
+        tx.add_files([f])
+    with t.update_schema() as u:
+        u.rename_column("name", "label")
+    got = same(spark, t)
+    assert {r["id"] for r in got.to_pylist()} >= set(range(50, 56))
+    same(spark, t, filter="label = 'name-2' OR amount > 80", columns=["label", "cat"])
+
+
+def _mapping_json(schema: Schema) -> str:
+    import json
+
+    mapping = create_name_mapping(schema)
+    return json.dumps([m.to_dict() for m in mapping.fields])
+
+
+# -- deletes --------------------------------------------------------------------------------
+
+
+def test_position_deletes(spark: Any, catalog: neve.Catalog) -> None:
+    t = catalog.create_table("db.posdel", SCHEMA, partition_by=["cat"])
+    t.append(rows(0, 30))
+    files = sorted((task.file for task in t.scan().plan_files()), key=lambda f: -f.record_count)
+    target, other = files[0], files[1]
+    pd = write_position_delete_file(
+        t.io,
+        f"{t.location}/data/pos del-1.parquet",
+        {target.file_path: [0, 2, 3], other.file_path: [1]},
+        partition=target.partition,
+        spec_id=target.spec_id,
+    )
+    t.row_delta(delete_files=[pd])
+    got = same(spark, t)
+    assert got.num_rows == 30 - 3  # the delete's partition scopes it to the first file
+    same(spark, t, filter="id > 3", columns=["id", "name"])
+
+
+def test_deletion_vectors(spark: Any, catalog: neve.Catalog) -> None:
+    t = catalog.create_table("db.dv", SCHEMA, partition_by=["cat"], format_version=3)
+    t.append(rows(0, 30))
+    files = {task.file.file_path: task.file for task in t.scan().plan_files()}
+    picked = sorted(files)[:2]
+    dvs = write_deletion_vector_puffin(
+        t.io,
+        f"{t.location}/data/dv 1.puffin",
+        {picked[0]: [0, 1], picked[1]: [4]},
+        data_files=files,
+    )
+    t.row_delta(delete_files=dvs)
+    assert same(spark, t).num_rows == 27
+    same(spark, t, filter="amount IS NULL OR id < 20")
+
+
+def test_equality_deletes_follow_sequence_numbers_and_partitions(
+    spark: Any, catalog: neve.Catalog
+) -> None:
+    t = catalog.create_table("db.eqdel", SCHEMA, partition_by=["cat"])
+    t.append(rows(0, 33))
+    schema = t.schema()
+    cat_id = schema.find_field("cat").field_id
+    name_id = schema.find_field("name").field_id
+    id_id = schema.find_field("id").field_id
+    # deletes ids 9 (a, name-2) and 15, 30 (a, null); (null, null) would match id 0,
+    # which is in another partition
+    keys = pa.table({"cat": ["a", "a", "a", None], "name": ["name-2", None, "name-1", None]})
+    unpartitioned_keys = pa.table({"id": pa.array([1, 2, 4, 7], pa.int64())})
+    # partition-scoped delete in partition cat='a' keyed by (cat, name); a null key
+    # matches null values
+    scoped = write_equality_delete_file(
+        t.io,
+        f"{t.location}/data/eq-a.parquet",
+        schema,
+        [cat_id, name_id],
+        keys,
+        partition=("a",),
+    )
+    t.row_delta(delete_files=[scoped])
+    # rows appended after the delete are not deleted by it (id 36 is (a, name-1))
+    t.append(rows(33, 9))
+    before = t.scan().to_arrow().num_rows
+    assert before == 42 - 3
+    # a delete keyed by id, scoped to partition 'b' only
+    by_id = write_equality_delete_file(
+        t.io,
+        f"{t.location}/data/eq-b.parquet",
+        schema,
+        [id_id],
+        unpartitioned_keys,
+        partition=("b",),
+    )
+    t.row_delta(delete_files=[by_id])
+    got = same(spark, t)
+    assert got.num_rows == before - 3  # ids 1, 4, 7 are in partition b; 2 is not
+    assert 36 in {r["id"] for r in got.to_pylist()}
+    same(spark, t, filter="name = 'name-1'", columns=["id"])
+
+
+def test_all_delete_kinds_together_with_identity_fill(
+    spark: Any, catalog: neve.Catalog, tmp_path: Path
+) -> None:
+    t = catalog.create_table("db.mix", SCHEMA, partition_by=["cat"])
+    t.append(rows(0, 12))
+    schema = t.schema()
+    without = Schema(*[f for f in schema.fields if f.name != "cat"])
+    path = f"{t.location}/data/x/lacks cat.parquet"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    f = write_parquet_file(
+        t.io, path, without, rows(200, 6).drop_columns(["cat"]), partition=("a",)
+    )
+    with t.transaction() as tx:
+        tx.add_files([f])
+    pd = write_position_delete_file(
+        t.io, f"{t.location}/data/pd.parquet", {f.file_path: [0]}, partition=("a",)
+    )
+    eq = write_equality_delete_file(
+        t.io,
+        f"{t.location}/data/eq.parquet",
+        schema,
+        [schema.find_field("id").field_id],
+        pa.table({"id": pa.array([201, 3], pa.int64())}),
+        partition=("a",),
+    )
+    t.row_delta(delete_files=[pd, eq])
+    got = same(spark, t)
+    ids = {r["id"] for r in got.to_pylist()}
+    assert 200 not in ids and 201 not in ids and 202 in ids
+    same(spark, t, filter="cat = 'a'")
+
+
+# -- the reusable core, views, paths ---------------------------------------------------------
+
+
+def test_read_tasks_dedupes_splits_and_can_skip_the_residual(spark: Any, plain: neve.Table) -> None:
+    scan = plain.scan(filter="id < 10", columns=["name"])
+    tasks = scan.plan_files()
+    df = read_tasks(spark, scan, [*tasks, *tasks])
+    assert df.columns == ["name"]
+    assert df.count() == 10
+    everything = read_tasks(spark, scan, tasks, apply_residual=False)
+    assert everything.count() == sum(t.file.record_count for t in tasks)
+
+
+def test_register_view_for_sql(spark: Any, plain: neve.Table) -> None:
+    register_view(spark, plain, "neve_plain_view", filter="cat IS NOT NULL")
+    got = spark.sql("SELECT cat, count(*) AS n FROM neve_plain_view GROUP BY cat").collect()
+    expected = plain.scan(filter="cat IS NOT NULL").to_arrow().column("cat").to_pylist()
+    assert {r["cat"]: r["n"] for r in got} == {c: expected.count(c) for c in set(expected)}
+
+
+@pytest.mark.parametrize(
+    "name", ["plain.parquet", "a b.parquet", "p+q%20r.parquet", "é ü [x]*?{y,z}\\.parquet"]
+)
+def test_spark_file_uri_matches_metadata_file_path(spark: Any, tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "dir with space+%41"
+    folder.mkdir()
+    path = str(folder / name)
+    pq.write_table(pa.table({"x": [1]}), path)
+    got = spark.read.parquet(_spark_input_path(path)).select("_metadata.file_path").first()[0]
+    # the forms neve's FileIO opens as this file (a file:// URI ends at '?' or '#')
+    forms = [path, "file:" + path.replace("/dir", "//dir")]
+    if "?" not in path:
+        forms.append("file://" + path)
+    for given in forms:
+        assert _spark_input_path(given) == _spark_input_path(path)
+        assert spark_file_uri(given) == got
+
+
+def test_nested_types_and_nested_evolution(spark: Any, catalog: neve.Catalog) -> None:
+    point = pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.string())])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("pt", point),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("attrs", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
+    t = catalog.create_table("db.nested", schema, partition_by=["pt.y"])
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3, 4], pa.int64()),
+                "pt": [{"x": 1, "y": "a"}, {"x": None, "y": "b"}, None, {"x": 4, "y": "a"}],
+                "tags": [["t1", "t2"], [], None, ["t3"]],
+                "attrs": [[("k", 1)], None, [("k", 2), ("j", 3)], []],
+            },
+            schema=schema,
+        )
+    )
+    with t.update_schema() as u:
+        u.rename_column("pt.x", "xx")
+        u.add_column("pt.z", "double")
+        u.update_column("pt.xx", "long")
+    same(spark, t)
+    same(spark, t, filter="pt.xx > 1 OR pt.y = 'b'", columns=["pt", "id"])
+    same(spark, t, filter="pt.z IS NULL AND pt IS NOT NULL", columns=["tags", "attrs"])
+
+
+def test_reads_without_deletes_or_missing_columns_need_no_join(
+    spark: Any, catalog: neve.Catalog
+) -> None:
+    t = catalog.create_table("db.nojoin", SCHEMA, partition_by=["cat"])
+    t.append(rows(0, 20))
+    df = read(spark, t, filter="cat = 'a' AND id > 2")
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    assert "Join" not in plan
+    assert df.count() == t.scan(filter="cat = 'a' AND id > 2").count()
+
+
+def test_unmatched_spark_file_path_fails_instead_of_keeping_deleted_rows(
+    spark: Any, catalog: neve.Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neve.spark.reader as reader
+
+    t = catalog.create_table("db.guard", SCHEMA)
+    t.append(rows(0, 5))
+    f = t.scan().plan_files()[0].file
+    pd = write_position_delete_file(t.io, f"{t.location}/data/g.parquet", {f.file_path: [1]})
+    t.row_delta(delete_files=[pd])
+    assert read(spark, t).count() == 4
+    monkeypatch.setattr(reader, "spark_file_uri", lambda p: "file:/elsewhere/" + p)
+    with pytest.raises(Exception, match="no scan task matches the Spark file path"):
+        read(spark, t).collect()
+
+
+def test_equality_deletes_on_a_dropped_column_still_apply(
+    spark: Any, catalog: neve.Catalog
+) -> None:
+    t = catalog.create_table("db.eqdrop", SCHEMA)
+    t.append(rows(0, 12))
+    schema = t.schema()
+    eq = write_equality_delete_file(
+        t.io,
+        f"{t.location}/data/eq-name.parquet",
+        schema,
+        [schema.find_field("name").field_id],
+        pa.table({"name": ["name-2", None]}),
+    )
+    t.row_delta(delete_files=[eq])
+    with t.update_schema() as u:
+        u.delete_column("name")
+    got = same(spark, t)
+    assert got.num_rows == 12 - 2 - 3  # name-2: ids 2, 9; null names: ids 0, 5, 10
+    same(spark, t, filter="id > 4", columns=["id"])
