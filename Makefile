@@ -38,6 +38,8 @@ typecheck: $(STAMP)
 
 bench: setup
 	$(PY) benchmarks/bench_commits.py
+	$(PY) benchmarks/bench_scan.py
+	$(PY) benchmarks/bench_spark.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo

@@ -28,3 +28,36 @@ def test_bench_scan_quick_runs() -> None:
     assert tasks[0] == tasks[1] and tasks[2] == tasks[3]
     assert all(int(t.split()[0]) > 0 for t in tasks)
     assert "TPC-H lineitem SF0.01" in out
+
+
+def test_bench_spark_quick_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_spark.py"), "--quick", "--repeat", "1"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout
+    assert "TPC-H lineitem SF0.01: 60,175 rows" in out
+    lines = [line for line in out.splitlines() if "neve/raw" in line]
+    assert [line.split(" raw ")[0].strip() for line in lines] == [
+        "unpartitioned write",
+        "full-scan aggregate (Q1)",
+        "month-partitioned write",
+        "one-month aggregate",
+    ]
+    assert "neve month table:" in out  # the script's own result checks passed
+
+
+def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "neve.demo", "--scale", "0.01", "--root", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout
+    for step in ("load orders", "load lineitem", "RF1: insert 15 new orders", "RF2: delete 15"):
+        assert step in out
+    assert "Q6 revenue:" in out and "planned" in out
+    assert "history of" in out and "time travel: lineitem had 60,175 rows after the load" in out
