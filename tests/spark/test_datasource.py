@@ -302,18 +302,18 @@ def test_a_dataframe_that_does_not_fit_fails_with_a_typed_error_and_changes_noth
     files = env.data_files()
     bad = env.spark.createDataFrame([(1, "x", 2.5)], "id long, cat string, x double")
     # typed, in-process: what the data source raises while planning the write
-    with pytest.raises(DataSchemaMismatchError, match=r"x: Spark type double cannot be written"):
+    with pytest.raises(DataSchemaMismatchError, match=r"'x' is double, which cannot be written"):
         check_write_schema(bad.schema, t.schema())
-    with pytest.raises(DataSchemaMismatchError, match="no such column"):
+    with pytest.raises(DataSchemaMismatchError, match="'extra' is not a column of the table"):
         NeveDataSource({**env.options, "path": "db.events"}).writer(
             env.spark.createDataFrame([(1, 2)], "id long, extra int").schema, False
         )
-    with pytest.raises(DataSchemaMismatchError, match="id: required column missing"):
+    with pytest.raises(DataSchemaMismatchError, match="required column 'id' is missing"):
         check_write_schema(T.StructType([T.StructField("x", T.IntegerType())]), t.schema())
     # through Spark: the same error class and message, and nothing was written
     with pytest.raises(Exception, match="DataSchemaMismatchError") as info:
         env.write(bad, "append")
-    assert "x: Spark type double cannot be written to int" in str(info.value)
+    assert "'x' is double, which cannot be written to the table's int" in str(info.value)
     with pytest.raises(Exception, match="DataSchemaMismatchError"):
         env.write(bad, "overwrite")
     assert t.refresh().metadata_location == before

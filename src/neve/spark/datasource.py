@@ -78,34 +78,16 @@ from neve.arrow.writer import LocationProvider, delete_written_files, write_data
 from neve.catalog.base import Catalog, parse_identifier
 from neve.catalog.connect import connect
 from neve.catalog.sql import SqlCatalog
-from neve.errors import DataSchemaMismatchError, NoSuchTableError, ValidationError
+from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
+from neve.spark.writer import check_write_schema
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
-from neve.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
-    IcebergType,
-    IntegerType,
-    ListType,
-    LongType,
-    MapType,
-    NestedField,
-    StringType,
-    StructType,
-    TimestampType,
-    TimestamptzType,
-)
 from neve.table.scan import FileScanTask, TableScan
 from neve.table.table import Table
 
@@ -307,89 +289,6 @@ class NeveCommitMessage(WriterCommitMessage):
     """What one write task sends to the driver: the data files it wrote."""
 
     files: list[DataFile] = field(default_factory=list)
-
-
-_SPARK_ACCEPTS: dict[type, tuple[type, ...]] = {
-    BooleanType: (T.BooleanType,),
-    IntegerType: (T.IntegerType, T.ShortType, T.ByteType),
-    LongType: (T.LongType, T.IntegerType, T.ShortType, T.ByteType),
-    FloatType: (T.FloatType,),
-    DoubleType: (T.DoubleType, T.FloatType),
-    DateType: (T.DateType,),
-    TimestampType: (T.TimestampNTZType,),
-    TimestamptzType: (T.TimestampType,),
-    StringType: (T.StringType, T.CharType, T.VarcharType),
-    BinaryType: (T.BinaryType,),
-    FixedType: (T.BinaryType,),
-}
-
-
-def _type_problems(got: T.DataType, want: IcebergType, path: str) -> list[str]:
-    if isinstance(got, T.NullType):
-        return []  # all nulls: fits any optional column (required ones are checked per row)
-    if isinstance(want, StructType):
-        if not isinstance(got, T.StructType):
-            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
-        return _struct_problems(got, want.fields, path + ".")
-    if isinstance(want, ListType):
-        if not isinstance(got, T.ArrayType):
-            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
-        return _type_problems(got.elementType, want.element_type, f"{path}.element")
-    if isinstance(want, MapType):
-        if not isinstance(got, T.MapType):
-            return [f"{path}: {got.simpleString()} cannot be written to {want}"]
-        return _type_problems(got.keyType, want.key_type, f"{path}.key") + _type_problems(
-            got.valueType, want.value_type, f"{path}.value"
-        )
-    if isinstance(want, DecimalType):
-        if isinstance(got, T.DecimalType) and (
-            got.scale == want.scale and got.precision <= want.precision
-        ):
-            return []
-    elif isinstance(got, _SPARK_ACCEPTS.get(type(want), ())):
-        return []
-    return [
-        f"{path}: Spark type {got.simpleString()} cannot be written to {want} without "
-        "losing information"
-    ]
-
-
-def _struct_problems(
-    got: T.StructType, fields: Sequence[NestedField], prefix: str = ""
-) -> list[str]:
-    wanted = {f.name: f for f in fields}
-    problems = []
-    for sf in got.fields:
-        f = wanted.get(sf.name)
-        if f is None:
-            near = [n for n in wanted if n.lower() == sf.name.lower()]
-            hint = f" (did you mean {near[0]!r}? names are case-sensitive)" if near else ""
-            problems.append(f"{prefix}{sf.name}: the table has no such column{hint}")
-        else:
-            problems += _type_problems(sf.dataType, f.field_type, prefix + sf.name)
-    given = {sf.name for sf in got.fields}
-    for f in fields:
-        if f.name not in given and f.required and f.write_default is None:
-            problems.append(f"{prefix}{f.name}: required column missing from the data")
-    return problems
-
-
-def check_write_schema(spark_schema: T.StructType, schema: Schema) -> None:
-    """Check that rows of ``spark_schema`` can be written to a table of ``schema``:
-    columns matched by name, types equal or safely widened (int to long, float to
-    double, decimal to a wider precision), required columns present. Nullable Spark
-    columns may feed required ones; their values are checked when written.
-
-    Raises :class:`DataSchemaMismatchError` listing every problem.
-    """
-    problems = _struct_problems(spark_schema, schema.fields)
-    if problems:
-        raise DataSchemaMismatchError(
-            "the DataFrame does not fit the table: "
-            + "; ".join(problems)
-            + f". Table columns: {schema.column_names}. Cast or rename the DataFrame's "
-            "columns (df.select(...)), or evolve the table schema first"
-        )
 
 
 class _NeveWriter(DataSourceArrowWriter):

@@ -78,7 +78,7 @@ from neve.spec.types import (
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["DISTRIBUTION_MODE", "WriteResult", "write", "write_files"]
+__all__ = ["DISTRIBUTION_MODE", "WriteResult", "check_write_schema", "write", "write_files"]
 
 DISTRIBUTION_MODE = "write.distribution-mode"
 MODES = ("append", "overwrite", "overwrite-partitions")
@@ -423,17 +423,25 @@ def _struct_problems(
     return problems
 
 
-def conform(df: DataFrame, schema: Schema) -> DataFrame:
-    """``df`` with exactly the table's columns, types and field ids (checked by name;
-    see the module docs). Raises :class:`DataSchemaMismatchError` listing every
-    problem; nulls in required columns make the Spark job fail when it runs."""
-    problems = _struct_problems(df.schema, schema.fields)
+def check_write_schema(spark_schema: T.StructType, schema: Schema) -> None:
+    """Check that rows of ``spark_schema`` can be written to a table of ``schema``:
+    columns matched by name, types equal or safely widened, required columns present
+    (their nulls are caught when the rows are written). Raises
+    :class:`DataSchemaMismatchError` listing every problem."""
+    problems = _struct_problems(spark_schema, schema.fields)
     if problems:
         raise DataSchemaMismatchError(
             "the DataFrame does not fit the table: "
             + "; ".join(problems)
             + f". Table columns: {schema.column_names}"
         )
+
+
+def conform(df: DataFrame, schema: Schema) -> DataFrame:
+    """``df`` with exactly the table's columns, types and field ids (checked by name;
+    see the module docs). Raises :class:`DataSchemaMismatchError` listing every
+    problem; nulls in required columns make the Spark job fail when it runs."""
+    check_write_schema(df.schema, schema)
     given = {sf.name: sf for sf in df.schema.fields}
     cols = []
     for f in schema.fields:
