@@ -41,6 +41,7 @@ __all__ = [
     "LocationProvider",
     "ParquetWriteOptions",
     "delete_written_files",
+    "parquet_data_file",
     "write_data_files",
     "write_parquet_file",
 ]
@@ -194,7 +195,7 @@ class _OpenFile:
                 closer()
 
 
-def _data_file(
+def parquet_data_file(
     path: str,
     size: int,
     metadata: pq.FileMetaData,
@@ -203,10 +204,12 @@ def _data_file(
     floats: FloatStats,
     partition: tuple[Any, ...],
     spec_id: int,
-    content: DataFileContent,
-    equality_ids: tuple[int, ...] | None,
-    sort_order_id: int | None,
+    content: DataFileContent = DataFileContent.DATA,
+    equality_ids: tuple[int, ...] | None = None,
+    sort_order_id: int | None = None,
 ) -> DataFile:
+    """The DataFile of a written Parquet file, its metrics taken from the footer and
+    ``floats`` (NaN counts and float bounds need the data)."""
     m = parquet_metrics(metadata, schema, config, floats)
     return DataFile(
         file_path=path,
@@ -295,7 +298,7 @@ class _RollingWriter:
             return
         metadata, size = current.close()
         self.files.append(
-            _data_file(
+            parquet_data_file(
                 current.path,
                 size,
                 metadata,
@@ -391,7 +394,7 @@ def write_parquet_file(
         if isinstance(exc, (OSError, pa.ArrowException)) and not isinstance(exc, NeveError):
             raise NeveIOError(f"writing {path} failed: {exc}") from exc
         raise
-    return _data_file(
+    return parquet_data_file(
         path,
         size,
         metadata,

@@ -50,7 +50,7 @@ from neve.io.fileio import FileIO, local_path
 from neve.spark.schema import FIELD_ID_KEY, to_spark_type
 from neve.spark.session import check_session
 from neve.spark.transforms import decode_partition_key, partition_key, transform_column
-from neve.spec.manifest import DataFile, DataFileContent, FileFormat
+from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
@@ -732,7 +732,8 @@ def describe_parquet_file(
     columns' values (Parquet statistics neither count NaNs nor order -0.0 first)."""
     import pyarrow.parquet as pq
 
-    from neve.arrow.metrics import FloatStats, MetricsConfig, parquet_metrics
+    from neve.arrow.metrics import FloatStats, MetricsConfig
+    from neve.arrow.writer import parquet_data_file
 
     config = MetricsConfig.from_properties(schema, props)
     with io.open_input(path) as stream:
@@ -742,24 +743,16 @@ def describe_parquet_file(
         float_columns = [f.name for f in schema.fields if _has_float(f.field_type)]
         if float_columns and metadata.num_rows:
             floats.update(pf.read(columns=float_columns, use_threads=False))
-    size = io.file_size(path)
-    m = parquet_metrics(metadata, schema, config, floats)
-    return DataFile(
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=partition,
-        record_count=m.record_count,
-        file_size_in_bytes=size,
-        content=DataFileContent.DATA,
-        column_sizes=m.column_sizes,
-        value_counts=m.value_counts,
-        null_value_counts=m.null_value_counts,
-        nan_value_counts=m.nan_value_counts,
-        lower_bounds=m.lower_bounds,
-        upper_bounds=m.upper_bounds,
-        split_offsets=m.split_offsets,
+    return parquet_data_file(
+        path,
+        io.file_size(path),
+        metadata,
+        schema,
+        config,
+        floats,
+        partition,
+        spec_id,
         sort_order_id=sort_order_id,
-        spec_id=spec_id,
     )
 
 
