@@ -28,7 +28,6 @@ A script, not a test: it asserts nothing about time.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -288,30 +287,11 @@ def plan_worker(args: list[str]) -> None:
 
 
 def lineitem_path(scale: float) -> Path:
-    """Generate lineitem once per scale with tpchgen-cli, cached under benchmarks/data."""
-    out = DATA_DIR / f"tpch-sf{scale:g}"
-    target = out / "lineitem.parquet"
-    if target.exists():
-        return target
-    DATA_DIR.mkdir(exist_ok=True)
-    ignore = DATA_DIR / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    exe = Path(sys.executable).with_name("tpchgen-cli")
-    subprocess.run(
-        [str(exe), "parquet", "-s", f"{scale:g}", "--tables", "lineitem", "--output-dir", str(tmp)],
-        check=True,
-    )
-    found = sorted(tmp.rglob("*.parquet"))
-    if len(found) != 1:
-        raise RuntimeError(f"expected one lineitem Parquet file from tpchgen-cli, got {found}")
-    out.mkdir(parents=True, exist_ok=True)
-    found[0].rename(target)
-    shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """The folder of lineitem at ``scale``, generated once with tpchgen-cli under
+    benchmarks/data (shared with bench_spark.py)."""
+    from neve.tpch import generate
+
+    return generate(DATA_DIR / "tpch", scale, ("lineitem",))["lineitem"]
 
 
 def bench_tpch(root: Path, scale: float, repeat: int) -> None:

@@ -38,7 +38,9 @@ def generate(
     root: Path | str, scale: float, tables: tuple[str, ...] = ("orders", "lineitem"), parts: int = 1
 ) -> dict[str, Path]:
     """Parquet files of the given TPC-H tables at ``scale``, generated once into
-    ``root/sf<scale>/<table>/``; returns each table's folder."""
+    ``root/sf<scale>/<table>/``; returns each table's folder. ``parts`` (files per
+    table) applies when a table is generated, not to a folder already there: read the
+    folder, not a file name."""
     base = Path(root) / _scale_name(scale)
     out: dict[str, Path] = {}
     for table in tables:
