@@ -116,11 +116,24 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         files = self._write(data)
-        action = AppendFiles(
+        self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=True)
+
+    def _stage_files(
+        self,
+        kind: type[AppendFiles] | type[ReplacePartitions],
+        files: Sequence[DataFile],
+        branch: str,
+        snapshot_properties: Mapping[str, str] | None,
+        *,
+        owned: bool,
+    ) -> None:
+        """Stage an append or partition replacement of ``files``; owned files (written
+        by this transaction) are deleted if the change fails."""
+        action = kind(
             self.table,
             branch=branch,
             snapshot_properties=snapshot_properties,
-            owned_files=[f.file_path for f in files],
+            owned_files=[f.file_path for f in files] if owned else (),
         )
         for f in files:
             action.add_file(f)
@@ -134,10 +147,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         """Commit data files written elsewhere (for example by Spark executors)."""
-        action = AppendFiles(self.table, branch=branch, snapshot_properties=snapshot_properties)
-        for f in files:
-            action.add_file(f)
-        self._stage(action)
+        self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=False)
 
     def overwrite_files(
         self,
@@ -174,12 +184,7 @@ class Transaction:
     ) -> None:
         """Dynamic partition overwrite with data files written elsewhere: replace
         exactly the partitions ``files`` fall into (all data when unpartitioned)."""
-        action = ReplacePartitions(
-            self.table, branch=branch, snapshot_properties=snapshot_properties
-        )
-        for f in files:
-            action.add_file(f)
-        self._stage(action)
+        self._stage_files(ReplacePartitions, files, branch, snapshot_properties, owned=False)
 
     def row_delta(
         self,
@@ -291,15 +296,7 @@ class Transaction:
     ) -> None:
         """Replace exactly the partitions ``data`` touches (all data when unpartitioned)."""
         files = self._write(data)
-        action = ReplacePartitions(
-            self.table,
-            branch=branch,
-            snapshot_properties=snapshot_properties,
-            owned_files=[f.file_path for f in files],
-        )
-        for f in files:
-            action.add_file(f)
-        self._stage(action)
+        self._stage_files(ReplacePartitions, files, branch, snapshot_properties, owned=True)
 
     # -- metadata ------------------------------------------------------------------
 
