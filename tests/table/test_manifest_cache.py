@@ -129,7 +129,7 @@ def test_lazy_entries_equal_eager_and_plain_fastavro_decoding(
             monkeypatch.setattr(manifest_io, "_head_schema", lambda _schema, h=head: h)
             manifest_io._entry_plan.cache_clear()
             try:
-                whole = decode_manifest_lazy(data, m, specs_by_id=specs)
+                whole = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False)
                 assert whole._entries == eager
                 assert whole.entries() == eager
             finally:
@@ -141,7 +141,7 @@ def test_head_decoding_skips_metrics(table: neve.Table) -> None:
     snap = table.current_snapshot()
     assert snap is not None
     m = read_manifest_list(table.io, snap.manifest_list)[0]
-    lazy = decode_manifest_lazy(table.io.read_bytes(m.manifest_path), m)
+    lazy = decode_manifest_lazy(table.io.read_bytes(m.manifest_path), m, columnar=False)
     assert lazy._entries == [None, None]  # nothing decoded in full yet
     plan = manifest_io._entry_plan(
         fastavro.reader(io.BytesIO(table.io.read_bytes(m.manifest_path))).metadata["avro.schema"],
@@ -185,7 +185,7 @@ def test_damaged_manifest_entry_raises_neve_error(table: neve.Table) -> None:
     snap = table.current_snapshot()
     assert snap is not None
     m = read_manifest_list(table.io, snap.manifest_list)[0]
-    lazy = decode_manifest_lazy(table.io.read_bytes(m.manifest_path), m)
+    lazy = decode_manifest_lazy(table.io.read_bytes(m.manifest_path), m, columnar=False)
     lazy._blocks[0] = lazy._blocks[0][:40]  # a damaged block
     with pytest.raises(NeveIOError, match="damaged"):
         lazy.entry(0)

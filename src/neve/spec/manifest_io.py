@@ -29,6 +29,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
@@ -39,6 +40,7 @@ from fastavro.read import SchemaResolutionError
 from neve.errors import NeveIOError, SchemaError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec import avro_schemas as _schemas
+from neve.spec.avro_container import read_header
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -49,6 +51,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from neve.spec.manifest_columnar import ManifestColumns, columnar_enabled, read_columns
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
 from neve.spec.partition import PARTITION_DATA_ID_START, PartitionSpec
 from neve.spec.schema import Schema
@@ -531,6 +534,8 @@ def _to_decimal(scale: int) -> Callable[[Any], Any]:
     def conv(v: Any) -> Any:
         if isinstance(v, (bytes, bytearray)):
             v = int.from_bytes(v, "big", signed=True)
+        elif isinstance(v, Decimal):  # the columnar decoder reads logical decimals
+            v = decimal_to_unscaled(v, scale)
         return unscaled_to_decimal(v, scale)
 
     return conv
@@ -595,6 +600,10 @@ class _EntryPlan:
     head: Any
     has_sequence_numbers: bool
     partition: _PartitionFn  # decoded partition record -> tuple in spec order
+    #: per spec field, in spec order: its key in the decoded partition record (None if
+    #: the file lacks it) and the converter of its raw value (None if none is needed)
+    partition_keys: tuple[str | None, ...]
+    partition_convs: tuple[Callable[[Any], Any] | None, ...]
 
 
 #: data_file fields a head decode keeps; fastavro skips all others (metric maps above all).
@@ -656,6 +665,8 @@ def _entry_plan(
         _head_schema(decoding.parsed),
         decoding.has_sequence_numbers,
         _partition_fn(keys, convs),
+        tuple(keys),
+        tuple(convs),
     )
 
 
@@ -704,10 +715,10 @@ def _block_bytes(block: Any) -> bytes:
     return bytes(buf.getvalue() if hasattr(buf, "getvalue") else buf)
 
 
-def _map(kvs: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+def _map(kvs: list[dict[str, Any]] | dict[int, Any] | None) -> dict[int, Any] | None:
     """A metric map, which fastavro gives as a list of key/value records."""
-    if kvs is None:
-        return None
+    if kvs is None or isinstance(kvs, dict):  # the columnar decoder builds dicts itself
+        return kvs
     return {kv["key"]: kv["value"] for kv in kvs}
 
 
@@ -748,14 +759,19 @@ def decode_manifest_lazy(
     specs_by_id: Mapping[int, PartitionSpec] | None = None,
     schema: Schema | None = None,
     eager: bool = False,
+    columnar: bool | None = None,
 ) -> LazyManifest:
     """The entries of a manifest decoded in two steps: at once the head of each entry
     (status, inherited snapshot id, sequence numbers and first row id, content and
     partition tuple: enough to prune by partition), and each entry's full data file
     (metrics, path, splits) on first :meth:`LazyManifest.entry`. ``eager`` decodes every
-    entry in full now, which is cheaper when all of them will be needed."""
+    entry in full now, which is cheaper when all of them will be needed.
+
+    ``columnar`` chooses the decoder: polars' columnar reader (True; files it cannot
+    read go to fastavro), fastavro alone (False), or as ``NEVE_MANIFEST_DECODER`` says
+    (None, the default; see :mod:`neve.spec.manifest_columnar`)."""
     try:
-        return LazyManifest(data, manifest, specs_by_id, schema, eager)
+        return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar)
     except _DECODE_ERRORS as exc:
         raise _damaged(manifest, exc) from exc
 
@@ -779,6 +795,30 @@ _DECODE_ERRORS = (
 )
 
 
+#: What a head decode gives per entry: status code, snapshot id, data and file sequence
+#: numbers (None when absent), content code, record count, first row id, the partition
+#: (a record, or a tuple from the columnar decoder), and the full data_file record when
+#: it was decoded too (else None).
+_Head = tuple[int, Any, Any, Any, Any, int, Any, Any, Mapping[str, Any] | None]
+
+
+def _record_heads(records: Iterable[Any], full: bool) -> Iterator[_Head]:
+    """Heads of fastavro-decoded entry records."""
+    for rec in records:
+        df = rec["data_file"]
+        yield (
+            rec["status"],
+            rec["snapshot_id"],
+            rec.get("sequence_number"),
+            rec.get("file_sequence_number"),
+            df.get("content"),
+            df["record_count"],
+            df.get("first_row_id"),
+            df["partition"],
+            df if full else None,
+        )
+
+
 class LazyManifest:
     """The entries of one manifest; see :func:`decode_manifest_lazy`. Immutable once
     built apart from the memo of full entries; safe to share between threads (two
@@ -786,6 +826,7 @@ class LazyManifest:
 
     __slots__ = (
         "_blocks",
+        "_columns",
         "_entries",
         "_inherited",
         "_locations",
@@ -804,6 +845,7 @@ class LazyManifest:
         specs_by_id: Mapping[int, PartitionSpec] | None,
         schema: Schema | None,
         eager: bool,
+        columnar: bool | None = None,
     ) -> None:
         self.manifest = manifest
         #: Per entry, in file order: status, content and partition tuple (spec order).
@@ -815,13 +857,14 @@ class LazyManifest:
         self._blocks: list[bytes] = []
         self._locations: list[tuple[int, int]] = []  # (block index, offset in block)
         self._entries: list[ManifestEntry | None] = []
+        self._columns: ManifestColumns | None = None
 
         spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
         partition_types: tuple[IcebergType, ...] | None = None
         if spec is not None and schema is not None:
             partition_types = _partition_types(spec, schema)
-        reader = _open(data)
-        metadata = reader.metadata
+        header = read_header(data)
+        metadata = header.metadata()
         if spec is not None:
             spec_ids: tuple[int, ...] | None = tuple(f.field_id for f in spec.fields)
         else:
@@ -830,16 +873,37 @@ class LazyManifest:
         plan = _entry_plan(metadata["avro.schema"], spec_ids, partition_types)
         self._partition_of = plan.partition
         self._schema = plan.schema
+        if columnar is None:
+            columnar = columnar_enabled()
+        columns = read_columns(data, header, plan.schema) if columnar else None
+        if columns is not None:
+            try:
+                self._columns = columns
+                self._read_heads(
+                    columns.heads(plan.partition_keys, plan.partition_convs), plan, tuple
+                )
+                if eager:
+                    self._fill(range(len(self.statuses)))
+                return
+            except _DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
+                self._reset()
+        reader = _open(data)
         if not eager and plan.head is not None:
             try:
-                self._read_heads(self._heads(reader, plan.schema, plan.head), plan, False)
+                heads = self._heads(reader, plan.schema, plan.head)
+                self._read_heads(_record_heads(heads, False), plan, self._partition_of)
                 return
             except SchemaResolutionError:  # fastavro cannot project this schema: no heads
-                for memo in (self.statuses, self.contents, self.partitions, self._inherited):
-                    memo.clear()
-                self._blocks, self._locations, self._entries = [], [], []
+                self._reset()
                 reader = _open(data)
-        self._read_heads(_iter_records(reader, plan.schema), plan, True)
+        records = _iter_records(reader, plan.schema)
+        self._read_heads(_record_heads(records, True), plan, self._partition_of)
+
+    def _reset(self) -> None:
+        for memo in (self.statuses, self.contents, self.partitions, self._inherited):
+            memo.clear()
+        self._blocks, self._locations, self._entries = [], [], []
+        self._columns = None
 
     def _heads(self, reader: Any, schema: Any, head: Any) -> Iterator[Any]:
         """Head records of every block (fastavro resolves ``schema`` to ``head``,
@@ -855,7 +919,12 @@ class LazyManifest:
                 locations.append((index, buf.tell()))
                 yield decode(buf, schema, head)
 
-    def _read_heads(self, records: Iterable[Any], plan: _EntryPlan, keep_full: bool) -> None:
+    def _read_heads(
+        self, heads: Iterable[_Head], plan: _EntryPlan, partition_of: Callable[[Any], Any]
+    ) -> None:
+        """Fill the per-entry memos from heads, whose partition ``partition_of`` turns
+        into the spec-ordered tuple; entries whose head carries the full data_file record
+        are built at once."""
         has_seq = plan.has_sequence_numbers
         manifest = self.manifest
         added_snapshot_id = manifest.added_snapshot_id
@@ -864,38 +933,34 @@ class LazyManifest:
         )
         next_row_id = manifest.first_row_id if manifest.content is ManifestContent.DATA else None
         statuses, contents, added, deleted = _STATUSES, _CONTENTS, _ADDED, _DELETED
-        partition_of = self._partition_of
-        for rec in records:
-            df = rec["data_file"]
-            status = statuses[rec["status"]]
-            snapshot_id = rec["snapshot_id"]
+        out_status, out_content = self.statuses, self.contents
+        out_partition, out_inherited, out_entries = self.partitions, self._inherited, self._entries
+        for code, snapshot_id, seq, file_seq, content, count, first_row_id, part, full in heads:
+            status = statuses[code]
             if snapshot_id is None:
                 snapshot_id = added_snapshot_id
             if has_seq:
                 # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
                 # (and, as Java does, for any entry of a manifest with sequence number 0)
-                seq = rec["sequence_number"]
-                file_seq = rec["file_sequence_number"]
                 if seq is None and (status is added or manifest_seq == 0):
                     seq = manifest_seq
                 if file_seq is None and (status is added or manifest_seq == 0):
                     file_seq = manifest_seq
             else:
                 seq = file_seq = 0  # v1 manifests read as sequence number 0
-            first_row_id = df.get("first_row_id")
             if next_row_id is not None and status is not deleted and first_row_id is None:
                 # spec "First Row ID Inheritance"; deleted entries are not given ids,
                 # matching the ranges writers reserve (existing + added rows)
                 first_row_id = next_row_id
-                next_row_id += df["record_count"]
-            partition = partition_of(df["partition"])
+                next_row_id += count
+            partition = partition_of(part)
             inherited = (snapshot_id, seq, file_seq, first_row_id)
-            self.statuses.append(status)
-            self.contents.append(contents[df.get("content", 0)])
-            self.partitions.append(partition)
-            self._inherited.append(inherited)
-            self._entries.append(
-                self._build(status, inherited, partition, df) if keep_full else None
+            out_status.append(status)
+            out_content.append(contents[content or 0])
+            out_partition.append(partition)
+            out_inherited.append(inherited)
+            out_entries.append(
+                None if full is None else self._build(status, inherited, partition, full)
             )
 
     def _build(
@@ -947,6 +1012,8 @@ class LazyManifest:
         e = self._entries[i]
         if e is not None:
             return e
+        if self._columns is not None:
+            return self.entries_at((i,))[0]
         try:
             block, pos = self._locations[i]
             buf = _io.BytesIO(self._blocks[block])
@@ -960,14 +1027,36 @@ class LazyManifest:
         self._entries[i] = e
         return e
 
+    def entries_at(self, indices: Sequence[int]) -> list[ManifestEntry]:
+        """The entries at ``indices`` (file order) in full; decodes those not yet
+        decoded together, which the columnar decoder does much faster than one by one."""
+        if self._columns is not None:
+            self._fill(indices)
+        return [self.entry(i) for i in indices]
+
+    def _fill(self, indices: Iterable[int]) -> None:
+        columns = self._columns
+        entries = self._entries
+        missing = [i for i in indices if entries[i] is None]
+        if columns is None or not missing:
+            return
+        try:
+            files = columns.data_files(missing)
+            for i, df in zip(missing, files, strict=True):
+                entries[i] = self._build(
+                    self.statuses[i], self._inherited[i], self.partitions[i], df
+                )
+        except _DECODE_ERRORS as exc:
+            raise _damaged(self.manifest, exc) from exc
+
     def entries(self) -> list[ManifestEntry]:
         """Every entry in full."""
-        return [self.entry(i) for i in range(len(self.statuses))]
+        return self.entries_at(range(len(self.statuses)))
 
     def live_entries(self) -> list[ManifestEntry]:
         """The entries that are not DELETED, in full."""
         gone = _DELETED
-        return [self.entry(i) for i, s in enumerate(self.statuses) if s is not gone]
+        return self.entries_at([i for i, s in enumerate(self.statuses) if s is not gone])
 
 
 def _partition_types(spec: PartitionSpec, schema: Schema) -> tuple[IcebergType, ...] | None:

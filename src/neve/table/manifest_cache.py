@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from neve.errors import ValidationError
 from neve.io.fileio import FileIO
 from neve.spec.manifest import ManifestFile
+from neve.spec.manifest_columnar import columnar_enabled
 from neve.spec.manifest_io import LazyManifest, decode_manifest_lazy, read_manifest_list
 from neve.spec.partition import PartitionSpec
 
@@ -207,6 +208,11 @@ def load_manifests(
 
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
+    elif columnar_enabled():
+        # polars decodes without the GIL: fetch and decode on the threads
+        n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
+        with ThreadPoolExecutor(max_workers=n) as ex:
+            list(ex.map(lambda i: decode(i, fetch(i)), missing))
     else:
         n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
         with ThreadPoolExecutor(max_workers=n) as ex:

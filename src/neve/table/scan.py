@@ -173,13 +173,15 @@ class TableScan:
         is_data = DataFileContent.DATA
         for lazy in loaded:
             matches = part_filters[lazy.manifest.partition_spec_id]
-            for i, (status, content, partition) in enumerate(
-                zip(lazy.statuses, lazy.contents, lazy.partitions, strict=True)
-            ):
-                if status is gone or not matches(partition):
-                    continue
-                e = lazy.entry(i)
-                if content is is_data:
+            kept_entries = [
+                i
+                for i, (status, partition) in enumerate(
+                    zip(lazy.statuses, lazy.partitions, strict=True)
+                )
+                if status is not gone and matches(partition)
+            ]
+            for e in lazy.entries_at(kept_entries):
+                if e.data_file.content is is_data:
                     if metrics.eval(e.data_file):
                         data.append(e)
                 else:
