@@ -22,7 +22,7 @@ then read in full to Arrow by neve and by pyiceberg.
 A script, not a test: it asserts nothing about time.
 
     .venv/bin/python benchmarks/bench_scan.py [--files 10000] [--manifests 100]
-        [--repeat 5] [--scale 1] [--skip-plan] [--skip-tpch] [--quick]
+        [--repeat 5] [--processes 5] [--scale 1] [--skip-plan] [--skip-tpch] [--quick]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -219,7 +219,7 @@ def _line(name: str, cold: float, warm: list[float], extra: str = "") -> None:
     )
 
 
-def bench_planning(root: Path, files: int, manifests: int, repeat: int) -> None:
+def bench_planning(root: Path, files: int, manifests: int, repeat: int, processes: int) -> None:
     t0 = time.perf_counter()
     uri, warehouse = build_plan_tables(root, files, manifests)
     print(
@@ -231,27 +231,54 @@ def bench_planning(root: Path, files: int, manifests: int, repeat: int) -> None:
     day = DAY0 + (7 if manifests > 7 else 0)
     lo, hi = day * MICROS_PER_DAY, (day + 1) * MICROS_PER_DAY
     max_id = (files // 2) * ROWS_PER_FILE
-    print(f"  filter: ts in day {day} and id < {max_id}; cold = first plan in a fresh process")
+    print(
+        f"  filter: ts in day {day} and id < {max_id}; cold = the first plan in a fresh "
+        f"process after loading the table ({processes} processes per library, taking turns; "
+        "best and median); import = importing the library in that process"
+    )
     for layout in LAYOUTS:
-        results = {
-            lib: _plan_in_subprocess(lib, uri, warehouse, f"bench.{layout}", lo, hi, max_id, repeat)
-            for lib in ("neve", "pyiceberg")
-        }
-        ncold, nwarm, nn = results["neve"]
-        pcold, pwarm, pn = results["pyiceberg"]
+        runs: dict[str, list[_PlanRun]] = {"neve": [], "pyiceberg": []}
+        for _ in range(processes):
+            for lib in runs:
+                run = _plan_in_subprocess(
+                    lib, uri, warehouse, f"bench.{layout}", lo, hi, max_id, repeat
+                )
+                runs[lib].append(run)
         print(f"  layout {layout}:")
-        _line("neve", ncold, nwarm, f"   ({nn} tasks)")
-        _line("pyiceberg", pcold, pwarm, f"   ({pn} tasks)")
+        summary = {}
+        for lib, lib_runs in runs.items():
+            colds = [r.cold for r in lib_runs]
+            warm = [w for r in lib_runs for w in r.warm]
+            imports = statistics.median(r.imports for r in lib_runs)
+            summary[lib] = (
+                min(colds),
+                statistics.median(colds),
+                min(warm),
+                statistics.median(warm),
+            )
+            print(
+                f"    {lib:<10} cold best {min(colds) * 1000:7.1f} ms  median "
+                f"{statistics.median(colds) * 1000:7.1f} ms   warm best {min(warm) * 1000:7.1f} ms"
+                f"  median {statistics.median(warm) * 1000:7.1f} ms   import "
+                f"{imports * 1000:5.0f} ms   ({lib_runs[0].tasks} tasks)"
+            )
+        n, p = summary["neve"], summary["pyiceberg"]
         print(
-            f"  ratio pyiceberg/neve ({layout}): cold {pcold / ncold:.1f}x, warm best "
-            f"{min(pwarm) / min(nwarm):.1f}x, warm median "
-            f"{statistics.median(pwarm) / statistics.median(nwarm):.1f}x"
+            f"    ratio pyiceberg/neve ({layout}): cold best {p[0] / n[0]:.1f}x, cold median "
+            f"{p[1] / n[1]:.1f}x, warm best {p[2] / n[2]:.1f}x, warm median {p[3] / n[3]:.1f}x"
         )
+
+
+class _PlanRun(NamedTuple):
+    imports: float
+    cold: float
+    warm: list[float]
+    tasks: int
 
 
 def _plan_in_subprocess(
     lib: str, uri: str, warehouse: str, name: str, lo: int, hi: int, max_id: int, repeat: int
-) -> tuple[float, list[float], int]:
+) -> _PlanRun:
     """Plan in a fresh subprocess, so that "cold" means cold for both libraries."""
     out = subprocess.run(
         [
@@ -271,16 +298,24 @@ def _plan_in_subprocess(
         capture_output=True,
         text=True,
     ).stdout.split()
-    return float(out[0]), [float(x) for x in out[2:]], int(out[1])
+    return _PlanRun(float(out[0]), float(out[1]), [float(x) for x in out[3:]], int(out[2]))
 
 
 def plan_worker(args: list[str]) -> None:
     lib, uri, warehouse, name = args[:4]
     lo, hi, max_id, repeat = (int(a) for a in args[4:8])
+    t0 = time.perf_counter()
+    if lib == "neve":
+        import neve
+        import neve.expressions  # noqa: F401
+    else:
+        import pyiceberg.catalog.sql
+        import pyiceberg.expressions  # noqa: F401
+    imports = time.perf_counter() - t0
     make = _neve_plan if lib == "neve" else _pyiceberg_plan
     fn = make(uri, warehouse, name, lo, hi, max_id)
     cold, warm, n = _time(fn, repeat)
-    print(cold, n, *warm)
+    print(imports, cold, n, *warm)
 
 
 # -- part 2: TPC-H lineitem ---------------------------------------------------------------
@@ -349,22 +384,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--files", type=int, default=10_000, help="data files in the planning table")
     p.add_argument("--manifests", type=int, default=100, help="manifests (one per append)")
     p.add_argument("--repeat", type=int, default=5, help="warm repetitions")
+    p.add_argument(
+        "--processes", type=int, default=5, help="fresh processes per library for cold plans"
+    )
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
     p.add_argument("--skip-plan", action="store_true", help="skip part 1 (planning)")
     p.add_argument("--skip-tpch", action="store_true", help="skip part 2 (TPC-H scan)")
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: 200 files in 4 manifests, TPC-H scale 0.01, 1 repetition",
+        help="smoke run: 200 files in 4 manifests, TPC-H scale 0.01, 1 repetition and process",
     )
     args = p.parse_args(argv)
     if args.quick:
         args.files, args.manifests, args.repeat, args.scale = 200, 4, 1, 0.01
+        args.processes = 1
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         if not args.skip_plan:
-            bench_planning(root, args.files, args.manifests, args.repeat)
+            bench_planning(root, args.files, args.manifests, args.repeat, args.processes)
         if not args.skip_tpch:
             bench_tpch(root, args.scale, args.repeat)
 

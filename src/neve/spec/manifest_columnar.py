@@ -277,7 +277,8 @@ def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> Manif
     if readable is not None:
         data = header.with_schema(data, readable)
     try:
-        table = pl.read_avro(io.BytesIO(data)).to_arrow()
+        # the newest Arrow layout (string and binary views) converts without copying
+        table = pl.read_avro(io.BytesIO(data)).to_arrow(compat_level=pl.CompatLevel.newest())
     except Exception:  # any polars failure: fastavro decodes the file instead
         return None
     if table.num_columns != len(entry_names):
