@@ -361,3 +361,31 @@ def test_the_environment_variable_chooses_the_decoder(
     assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None
     monkeypatch.delenv("NEVE_MANIFEST_DECODER")
     assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None
+
+
+def _decode_in_child(data: bytes, m: ManifestFile, specs: dict[int, PartitionSpec]) -> None:
+    lazy = decode_manifest_lazy(data, m, specs_by_id=specs)
+    expected = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False).entries()
+    # fastavro, not polars: polars deadlocks in a child forked after the parent used it
+    os._exit(0 if lazy._columns is None and lazy.entries() == expected else 3)
+
+
+def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: Path) -> None:
+    import multiprocessing
+    import warnings
+
+    data, m, specs = _small_manifest(tmp_path)
+    assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None  # polars used
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
+        child = multiprocessing.get_context("fork").Process(
+            target=_decode_in_child, args=(data, m, specs)
+        )
+        child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung decoding a manifest")
+    assert child.exitcode == 0
+    # this process still decodes with polars
+    assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None

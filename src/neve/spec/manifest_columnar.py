@@ -13,7 +13,8 @@ plan (canonical field names by field id, partition converters, inheritance rules
 stays the one ``manifest_io`` derives from the file's writer schema; columns are
 matched to it by position, which both readers take from the same writer schema. A
 file polars cannot read (an unsupported codec, a schema it rejects) returns None here
-and is decoded by fastavro. ``NEVE_MANIFEST_DECODER=fastavro`` turns this path off.
+and is decoded by fastavro. ``NEVE_MANIFEST_DECODER=fastavro`` turns this path off,
+and so does forking a process that has used polars (see ``columnar_enabled``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,25 @@ _MAPS = frozenset(
 )
 
 
+# polars runs a thread pool once used; a child forked after that deadlocks on its first
+# polars call. So a process forked after this process used polars decodes with fastavro.
+_used = False
+_forked_after_use = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_use
+    _forked_after_use = _forked_after_use or _used
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def columnar_enabled() -> bool:
+    """Whether to decode manifests with polars: unless ``NEVE_MANIFEST_DECODER`` says
+    "fastavro", or this process was forked from one that had used polars."""
+    if _forked_after_use:
+        return False
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
 
 
@@ -272,10 +291,14 @@ def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> Manif
         if found is None:
             return None
         part_names = found
+    if _forked_after_use:
+        return None
     text = header.schema_text
     readable = _polars_schema(text)
     if readable is not None:
         data = header.with_schema(data, readable)
+    global _used
+    _used = True
     try:
         # the newest Arrow layout (string and binary views) converts without copying
         table = pl.read_avro(io.BytesIO(data)).to_arrow(compat_level=pl.CompatLevel.newest())
