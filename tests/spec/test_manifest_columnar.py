@@ -364,7 +364,7 @@ def test_the_environment_variable_chooses_the_decoder(
 
 
 def _decode_in_child(data: bytes, m: ManifestFile, specs: dict[int, PartitionSpec]) -> None:
-    lazy = decode_manifest_lazy(data, m, specs_by_id=specs)
+    lazy = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
     expected = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False).entries()
     # fastavro, not polars: polars deadlocks in a child forked after the parent used it
     os._exit(0 if lazy._columns is None and lazy.entries() == expected else 3)
@@ -375,7 +375,8 @@ def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: 
     import warnings
 
     data, m, specs = _small_manifest(tmp_path)
-    assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None  # polars used
+    used = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
+    assert used._columns is not None  # polars was used
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
         child = multiprocessing.get_context("fork").Process(
@@ -388,4 +389,4 @@ def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: 
         pytest.fail("the forked child hung decoding a manifest")
     assert child.exitcode == 0
     # this process still decodes with polars
-    assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None
+    assert decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)._columns is not None

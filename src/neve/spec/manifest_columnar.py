@@ -33,7 +33,13 @@ import pyarrow.compute as pc
 
 from neve.spec.avro_container import AvroHeader
 
-__all__ = ["ManifestColumns", "columnar_enabled", "read_columns"]
+__all__ = ["HeadColumns", "ManifestColumns", "columnar_enabled", "read_columns"]
+
+#: Per entry: status codes, snapshot ids, sequence numbers, file sequence numbers, content
+#: codes, record counts, first row ids, partition tuples (see ``ManifestColumns.heads``).
+HeadColumns = tuple[
+    list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any]
+]
 
 #: Environment variable choosing the manifest decoder: "columnar" (default) or "fastavro".
 DECODER_ENV = "NEVE_MANIFEST_DECODER"
@@ -144,16 +150,14 @@ class ManifestColumns:
         self._partition = partition
         self.length = len(data_file)
 
-    def _entry_column(self, name: str) -> Iterable[Any]:
+    def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
-        if col is None:
-            return repeat(None, self.length)
-        values: list[Any] = col.to_pylist()
+        values: list[Any] = [None] * self.length if col is None else col.to_pylist()
         return values
 
-    def _df_column(self, name: str) -> Iterable[Any]:
+    def _df_column(self, name: str) -> list[Any]:
         if name not in self._df_names:
-            return repeat(None, self.length)
+            return [None] * self.length
         values: list[Any] = self._data_file.field(self._df_names.index(name)).to_pylist()
         return values
 
@@ -161,11 +165,11 @@ class ManifestColumns:
         self,
         keys: Sequence[str | None],
         convs: Sequence[Callable[[Any], Any] | None],
-    ) -> Iterator[tuple[Any, ...]]:
-        """Per entry: status code, snapshot id, sequence number, file sequence number,
-        content code, record count, first row id, the partition tuple in spec order (the
-        columns named by ``keys``, None for a key the file lacks, converted by
-        ``convs``), and None for the full record (see ``data_files``)."""
+    ) -> HeadColumns:
+        """Lists with one item per entry: status codes, snapshot ids, sequence numbers,
+        file sequence numbers, content codes, record counts, first row ids, and partition
+        tuples in spec order (the columns named by ``keys``, None for a key the file
+        lacks, converted by ``convs``). Full records: see ``data_files``."""
         n = self.length
         values: list[Iterable[Any]] = []
         for key, conv in zip(keys, convs, strict=True):
@@ -174,7 +178,7 @@ class ManifestColumns:
                 continue
             raw = _raw(self._partition[key]).to_pylist()
             values.append(raw if conv is None else [None if v is None else conv(v) for v in raw])
-        return zip(
+        return (
             self._entry_column("status"),
             self._entry_column("snapshot_id"),
             self._entry_column("sequence_number"),
@@ -182,9 +186,7 @@ class ManifestColumns:
             self._df_column("content"),
             self._df_column("record_count"),
             self._df_column("first_row_id"),
-            zip(*values, strict=True) if values else repeat((), n),
-            repeat(None, n),
-            strict=True,
+            list(zip(*values, strict=True)) if values else [()] * n,
         )
 
     def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:

@@ -795,28 +795,50 @@ _DECODE_ERRORS = (
 )
 
 
-#: What a head decode gives per entry: status code, snapshot id, data and file sequence
-#: numbers (None when absent), content code, record count, first row id, the partition
-#: (a record, or a tuple from the columnar decoder), and the full data_file record when
-#: it was decoded too (else None).
-_Head = tuple[int, Any, Any, Any, Any, int, Any, Any, Mapping[str, Any] | None]
+@dataclass
+class _Heads:
+    """What a head decode gives, one list per field with one item per entry: status
+    codes, snapshot ids, data and file sequence numbers (None when absent), content
+    codes, record counts, first row ids, partitions (records, or spec-ordered tuples
+    from the columnar decoder), and the full data_file records when they were decoded
+    too (else None)."""
+
+    status: list[int]
+    snapshot_id: list[Any]
+    sequence_number: list[Any]
+    file_sequence_number: list[Any]
+    content: list[Any]
+    record_count: list[int]
+    first_row_id: list[Any]
+    partition: list[Any]
+    full: list[Mapping[str, Any]] | None
 
 
-def _record_heads(records: Iterable[Any], full: bool) -> Iterator[_Head]:
+def _record_heads(records: Iterable[Any], full: bool) -> _Heads:
     """Heads of fastavro-decoded entry records."""
+    heads = _Heads([], [], [], [], [], [], [], [], [] if full else None)
     for rec in records:
         df = rec["data_file"]
-        yield (
-            rec["status"],
-            rec["snapshot_id"],
-            rec.get("sequence_number"),
-            rec.get("file_sequence_number"),
-            df.get("content"),
-            df["record_count"],
-            df.get("first_row_id"),
-            df["partition"],
-            df if full else None,
-        )
+        heads.status.append(rec["status"])
+        heads.snapshot_id.append(rec["snapshot_id"])
+        heads.sequence_number.append(rec.get("sequence_number"))
+        heads.file_sequence_number.append(rec.get("file_sequence_number"))
+        heads.content.append(df.get("content"))
+        heads.record_count.append(df["record_count"])
+        heads.first_row_id.append(df.get("first_row_id"))
+        heads.partition.append(df["partition"])
+        if heads.full is not None:
+            heads.full.append(df)
+    return heads
+
+
+def _inherit(values: list[Any], inherited: Any, only: list[bool] | None) -> list[Any]:
+    """``values`` with None replaced by ``inherited`` (where ``only`` is True, if given)."""
+    if inherited is None or None not in values:
+        return values
+    if only is None:
+        return [inherited if v is None else v for v in values]
+    return [inherited if v is None and o else v for v, o in zip(values, only, strict=True)]
 
 
 class LazyManifest:
@@ -879,9 +901,8 @@ class LazyManifest:
         if columns is not None:
             try:
                 self._columns = columns
-                self._read_heads(
-                    columns.heads(plan.partition_keys, plan.partition_convs), plan, tuple
-                )
+                head_columns = columns.heads(plan.partition_keys, plan.partition_convs)
+                self._read_heads(_Heads(*head_columns, full=None), plan, None)
                 if eager:
                     self._fill(range(len(self.statuses)))
                 return
@@ -900,8 +921,7 @@ class LazyManifest:
         self._read_heads(_record_heads(records, True), plan, self._partition_of)
 
     def _reset(self) -> None:
-        for memo in (self.statuses, self.contents, self.partitions, self._inherited):
-            memo.clear()
+        self.statuses, self.contents, self.partitions, self._inherited = [], [], [], []
         self._blocks, self._locations, self._entries = [], [], []
         self._columns = None
 
@@ -920,48 +940,52 @@ class LazyManifest:
                 yield decode(buf, schema, head)
 
     def _read_heads(
-        self, heads: Iterable[_Head], plan: _EntryPlan, partition_of: Callable[[Any], Any]
+        self, heads: _Heads, plan: _EntryPlan, partition_of: Callable[[Any], Any] | None
     ) -> None:
-        """Fill the per-entry memos from heads, whose partition ``partition_of`` turns
-        into the spec-ordered tuple; entries whose head carries the full data_file record
-        are built at once."""
-        has_seq = plan.has_sequence_numbers
+        """Fill the per-entry memos from heads, whose partitions ``partition_of`` turns
+        into spec-ordered tuples (None: they are tuples already); entries whose full
+        data_file record was decoded too are built at once. Column by column, as list
+        comprehensions: planning reads the heads of every entry of every manifest."""
         manifest = self.manifest
-        added_snapshot_id = manifest.added_snapshot_id
-        manifest_seq: int | None = (
-            manifest.sequence_number if manifest.sequence_number >= 0 else None
-        )
+        n = len(heads.status)
+        statuses = [_STATUSES[c] for c in heads.status]
+        snapshot_ids = _inherit(heads.snapshot_id, manifest.added_snapshot_id, None)
+        if plan.has_sequence_numbers:
+            # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
+            # (and, as Java does, for any entry of a manifest with sequence number 0)
+            seq = manifest.sequence_number if manifest.sequence_number >= 0 else None
+            added = None if seq == 0 else [s is _ADDED for s in statuses]
+            seqs = _inherit(heads.sequence_number, seq, added)
+            file_seqs = _inherit(heads.file_sequence_number, seq, added)
+        else:
+            seqs = file_seqs = [0] * n  # v1 manifests read as sequence number 0
+        first_row_ids = heads.first_row_id
         next_row_id = manifest.first_row_id if manifest.content is ManifestContent.DATA else None
-        statuses, contents, added, deleted = _STATUSES, _CONTENTS, _ADDED, _DELETED
-        out_status, out_content = self.statuses, self.contents
-        out_partition, out_inherited, out_entries = self.partitions, self._inherited, self._entries
-        for code, snapshot_id, seq, file_seq, content, count, first_row_id, part, full in heads:
-            status = statuses[code]
-            if snapshot_id is None:
-                snapshot_id = added_snapshot_id
-            if has_seq:
-                # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
-                # (and, as Java does, for any entry of a manifest with sequence number 0)
-                if seq is None and (status is added or manifest_seq == 0):
-                    seq = manifest_seq
-                if file_seq is None and (status is added or manifest_seq == 0):
-                    file_seq = manifest_seq
-            else:
-                seq = file_seq = 0  # v1 manifests read as sequence number 0
-            if next_row_id is not None and status is not deleted and first_row_id is None:
-                # spec "First Row ID Inheritance"; deleted entries are not given ids,
-                # matching the ranges writers reserve (existing + added rows)
-                first_row_id = next_row_id
-                next_row_id += count
-            partition = partition_of(part)
-            inherited = (snapshot_id, seq, file_seq, first_row_id)
-            out_status.append(status)
-            out_content.append(contents[content or 0])
-            out_partition.append(partition)
-            out_inherited.append(inherited)
-            out_entries.append(
-                None if full is None else self._build(status, inherited, partition, full)
-            )
+        if next_row_id is not None and None in first_row_ids:
+            # spec "First Row ID Inheritance"; deleted entries are not given ids,
+            # matching the ranges writers reserve (existing + added rows)
+            first_row_ids = list(first_row_ids)
+            for i, (status, count) in enumerate(zip(statuses, heads.record_count, strict=True)):
+                if status is not _DELETED and first_row_ids[i] is None:
+                    first_row_ids[i] = next_row_id
+                    next_row_id += count
+        partitions = (
+            heads.partition if partition_of is None else [partition_of(p) for p in heads.partition]
+        )
+        inherited = list(zip(snapshot_ids, seqs, file_seqs, first_row_ids, strict=True))
+        self.statuses = statuses
+        self.contents = [_CONTENTS[c or 0] for c in heads.content]
+        self.partitions = partitions
+        self._inherited = inherited
+        full = heads.full
+        self._entries = (
+            [None] * n
+            if full is None
+            else [
+                self._build(*args)
+                for args in zip(statuses, inherited, partitions, full, strict=True)
+            ]
+        )
 
     def _build(
         self,
