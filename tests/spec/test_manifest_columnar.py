@@ -39,6 +39,7 @@ from neve.spec.manifest import (
 from neve.spec.manifest_io import (
     LazyManifest,
     decode_manifest_lazy,
+    decode_manifests_lazy,
     read_manifest_list,
     write_manifest,
 )
@@ -163,6 +164,87 @@ def test_columnar_equals_fastavro_on_random_manifests(
     _assert_same(*_both(data, m, specs, schema))  # converted by Iceberg types
     _assert_same(*_both(data, m, specs))  # by the file's Avro types
     _assert_same(*_both(data, m))  # the spec from the file itself
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_manifests(), cuts=st.lists(st.integers(0, 12), min_size=2, max_size=2))
+def test_manifests_read_together_equal_each_read_by_fastavro(
+    case: tuple[int, Schema, PartitionSpec, list[ManifestEntry]], cuts: list[int]
+) -> None:
+    """Manifests of one writer schema are read by polars in one call; split back, each
+    equals its fastavro decoding (empty manifests included)."""
+    version, schema, spec, entries = case
+    a, b = sorted(cuts)
+    parts = [entries[:a], entries[a:b], entries[b:]]
+    fio = FileIO()
+    datas, manifests = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, part in enumerate(parts):
+            m = write_manifest(
+                fio,
+                f"{tmp}/m{k}.avro",
+                format_version=version,
+                spec=spec,
+                schema=schema,
+                content=ManifestContent.DATA,
+                snapshot_id=7 + k,
+                entries=part,
+            )
+            datas.append(fio.read_bytes(m.manifest_path))
+            manifests.append(m.with_(sequence_number=3 + k if version > 1 else 0))
+    together = decode_manifests_lazy(datas, manifests, specs_by_id={0: spec}, columnar=True)
+    # one polars read: each manifest's columns are a slice of the same arrays
+    offsets = [lz._columns._data_file.offset for lz in together if lz._columns is not None]
+    assert offsets == [0, len(parts[0]), len(parts[0]) + len(parts[1])]
+    for data, m, col in zip(datas, manifests, together, strict=True):
+        avro = decode_manifest_lazy(data, m, specs_by_id={0: spec}, columnar=False)
+        _assert_same(col, avro)
+
+
+def test_manifests_of_different_schemas_and_codecs_read_together(tmp_path: Path) -> None:
+    data, m, specs = _small_manifest(tmp_path)
+    schema = Schema(NestedField(1, "id", LONG))
+    spec = PartitionSpec(0, (PartitionField(1, 1000, BucketTransform(4), "id_b"),))
+    fio = FileIO()
+    om = write_manifest(
+        fio,
+        f"{tmp_path}/other.avro",
+        format_version=2,
+        spec=spec,
+        schema=schema,
+        content=ManifestContent.DATA,
+        snapshot_id=5,
+        entries=[
+            ManifestEntry(
+                ManifestEntryStatus.EXISTING,
+                4,
+                1,
+                1,
+                DataFile(
+                    file_path=f"{tmp_path}/o.parquet",
+                    file_format=FileFormat.PARQUET,
+                    partition=(3,),
+                    record_count=9,
+                    file_size_in_bytes=99,
+                ),
+            )
+        ],
+    ).with_(sequence_number=2)
+    other = fio.read_bytes(om.manifest_path)
+    datas = [data, _reencoded(data, "bzip2"), other, _reencoded(data, "null"), data]
+    manifests = [m, m, om, m, m]
+    together = decode_manifests_lazy(datas, manifests, columnar=True)
+    assert [lz._columns is not None for lz in together] == [True, False, True, True, True]
+    # the first and last share schema and codec: read together, the last one a slice
+    assert [lz._columns._data_file.offset for lz in together if lz._columns] == [0, 0, 0, 5]
+    for d, mf, lz in zip(datas, manifests, together, strict=True):
+        assert lz.entries() == decode_manifest_lazy(d, mf, columnar=False).entries()
+    expected = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False).entries()
+    # a damaged file among them: the others still read (each on its own), it raises
+    with pytest.raises(NeveIOError, match="damaged"):
+        decode_manifests_lazy([data, data[:-30], data], [m, m, m], specs_by_id=specs, columnar=True)
+    good = decode_manifests_lazy([data, data], [m, m], specs_by_id=specs, columnar=True)
+    assert [lz.entries() for lz in good] == [expected, expected]
 
 
 def test_delete_manifests_agree(tmp_path: Path) -> None:

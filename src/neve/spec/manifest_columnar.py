@@ -27,13 +27,20 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
+import fastavro
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.spec.avro_container import AvroHeader
 
-__all__ = ["HeadColumns", "ManifestColumns", "columnar_enabled", "read_columns"]
+__all__ = [
+    "HeadColumns",
+    "ManifestColumns",
+    "columnar_enabled",
+    "read_columns",
+    "read_columns_many",
+]
 
 #: Per entry: status codes, snapshot ids, sequence numbers, file sequence numbers, content
 #: codes, record counts, first row ids, partition tuples (see ``ManifestColumns.heads``).
@@ -189,6 +196,22 @@ class ManifestColumns:
             list(zip(*values, strict=True)) if values else [()] * n,
         )
 
+    def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
+        """Consecutive parts of ``counts`` entries each (zero-copy slices)."""
+        out = []
+        start = 0
+        for n in counts:
+            out.append(
+                ManifestColumns(
+                    {k: a.slice(start, n) for k, a in self._entry.items()},
+                    self._data_file.slice(start, n),
+                    self._df_names,
+                    {k: a.slice(start, n) for k, a in self._partition.items()},
+                )
+            )
+            start += n
+        return out
+
     def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The full data_file records of the entries at ``indices``. Runs of adjacent
         entries are converted from zero-copy slices: a long run column by column, a
@@ -272,6 +295,57 @@ def _polars_schema(schema_text: str) -> str | None:
     schema = json.loads(schema_text)
     readable = _for_polars(schema, {}, [0])
     return None if readable == schema else json.dumps(readable)
+
+
+_LONG = fastavro.parse_schema("long")
+
+
+def _blocks(data: bytes, header: AvroHeader) -> Iterator[tuple[int, int, int]]:
+    """(start, end, record count) of each data block of an Avro file, the block's
+    framing (count and size, two Avro longs) included, its sync marker excluded.
+    ValueError when a block does not end with the file's sync marker."""
+    buf = io.BytesIO(data)
+    pos = header.end
+    end_of_file = len(data)
+    while pos < end_of_file:
+        buf.seek(pos)
+        count = fastavro.schemaless_reader(buf, _LONG, None)
+        size = fastavro.schemaless_reader(buf, _LONG, None)
+        if not isinstance(count, int) or not isinstance(size, int) or count < 0 or size < 0:
+            raise ValueError(f"bad Avro block header at byte {pos}")
+        end = buf.tell() + size
+        if data[end : end + 16] != header.sync:
+            raise ValueError(f"the Avro block at byte {pos} does not end with the sync marker")
+        yield pos, end, count
+        pos = end + 16
+
+
+def read_columns_many(
+    datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
+) -> list[ManifestColumns] | None:
+    """The columns of several manifests with one writer schema and codec, read by
+    polars in one call (each call costs about as much as decoding 50 entries): one
+    file with the first one's header and every file's blocks, each followed by the
+    first file's sync marker. None when any file's blocks do not parse (then each file
+    is read on its own)."""
+    first = headers[0]
+    parts: list[bytes | memoryview] = [memoryview(datas[0])[: first.end]]
+    counts = []
+    try:
+        for data, header in zip(datas, headers, strict=True):
+            view = memoryview(data)
+            n = 0
+            for start, end, count in _blocks(data, header):
+                parts.append(view[start:end])
+                parts.append(first.sync)
+                n += count
+            counts.append(n)
+    except (ValueError, EOFError, TypeError):
+        return None
+    merged = read_columns(b"".join(parts), first, decoding_schema)
+    if merged is None or merged.length != sum(counts):
+        return None
+    return merged.split(counts)
 
 
 def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> ManifestColumns | None:

@@ -40,7 +40,7 @@ from fastavro.read import SchemaResolutionError
 from neve.errors import NeveIOError, SchemaError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec import avro_schemas as _schemas
-from neve.spec.avro_container import read_header
+from neve.spec.avro_container import AvroHeader, read_header
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -51,7 +51,12 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_columnar import ManifestColumns, columnar_enabled, read_columns
+from neve.spec.manifest_columnar import (
+    ManifestColumns,
+    columnar_enabled,
+    read_columns,
+    read_columns_many,
+)
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
 from neve.spec.partition import PARTITION_DATA_ID_START, PartitionSpec
 from neve.spec.schema import Schema
@@ -760,6 +765,7 @@ def decode_manifest_lazy(
     schema: Schema | None = None,
     eager: bool = False,
     columnar: bool | None = None,
+    prepared: ManifestColumns | None = None,
 ) -> LazyManifest:
     """The entries of a manifest decoded in two steps: at once the head of each entry
     (status, inherited snapshot id, sequence numbers and first row id, content and
@@ -771,9 +777,53 @@ def decode_manifest_lazy(
     read go to fastavro), fastavro alone (False), or as ``NEVE_MANIFEST_DECODER`` says
     (None, the default; see :mod:`neve.spec.manifest_columnar`)."""
     try:
-        return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar)
+        return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar, prepared)
     except _DECODE_ERRORS as exc:
         raise _damaged(manifest, exc) from exc
+
+
+def decode_manifests_lazy(
+    datas: Sequence[bytes],
+    manifests: Sequence[ManifestFile],
+    *,
+    specs_by_id: Mapping[int, PartitionSpec] | None = None,
+    eager: Sequence[bool] | None = None,
+    columnar: bool | None = None,
+) -> list[LazyManifest]:
+    """:func:`decode_manifest_lazy` for several manifests (with one ``eager`` flag
+    each). The columnar decoder reads the files that share a writer schema and codec
+    in one polars call (see ``manifest_columnar.read_columns_many``)."""
+    flags = list(eager) if eager is not None else [False] * len(manifests)
+    prepared: list[ManifestColumns | None] = [None] * len(manifests)
+    if columnar is None:
+        columnar = columnar_enabled()
+    if columnar:
+        groups: dict[tuple[str, str], list[int]] = {}
+        headers: dict[int, AvroHeader] = {}
+        for i, data in enumerate(datas):
+            try:
+                headers[i] = header = read_header(data)
+                groups.setdefault((header.schema_text, header.codec), []).append(i)
+            except (ValueError, EOFError, KeyError):
+                continue  # decode_manifest_lazy reports it
+        for (text, _), members in groups.items():
+            if len(members) < 2:
+                continue
+            try:
+                decoding = _entry_plan(text, None, None).schema
+            except _DECODE_ERRORS:
+                continue
+            found = read_columns_many(
+                [datas[i] for i in members], [headers[i] for i in members], decoding
+            )
+            for i, columns in zip(members, found or (), strict=False):
+                prepared[i] = columns
+    return [
+        decode_manifest_lazy(
+            data, m, specs_by_id=specs_by_id, eager=e, columnar=columnar, prepared=p
+        )
+        for data, m, e, p in zip(datas, manifests, flags, prepared, strict=True)
+    ]
 
 
 def _damaged(manifest: ManifestFile, exc: Exception) -> NeveIOError:
@@ -868,6 +918,7 @@ class LazyManifest:
         schema: Schema | None,
         eager: bool,
         columnar: bool | None = None,
+        prepared: ManifestColumns | None = None,
     ) -> None:
         self.manifest = manifest
         #: Per entry, in file order: status, content and partition tuple (spec order).
@@ -897,7 +948,9 @@ class LazyManifest:
         self._schema = plan.schema
         if columnar is None:
             columnar = columnar_enabled()
-        columns = read_columns(data, header, plan.schema) if columnar else None
+        columns = None
+        if columnar:
+            columns = prepared if prepared is not None else read_columns(data, header, plan.schema)
         if columns is not None:
             try:
                 self._columns = columns
