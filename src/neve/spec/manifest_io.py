@@ -782,6 +782,37 @@ def decode_manifest_lazy(
         raise _damaged(manifest, exc) from exc
 
 
+def read_manifest_columns(datas: Sequence[bytes]) -> list[ManifestColumns | None]:
+    """The columns of several manifests for :func:`decode_manifests_lazy`, read with
+    polars, the files that share a writer schema and codec in one call (see
+    ``manifest_columnar.read_columns_many``); None for a file read alone later. Holds
+    the GIL little: run it on threads."""
+    prepared: list[ManifestColumns | None] = [None] * len(datas)
+    groups: dict[tuple[str, str], list[int]] = {}
+    headers: dict[int, AvroHeader] = {}
+    for i, data in enumerate(datas):
+        try:
+            headers[i] = header = read_header(data)
+            groups.setdefault((header.schema_text, header.codec), []).append(i)
+        except (ValueError, EOFError, KeyError):
+            continue  # decode_manifest_lazy reports it
+    for (text, _), members in groups.items():
+        try:
+            decoding = _entry_plan(text, None, None).schema
+        except _DECODE_ERRORS:
+            continue
+        if len(members) == 1:
+            (i,) = members
+            prepared[i] = read_columns(datas[i], headers[i], decoding)
+            continue
+        found = read_columns_many(
+            [datas[i] for i in members], [headers[i] for i in members], decoding
+        )
+        for i, columns in zip(members, found or (), strict=False):
+            prepared[i] = columns
+    return prepared
+
+
 def decode_manifests_lazy(
     datas: Sequence[bytes],
     manifests: Sequence[ManifestFile],
@@ -789,35 +820,16 @@ def decode_manifests_lazy(
     specs_by_id: Mapping[int, PartitionSpec] | None = None,
     eager: Sequence[bool] | None = None,
     columnar: bool | None = None,
+    prepared: Sequence[ManifestColumns | None] | None = None,
 ) -> list[LazyManifest]:
     """:func:`decode_manifest_lazy` for several manifests (with one ``eager`` flag
-    each). The columnar decoder reads the files that share a writer schema and codec
-    in one polars call (see ``manifest_columnar.read_columns_many``)."""
+    each). The columnar decoder reads them with :func:`read_manifest_columns` unless
+    ``prepared`` holds what it returned."""
     flags = list(eager) if eager is not None else [False] * len(manifests)
-    prepared: list[ManifestColumns | None] = [None] * len(manifests)
     if columnar is None:
         columnar = columnar_enabled()
-    if columnar:
-        groups: dict[tuple[str, str], list[int]] = {}
-        headers: dict[int, AvroHeader] = {}
-        for i, data in enumerate(datas):
-            try:
-                headers[i] = header = read_header(data)
-                groups.setdefault((header.schema_text, header.codec), []).append(i)
-            except (ValueError, EOFError, KeyError):
-                continue  # decode_manifest_lazy reports it
-        for (text, _), members in groups.items():
-            if len(members) < 2:
-                continue
-            try:
-                decoding = _entry_plan(text, None, None).schema
-            except _DECODE_ERRORS:
-                continue
-            found = read_columns_many(
-                [datas[i] for i in members], [headers[i] for i in members], decoding
-            )
-            for i, columns in zip(members, found or (), strict=False):
-                prepared[i] = columns
+    if prepared is None:
+        prepared = read_manifest_columns(datas) if columnar else [None] * len(datas)
     return [
         decode_manifest_lazy(
             data, m, specs_by_id=specs_by_id, eager=e, columnar=columnar, prepared=p

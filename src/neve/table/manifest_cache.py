@@ -24,6 +24,7 @@ from neve.spec.manifest_io import (
     LazyManifest,
     decode_manifest_lazy,
     decode_manifests_lazy,
+    read_manifest_columns,
     read_manifest_list,
 )
 from neve.spec.partition import PartitionSpec
@@ -214,28 +215,28 @@ def load_manifests(
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
-        # polars decodes without the GIL, files of one schema together: fetch on threads,
-        # then decode one share of the files per core, in parallel
+        # polars reads without the GIL, files of one schema together: fetch on threads,
+        # read one share of the files per core on threads, then build the entries'
+        # Python objects here (sharing the GIL between threads only slows that down)
         n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
+        shares = min(os.cpu_count() or 2, len(missing))
+        size = -(-len(missing) // shares)
+        chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
         with ThreadPoolExecutor(max_workers=n) as ex:
             datas = dict(zip(missing, ex.map(fetch, missing), strict=True))
-            shares = min(os.cpu_count() or 2, len(missing))
-            size = -(-len(missing) // shares)
-            chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
-
-            def decode_share(chunk: list[int]) -> None:
-                decoded = decode_manifests_lazy(
-                    [datas[i] for i in chunk],
-                    [manifests[i] for i in chunk],
-                    specs_by_id=specs_by_id,
-                    eager=[flags[i] for i in chunk],
-                    columnar=True,
-                )
-                for i, lazy in zip(chunk, decoded, strict=True):
-                    cache.store(keys[i], lazy)
-                    out[i] = lazy
-
-            list(ex.map(decode_share, chunks))
+            read = list(ex.map(lambda c: read_manifest_columns([datas[i] for i in c]), chunks))
+        for chunk, prepared in zip(chunks, read, strict=True):
+            decoded = decode_manifests_lazy(
+                [datas[i] for i in chunk],
+                [manifests[i] for i in chunk],
+                specs_by_id=specs_by_id,
+                eager=[flags[i] for i in chunk],
+                columnar=True,
+                prepared=prepared,
+            )
+            for i, lazy in zip(chunk, decoded, strict=True):
+                cache.store(keys[i], lazy)
+                out[i] = lazy
     else:
         n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
         with ThreadPoolExecutor(max_workers=n) as ex:
