@@ -70,9 +70,39 @@ def _both(
     return col, avro
 
 
+def _subset(m: Any, fids: set[int]) -> dict[int, Any] | None:
+    return None if m is None else {k: v for k, v in m.items() if k in fids}
+
+
+def _assert_metrics_at(col: LazyManifest, avro: LazyManifest) -> None:
+    """What planning evaluates metrics on before decoding entries in full: the record
+    count and each metric map limited to the filter's fields, as in the full entries."""
+    entries = avro.entries()
+    every = sorted({k for e in entries for k in (e.data_file.lower_bounds or {})} | {1, 2})
+    for fids in ({every[0]}, set(every[::2]), set(every), {999}):
+        indices = list(range(len(entries)))[::-1][::2]  # any order, not all
+        got = col.metrics_at(indices, fids)
+        assert got is not None
+        assert got == [
+            (
+                entries[i].data_file.record_count,
+                _subset(entries[i].data_file.value_counts, fids),
+                _subset(entries[i].data_file.null_value_counts, fids),
+                _subset(entries[i].data_file.nan_value_counts, fids),
+                _subset(entries[i].data_file.lower_bounds, fids),
+                _subset(entries[i].data_file.upper_bounds, fids),
+            )
+            for i in indices
+        ]
+
+
 def _assert_same(col: LazyManifest, avro: LazyManifest, *, columnar: bool = True) -> None:
     assert (col._columns is not None) is columnar
     assert avro._columns is None
+    if columnar:
+        _assert_metrics_at(col, avro)
+    else:
+        assert col.metrics_at([0], {1}) is None
     assert col.statuses == avro.statuses
     assert col.contents == avro.contents
     assert col.partitions == avro.partitions

@@ -20,7 +20,7 @@ answer would delete rows that do not match.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from neve.errors import ExpressionError
@@ -64,12 +64,25 @@ class _Stats:
 
     __slots__ = ("lower", "nans", "nulls", "upper", "values")
 
-    def __init__(self, f: DataFile) -> None:
-        self.values: Mapping[int, int] | None = f.value_counts
-        self.nulls: Mapping[int, int] | None = f.null_value_counts
-        self.nans: Mapping[int, int] | None = f.nan_value_counts
-        self.lower: Mapping[int, bytes] | None = f.lower_bounds
-        self.upper: Mapping[int, bytes] | None = f.upper_bounds
+    def __init__(
+        self,
+        values: Mapping[int, int] | None,
+        nulls: Mapping[int, int] | None,
+        nans: Mapping[int, int] | None,
+        lower: Mapping[int, bytes] | None,
+        upper: Mapping[int, bytes] | None,
+    ) -> None:
+        self.values = values
+        self.nulls = nulls
+        self.nans = nans
+        self.lower = lower
+        self.upper = upper
+
+    @classmethod
+    def of(cls, f: DataFile) -> _Stats:
+        return cls(
+            f.value_counts, f.null_value_counts, f.nan_value_counts, f.lower_bounds, f.upper_bounds
+        )
 
     def raw_lower(self, fid: int) -> bytes | None:
         return _get(self.lower, fid)
@@ -158,9 +171,13 @@ def _compile(expr: BooleanExpression, leaf: Callable[[BoundPredicate], Test]) ->
 
 
 class InclusiveMetricsEvaluator:
-    """``eval(data_file)`` is False only when no row of the file can match the filter."""
+    """``eval(data_file)`` is False only when no row of the file can match the filter.
 
-    __slots__ = ("_test", "expr", "include_empty_files", "schema")
+    ``eval_metrics`` takes the metrics themselves, and needs of each map only the
+    entries of :attr:`field_ids`: planning passes those alone for files it has not
+    decoded in full yet, and decodes in full only the files that may match."""
+
+    __slots__ = ("_test", "expr", "field_ids", "include_empty_files", "schema")
 
     def __init__(
         self,
@@ -174,6 +191,8 @@ class InclusiveMetricsEvaluator:
         self.expr = rewrite_not(bind(schema, row_filter, case_sensitive))
         self.include_empty_files = include_empty_files
         self._test = _compile(self.expr, _inclusive_leaf)
+        #: The ids of the fields whose metrics the filter reads.
+        self.field_ids = frozenset(_field_ids(self.expr))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
@@ -182,12 +201,37 @@ class InclusiveMetricsEvaluator:
         )
 
     def eval(self, data_file: DataFile) -> bool:
-        if data_file.record_count == 0:
+        return self._eval(data_file.record_count, _Stats.of(data_file))
+
+    def eval_metrics(
+        self,
+        record_count: int,
+        value_counts: Mapping[int, int] | None,
+        null_value_counts: Mapping[int, int] | None,
+        nan_value_counts: Mapping[int, int] | None,
+        lower_bounds: Mapping[int, bytes] | None,
+        upper_bounds: Mapping[int, bytes] | None,
+    ) -> bool:
+        stats = _Stats(
+            value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
+        )
+        return self._eval(record_count, stats)
+
+    def _eval(self, record_count: int, stats: _Stats) -> bool:
+        if record_count == 0:
             return self.include_empty_files
-        if data_file.record_count < 0:
+        if record_count < 0:
             # Imported files may carry -1 for an unknown count.
             return True
-        return self._test(_Stats(data_file))
+        return self._test(stats)
+
+
+def _field_ids(expr: BooleanExpression) -> Iterator[int]:
+    if isinstance(expr, (And, Or)):
+        yield from _field_ids(expr.left)
+        yield from _field_ids(expr.right)
+    elif isinstance(expr, BoundPredicate):
+        yield expr.term.field_id
 
 
 def _inclusive_leaf(pred: BoundPredicate) -> Test:
@@ -256,7 +300,7 @@ class StrictMetricsEvaluator:
     def eval(self, data_file: DataFile) -> bool:
         if data_file.record_count <= 0:
             return True  # no rows, so none that fails
-        return self._test(_Stats(data_file))
+        return self._test(_Stats.of(data_file))
 
 
 def _strict_leaf(pred: BoundPredicate) -> Test:

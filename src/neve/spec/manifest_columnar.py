@@ -78,6 +78,17 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: The metric maps ``metrics`` returns, in ``InclusiveMetricsEvaluator.eval_metrics``
+#: order.
+_METRICS = (
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+)
+
+
 def columnar_enabled() -> bool:
     """Whether to decode manifests with polars: unless ``NEVE_MANIFEST_DECODER`` says
     "fastavro", or this process was forked from one that had used polars."""
@@ -195,6 +206,42 @@ class ManifestColumns:
             self._df_column("first_row_id"),
             list(zip(*values, strict=True)) if values else [()] * n,
         )
+
+    def metrics(self, indices: Sequence[int], field_ids: Iterable[int]) -> list[tuple[Any, ...]]:
+        """Per entry at ``indices``: its record count and its value, null and NaN counts
+        and lower and upper bounds, each map holding only the keys in ``field_ids``
+        (None where the entry has no such map), as ``InclusiveMetricsEvaluator.
+        eval_metrics`` takes them; without building the entries' full maps."""
+        wanted = pa.array(sorted(set(field_ids)), type=pa.int32())
+        counts = self._df_column("record_count")
+        out: list[list[Any]] = [[counts[i]] for i in indices]
+        for name in _METRICS:
+            if name not in self._df_names:
+                for row in out:
+                    row.append(None)
+                continue
+            col = self._data_file.field(self._df_names.index(name))
+            lengths = pc.list_value_length(col).to_pylist()
+            maps: dict[int, dict[int, Any]] = {i: {} for i in indices if lengths[i] is not None}
+            flat = pc.list_flatten(col)
+            keys = flat.field(0)
+            chosen = pc.is_in(keys, value_set=wanted)
+            values = flat.field(1)
+            if pa.types.is_binary_view(values.type):  # no filter kernel for views
+                values = values.cast(pa.large_binary())
+            parents = pc.list_parent_indices(col).filter(chosen).to_pylist()
+            for parent, key, value in zip(
+                parents,
+                keys.filter(chosen).to_pylist(),
+                values.filter(chosen).to_pylist(),
+                strict=True,
+            ):
+                found = maps.get(parent)
+                if found is not None:
+                    found[key] = value  # in order: the last of repeated keys wins
+            for i, row in zip(indices, out, strict=True):
+                row.append(maps.get(i))
+        return [tuple(row) for row in out]
 
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
         """Consecutive parts of ``counts`` entries each (zero-copy slices)."""

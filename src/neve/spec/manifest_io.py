@@ -1116,6 +1116,24 @@ class LazyManifest:
         self._entries[i] = e
         return e
 
+    def metrics_at(
+        self, indices: Sequence[int], field_ids: Iterable[int]
+    ) -> list[tuple[Any, ...]] | None:
+        """For entries not yet decoded in full, their record counts and metrics limited
+        to ``field_ids`` (see ``ManifestColumns.metrics``), cheaper than decoding them;
+        None unless the columnar decoder read this manifest."""
+        columns = self._columns
+        if columns is None:
+            return None
+        try:
+            return columns.metrics(indices, field_ids)
+        except _DECODE_ERRORS as exc:
+            raise _damaged(self.manifest, exc) from exc
+
+    def is_decoded(self, i: int) -> bool:
+        """Whether entry ``i`` is decoded in full already."""
+        return self._entries[i] is not None
+
     def entries_at(self, indices: Sequence[int]) -> list[ManifestEntry]:
         """The entries at ``indices`` (file order) in full; decodes those not yet
         decoded together, which the columnar decoder does much faster than one by one."""

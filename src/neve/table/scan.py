@@ -27,6 +27,8 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from neve.spec.manifest_columnar import columnar_enabled
+from neve.spec.manifest_io import LazyManifest
 from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
@@ -158,7 +160,9 @@ class TableScan:
         # a filter, and manifests of a single partition (kept ones match as a whole);
         # else decode heads for partition pruning and the survivors' metrics on demand.
         unfiltered = self.row_filter is ALWAYS_TRUE
-        eager = [unfiltered or holds_one_partition(m) for m in kept]
+        # (the columnar decoder builds entries in batches on demand: never eager)
+        columnar = columnar_enabled()
+        eager = [not columnar and (unfiltered or holds_one_partition(m)) for m in kept]
         loaded = load_manifests(self.io, kept, md.specs_by_id, eager=eager)
         metrics = InclusiveMetricsEvaluator(schema, self.row_filter, self.case_sensitive)
         part_filters = {
@@ -180,6 +184,8 @@ class TableScan:
                 )
                 if status is not gone and matches(partition)
             ]
+            if lazy.manifest.content is ManifestContent.DATA and metrics.field_ids:
+                kept_entries = _metrics_survivors(lazy, kept_entries, metrics)
             for e in lazy.entries_at(kept_entries):
                 if e.data_file.content is is_data:
                     if metrics.eval(e.data_file):
@@ -221,6 +227,28 @@ class TableScan:
 
     def count(self) -> int:
         return int(self.to_arrow().num_rows)
+
+
+#: Below this many entries to decode, decoding them is cheaper than reading their
+#: metrics apart first (a fixed cost of some Arrow calls per manifest; measured).
+_METRICS_FIRST_FROM = 16
+
+
+def _metrics_survivors(
+    lazy: LazyManifest, indices: list[int], metrics: InclusiveMetricsEvaluator
+) -> list[int]:
+    """``indices`` less the entries that the metrics evaluator rules out, judged from
+    the few metrics it reads where the entries are not decoded in full yet, so that
+    only files that may match are (the evaluator decides exactly as on full files)."""
+    pending = [i for i in indices if not lazy.is_decoded(i)]
+    if len(pending) < _METRICS_FIRST_FROM:
+        return indices
+    found = lazy.metrics_at(pending, metrics.field_ids)
+    if found is None:
+        return indices
+    out = set(i for i in indices if lazy.is_decoded(i))
+    out.update(i for i, m in zip(pending, found, strict=True) if metrics.eval_metrics(*m))
+    return [i for i in indices if i in out]
 
 
 class _Memo:
