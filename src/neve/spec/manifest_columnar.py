@@ -153,7 +153,7 @@ def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
 class ManifestColumns:
     """The entries of one manifest as Arrow columns, under canonical names."""
 
-    __slots__ = ("_data_file", "_df_names", "_entry", "_partition", "length")
+    __slots__ = ("_data_file", "_df_names", "_entry", "_metrics", "_partition", "length")
 
     def __init__(
         self,
@@ -167,6 +167,7 @@ class ManifestColumns:
         self._df_names = df_names
         self._partition = partition
         self.length = len(data_file)
+        self._metrics: dict[frozenset[int], list[tuple[Any, ...]]] = {}
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
@@ -211,7 +212,17 @@ class ManifestColumns:
         """Per entry at ``indices``: its record count and its value, null and NaN counts
         and lower and upper bounds, each map holding only the keys in ``field_ids``
         (None where the entry has no such map), as ``InclusiveMetricsEvaluator.
-        eval_metrics`` takes them; without building the entries' full maps."""
+        eval_metrics`` takes them; without building the entries' full maps. Computed
+        for every entry once per set of fields (repeated plans ask again)."""
+        key = frozenset(field_ids)
+        found = self._metrics.get(key)
+        if found is None:
+            found = self._metrics[key] = self._read_metrics(range(self.length), key)
+        return [found[i] for i in indices]
+
+    def _read_metrics(
+        self, indices: Sequence[int], field_ids: Iterable[int]
+    ) -> list[tuple[Any, ...]]:
         wanted = pa.array(sorted(set(field_ids)), type=pa.int32())
         counts = self._df_column("record_count")
         out: list[list[Any]] = [[counts[i]] for i in indices]
