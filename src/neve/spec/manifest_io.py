@@ -639,6 +639,10 @@ def _plain(schema: Any) -> Any:
     return schema
 
 
+#: A manifest layout's decoding schema (fastavro-parsed), shared by its entry plans.
+_decoding_schema = lru_cache(maxsize=64)(_schemas.manifest_decoding_schema)
+
+
 @lru_cache(maxsize=256)
 def _entry_plan(
     text: str,
@@ -647,7 +651,7 @@ def _entry_plan(
 ) -> _EntryPlan:
     """The decoding plan of a manifest layout: partition fields are matched to the spec
     by field id (v2+ writers must write them), else by position."""
-    decoding = _schemas.manifest_decoding_schema(text)
+    decoding = _decoding_schema(text)
     fields = decoding.partition_fields
     chosen: list[_schemas.PartitionFieldInfo | None]
     if spec_field_ids is None:

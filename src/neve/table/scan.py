@@ -184,11 +184,12 @@ class TableScan:
                 )
                 if status is not gone and matches(partition)
             ]
+            judged: set[int] = set()  # entries the metrics evaluator already kept
             if lazy.manifest.content is ManifestContent.DATA and metrics.field_ids:
-                kept_entries = _metrics_survivors(lazy, kept_entries, metrics)
-            for e in lazy.entries_at(kept_entries):
+                kept_entries, judged = _metrics_survivors(lazy, kept_entries, metrics)
+            for i, e in zip(kept_entries, lazy.entries_at(kept_entries), strict=True):
                 if e.data_file.content is is_data:
-                    if metrics.eval(e.data_file):
+                    if i in judged or metrics.eval(e.data_file):
                         data.append(e)
                 else:
                     deletes.append(e)
@@ -236,19 +237,20 @@ _METRICS_FIRST_FROM = 16
 
 def _metrics_survivors(
     lazy: LazyManifest, indices: list[int], metrics: InclusiveMetricsEvaluator
-) -> list[int]:
+) -> tuple[list[int], set[int]]:
     """``indices`` less the entries that the metrics evaluator rules out, judged from
     the few metrics it reads where the entries are not decoded in full yet, so that
-    only files that may match are (the evaluator decides exactly as on full files)."""
+    only files that may match are (the evaluator decides exactly as on full files);
+    and the set of entries it judged and kept that way."""
     pending = [i for i in indices if not lazy.is_decoded(i)]
     if len(pending) < _METRICS_FIRST_FROM:
-        return indices
+        return indices, set()
     found = lazy.metrics_at(pending, metrics.field_ids)
     if found is None:
-        return indices
-    out = set(i for i in indices if lazy.is_decoded(i))
-    out.update(i for i, m in zip(pending, found, strict=True) if metrics.eval_metrics(*m))
-    return [i for i in indices if i in out]
+        return indices, set()
+    judged = {i for i, m in zip(pending, found, strict=True) if metrics.eval_metrics(*m)}
+    ruled_out = set(pending) - judged
+    return [i for i in indices if i not in ruled_out], judged
 
 
 class _Memo:
