@@ -20,7 +20,7 @@ answer would delete rows that do not match.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from neve.errors import ExpressionError
@@ -36,7 +36,7 @@ from neve.expressions.expressions import (
     Operation,
     Or,
 )
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.visitors import references, rewrite_not
 from neve.spec.manifest import DataFile
 from neve.spec.schema import Schema
 from neve.spec.types import DoubleType, FloatType, PrimitiveType
@@ -192,7 +192,7 @@ class InclusiveMetricsEvaluator:
         self.include_empty_files = include_empty_files
         self._test = _compile(self.expr, _inclusive_leaf)
         #: The ids of the fields whose metrics the filter reads.
-        self.field_ids = frozenset(_field_ids(self.expr))
+        self.field_ids = frozenset(ref.field_id for ref in references(self.expr))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
@@ -224,14 +224,6 @@ class InclusiveMetricsEvaluator:
             # Imported files may carry -1 for an unknown count.
             return True
         return self._test(stats)
-
-
-def _field_ids(expr: BooleanExpression) -> Iterator[int]:
-    if isinstance(expr, (And, Or)):
-        yield from _field_ids(expr.left)
-        yield from _field_ids(expr.right)
-    elif isinstance(expr, BoundPredicate):
-        yield expr.term.field_id
 
 
 def _inclusive_leaf(pred: BoundPredicate) -> Test:

@@ -97,19 +97,24 @@ def columnar_enabled() -> bool:
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
 
 
-def _names(record: Any) -> list[str] | None:
-    """Field names of a fastavro-parsed record schema (or of the record branch of an
-    optional one)."""
-    if isinstance(record, list):
-        record = next((b for b in record if isinstance(b, dict)), None)
-    if not isinstance(record, dict) or record.get("type") != "record":
+def _record(schema: Any) -> dict[str, Any] | None:
+    """A fastavro-parsed record schema, or the record branch of an optional one."""
+    if isinstance(schema, list):
+        schema = next((b for b in schema if isinstance(b, dict)), None)
+    if not isinstance(schema, dict) or schema.get("type") != "record":
         return None
-    return [f["name"] for f in record["fields"]]
+    return schema
 
 
-def _field_type(record: Any, name: str) -> Any:
-    if isinstance(record, list):
-        record = next((b for b in record if isinstance(b, dict)), None)
+def _names(schema: Any) -> list[str] | None:
+    """Field names of a (possibly optional) record schema."""
+    record = _record(schema)
+    return None if record is None else [f["name"] for f in record["fields"]]
+
+
+def _field_type(schema: Any, name: str) -> Any:
+    record = _record(schema)
+    assert record is not None  # callers check _names first
     return next(f["type"] for f in record["fields"] if f["name"] == name)
 
 
@@ -217,42 +222,36 @@ class ManifestColumns:
         key = frozenset(field_ids)
         found = self._metrics.get(key)
         if found is None:
-            found = self._metrics[key] = self._read_metrics(range(self.length), key)
+            wanted = pa.array(sorted(key), type=pa.int32())
+            columns = [self._df_column("record_count")]
+            columns.extend(self._metric_subsets(name, wanted) for name in _METRICS)
+            found = self._metrics[key] = list(zip(*columns, strict=True))
         return [found[i] for i in indices]
 
-    def _read_metrics(
-        self, indices: Sequence[int], field_ids: Iterable[int]
-    ) -> list[tuple[Any, ...]]:
-        wanted = pa.array(sorted(set(field_ids)), type=pa.int32())
-        counts = self._df_column("record_count")
-        out: list[list[Any]] = [[counts[i]] for i in indices]
-        for name in _METRICS:
-            if name not in self._df_names:
-                for row in out:
-                    row.append(None)
-                continue
-            col = self._data_file.field(self._df_names.index(name))
-            lengths = pc.list_value_length(col).to_pylist()
-            maps: dict[int, dict[int, Any]] = {i: {} for i in indices if lengths[i] is not None}
-            flat = pc.list_flatten(col)
-            keys = flat.field(0)
-            chosen = pc.is_in(keys, value_set=wanted)
-            values = flat.field(1)
-            if pa.types.is_binary_view(values.type):  # no filter kernel for views
-                values = values.cast(pa.large_binary())
-            parents = pc.list_parent_indices(col).filter(chosen).to_pylist()
-            for parent, key, value in zip(
-                parents,
-                keys.filter(chosen).to_pylist(),
-                values.filter(chosen).to_pylist(),
-                strict=True,
-            ):
-                found = maps.get(parent)
-                if found is not None:
-                    found[key] = value  # in order: the last of repeated keys wins
-            for i, row in zip(indices, out, strict=True):
-                row.append(maps.get(i))
-        return [tuple(row) for row in out]
+    def _metric_subsets(self, name: str, wanted: pa.Array) -> list[dict[int, Any] | None]:
+        """Per entry, its metric map ``name`` limited to the keys in ``wanted``."""
+        if name not in self._df_names:
+            return [None] * self.length
+        col = self._data_file.field(self._df_names.index(name))
+        out: list[dict[int, Any] | None] = [
+            None if n is None else {} for n in pc.list_value_length(col).to_pylist()
+        ]
+        flat = pc.list_flatten(col)
+        keys = flat.field(0)
+        chosen = pc.is_in(keys, value_set=wanted)
+        values = flat.field(1)
+        if pa.types.is_binary_view(values.type):  # no filter kernel for views
+            values = values.cast(pa.large_binary())
+        for parent, k, v in zip(
+            pc.list_parent_indices(col).filter(chosen).to_pylist(),
+            keys.filter(chosen).to_pylist(),
+            values.filter(chosen).to_pylist(),
+            strict=True,
+        ):
+            found = out[parent]
+            if found is not None:
+                found[k] = v  # in order: the last of repeated keys wins
+        return out
 
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
         """Consecutive parts of ``counts`` entries each (zero-copy slices)."""

@@ -215,13 +215,13 @@ def load_manifests(
         cache.store(keys[i], lazy)
         out[i] = lazy
 
+    n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
         # polars reads without the GIL, files of one schema together: fetch on threads,
         # read one share of the files per core on threads, then build the entries'
         # Python objects here (sharing the GIL between threads only slows that down)
-        n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
         shares = min(os.cpu_count() or 2, len(missing))
         size = -(-len(missing) // shares)
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
@@ -241,7 +241,6 @@ def load_manifests(
                 cache.store(keys[i], lazy)
                 out[i] = lazy
     else:
-        n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
         with ThreadPoolExecutor(max_workers=n) as ex:
             for i, data in zip(missing, ex.map(fetch, missing), strict=True):
                 decode(i, data)
