@@ -479,7 +479,9 @@ def _metadata_from_json(version: int, data: Mapping[str, Any]) -> TableMetadata:
 
 def metadata_to_bytes(md: TableMetadata, compress: bool = False) -> bytes:
     raw = json.dumps(metadata_to_json(md), separators=(",", ":")).encode()
-    return gzip.compress(raw) if compress else raw
+    # mtime=0, as Java's GZIPOutputStream writes: the same metadata gives the
+    # same bytes whenever it is written
+    return gzip.compress(raw, mtime=0) if compress else raw
 
 
 def metadata_from_bytes(data: bytes) -> TableMetadata:
