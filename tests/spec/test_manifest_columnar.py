@@ -94,6 +94,27 @@ def _assert_metrics_at(col: LazyManifest, avro: LazyManifest) -> None:
             )
             for i in indices
         ]
+        _assert_metric_arrays(col, entries, fids)
+
+
+def _assert_metric_arrays(col: LazyManifest, entries: list[ManifestEntry], fids: set[int]) -> None:
+    """The same metrics as arrays over all entries, for the vectorized evaluator."""
+    arrays = col.metric_arrays(fids)
+    assert arrays is not None
+    files = [e.data_file for e in entries]
+    assert arrays.record_counts.tolist() == [f.record_count for f in files]
+    for name in ("value_counts", "null_value_counts", "nan_value_counts"):
+        for fid in fids:
+            maps = [getattr(f, name) or {} for f in files]
+            known, counts = getattr(arrays, name).get(fid, ([False] * len(files), [0] * len(files)))
+            assert list(known) == [fid in m for m in maps], (name, fid)
+            assert list(counts) == [m.get(fid, 0) for m in maps], (name, fid)
+    for name in ("lower_bounds", "upper_bounds"):
+        for fid in fids:
+            maps = [getattr(f, name) or {} for f in files]
+            known, bounds = getattr(arrays, name).get(fid, ([False] * len(files), []))
+            assert list(known) == [fid in m for m in maps], (name, fid)
+            assert bounds == [m[fid] for m in maps if fid in m], (name, fid)
 
 
 def _assert_same(col: LazyManifest, avro: LazyManifest, *, columnar: bool = True) -> None:
@@ -103,6 +124,7 @@ def _assert_same(col: LazyManifest, avro: LazyManifest, *, columnar: bool = True
         _assert_metrics_at(col, avro)
     else:
         assert col.metrics_at([0], {1}) is None
+        assert col.metric_arrays({1}) is None
     assert col.statuses == avro.statuses
     assert col.contents == avro.contents
     assert col.partitions == avro.partitions
@@ -154,8 +176,9 @@ def _manifests(draw: st.DrawFn) -> tuple[int, Schema, PartitionSpec, list[Manife
             value_counts=draw(_maybe_map(ids, st.integers(0, 10**6))),
             null_value_counts=draw(_maybe_map(ids, st.integers(0, 10**6))),
             nan_value_counts=draw(_maybe_map(ids[:1], st.integers(0, 10))),
-            lower_bounds=draw(_maybe_map(ids, st.binary(max_size=8))),
-            upper_bounds=draw(_maybe_map(ids, st.binary(max_size=8))),
+            # a binary view keeps values up to 12 bytes inline, longer ones apart
+            lower_bounds=draw(_maybe_map(ids, st.binary(max_size=20))),
+            upper_bounds=draw(_maybe_map(ids, st.binary(max_size=20))),
             key_metadata=draw(st.none() | st.binary(max_size=4)),
             split_offsets=draw(st.none() | st.lists(st.integers(4, 10**6), max_size=3).map(tuple)),
             sort_order_id=draw(st.none() | st.integers(0, 3)) if version > 1 else None,

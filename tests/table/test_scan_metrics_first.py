@@ -2,7 +2,8 @@
 
 With the columnar decoder, planning reads for a manifest's pending entries only the
 record counts and the metric entries of the fields the filter reads, runs the metrics
-evaluator on those, and decodes in full only the files that may match. The tasks must
+evaluator on those (on arrays of all entries at once where the filter allows, else
+entry by entry), and decodes in full only the files that may match. The tasks must
 be exactly the files the evaluator keeps when it sees whole data files: checked here
 against that evaluator applied to the files as they were committed, and against
 planning with fastavro alone, for random metrics (nulls, NaNs, missing maps and
@@ -36,7 +37,7 @@ from neve.expressions import (
     not_null,
     or_,
 )
-from neve.expressions.expressions import BooleanExpression
+from neve.expressions.expressions import And, BooleanExpression, BoundPredicate, Operation, Or
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.spec.manifest import DataFile, FileFormat
 from neve.table.manifest_cache import manifest_cache
@@ -98,6 +99,18 @@ _FILTERS: st.SearchStrategy[BooleanExpression] = st.recursive(
 )
 
 
+def _compares_strings(expr: BooleanExpression) -> bool:
+    """Whether ``expr`` (bound) compares the string column with a value: the filters
+    the vectorized metrics evaluator leaves to the per-file one."""
+    if isinstance(expr, (And, Or)):
+        return _compares_strings(expr.left) or _compares_strings(expr.right)
+    return (
+        isinstance(expr, BoundPredicate)
+        and expr.term.field_id == 3
+        and expr.op not in (Operation.IS_NULL, Operation.NOT_NULL)
+    )
+
+
 @contextmanager
 def _decoder(name: str) -> Iterator[None]:
     old = os.environ.get("NEVE_MANIFEST_DECODER")
@@ -149,5 +162,12 @@ def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
                         (lazy,) = manifest_cache()._manifests.values()
                         decoded = sum(lazy.is_decoded(i) for i in range(len(lazy)))
                         assert decoded == len(expected)
+                        # judged all at once on arrays, unless the filter compares strings
+                        columns = lazy._columns
+                        assert columns is not None
+                        if evaluator.field_ids:
+                            one_by_one = _compares_strings(evaluator.expr)
+                            assert bool(columns._metrics) is one_by_one, row_filter
+                            assert bool(columns._arrays), row_filter
             assert planned["columnar"] == expected, row_filter
             assert planned["fastavro"] == expected, row_filter

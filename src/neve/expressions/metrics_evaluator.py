@@ -36,8 +36,10 @@ from neve.expressions.expressions import (
     Operation,
     Or,
 )
+from neve.expressions.metrics_vectorized import compile_inclusive, eval_inclusive
 from neve.expressions.visitors import references, rewrite_not
 from neve.spec.manifest import DataFile
+from neve.spec.metric_arrays import MetricArrays
 from neve.spec.schema import Schema
 from neve.spec.types import DoubleType, FloatType, PrimitiveType
 
@@ -175,9 +177,10 @@ class InclusiveMetricsEvaluator:
 
     ``eval_metrics`` takes the metrics themselves, and needs of each map only the
     entries of :attr:`field_ids`: planning passes those alone for files it has not
-    decoded in full yet, and decodes in full only the files that may match."""
+    decoded in full yet, and decodes in full only the files that may match.
+    ``eval_arrays`` judges many files at once from such metrics as arrays."""
 
-    __slots__ = ("_test", "expr", "field_ids", "include_empty_files", "schema")
+    __slots__ = ("_test", "_vector", "expr", "field_ids", "include_empty_files", "schema")
 
     def __init__(
         self,
@@ -191,6 +194,7 @@ class InclusiveMetricsEvaluator:
         self.expr = rewrite_not(bind(schema, row_filter, case_sensitive))
         self.include_empty_files = include_empty_files
         self._test = _compile(self.expr, _inclusive_leaf)
+        self._vector = compile_inclusive(self.expr)
         #: The ids of the fields whose metrics the filter reads.
         self.field_ids = frozenset(ref.field_id for ref in references(self.expr))
 
@@ -216,6 +220,17 @@ class InclusiveMetricsEvaluator:
             value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
         )
         return self._eval(record_count, stats)
+
+    def eval_arrays(self, arrays: MetricArrays) -> list[bool] | None:
+        """Per file of ``arrays``, ``eval_metrics``' answer; None when the filter or
+        these metrics need the file-by-file evaluation (see ``metrics_vectorized``)."""
+        if self._vector is None:
+            return None
+        found = eval_inclusive(self._vector, arrays, self.include_empty_files)
+        if found is None:
+            return None
+        judged: list[bool] = found.tolist()
+        return judged
 
     def _eval(self, record_count: int, stats: _Stats) -> bool:
         if record_count == 0:

@@ -22,17 +22,21 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
 import fastavro
+import numpy as np
+import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.spec.avro_container import AvroHeader
+from neve.spec.metric_arrays import Bounds, Counts, MetricArrays
 
 __all__ = [
     "HeadColumns",
@@ -140,25 +144,34 @@ def _struct_children(arr: pa.Array, names: Sequence[str]) -> dict[str, pa.Array]
 
 def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
     """A list<struct<key, value>> column as one dict (or None) per row."""
-    lengths = pc.list_value_length(arr).to_pylist()
-    flat = pc.list_flatten(arr)
-    keys = flat.field(0).to_pylist()
-    values = flat.field(1).to_pylist()
+    offsets = _ints(arr.offsets).tolist()  # absolute positions in arr.values
+    start = offsets[0]
+    items = arr.values.slice(start, offsets[-1] - start)
+    keys = items.field(0).to_pylist()
+    values = items.field(1).to_pylist()
+    valid = arr.is_valid().to_pylist() if arr.null_count else None
     out: list[dict[int, Any] | None] = []
-    pos = 0
-    for n in lengths:
-        if n is None:
+    for i in range(len(arr)):
+        if valid is not None and not valid[i]:
             out.append(None)
-        else:
-            out.append(dict(zip(keys[pos : pos + n], values[pos : pos + n], strict=True)))
-            pos += n
+            continue
+        lo, hi = offsets[i] - start, offsets[i + 1] - start
+        out.append(dict(zip(keys[lo:hi], values[lo:hi], strict=True)))
     return out
 
 
 class ManifestColumns:
     """The entries of one manifest as Arrow columns, under canonical names."""
 
-    __slots__ = ("_data_file", "_df_names", "_entry", "_metrics", "_partition", "length")
+    __slots__ = (
+        "_arrays",
+        "_data_file",
+        "_df_names",
+        "_entry",
+        "_metrics",
+        "_partition",
+        "length",
+    )
 
     def __init__(
         self,
@@ -173,6 +186,7 @@ class ManifestColumns:
         self._partition = partition
         self.length = len(data_file)
         self._metrics: dict[frozenset[int], list[tuple[Any, ...]]] = {}
+        self._arrays: dict[frozenset[int], MetricArrays | None] = {}
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
@@ -253,6 +267,66 @@ class ManifestColumns:
                 found[k] = v  # in order: the last of repeated keys wins
         return out
 
+    def metric_arrays(self, field_ids: Iterable[int]) -> MetricArrays | None:
+        """The record counts and the metrics of ``field_ids`` of every entry, as arrays
+        (computed once per set of fields); None when a column is not laid out as the
+        spec has it (then ``metrics`` gives them entry by entry)."""
+        key = frozenset(field_ids)
+        if key not in self._arrays:
+            self._arrays[key] = self._metric_arrays(sorted(key))
+        return self._arrays[key]
+
+    def _metric_arrays(self, fids: Sequence[int]) -> MetricArrays | None:
+        if "record_count" not in self._df_names:
+            return None
+        record_counts = self._data_file.field(self._df_names.index("record_count"))
+        if record_counts.null_count or not pa.types.is_int64(record_counts.type):
+            return None
+        found = [self._key_positions(name, fids) for name in _METRICS]
+        counts = [None if f is None else _counts(*f) for f in found[:3]]
+        bounds = [None if f is None else _bounds(*f) for f in found[3:]]
+        values, nulls, nans = counts
+        lower, upper = bounds
+        if values is None or nulls is None or nans is None or lower is None or upper is None:
+            return None
+        return MetricArrays(_ints(record_counts), values, nulls, nans, lower, upper)
+
+    def _key_positions(
+        self, name: str, fids: Sequence[int]
+    ) -> tuple[dict[int, npt.NDArray[np.int64]], pa.Array | None] | None:
+        """For each field id, the position in the map ``name``'s flattened key/value
+        entries of each entry's value for it (-1 where absent; the last of repeated
+        keys, as a dict keeps), and those flattened values."""
+        if name not in self._df_names:
+            return {}, None
+        col = self._data_file.field(self._df_names.index(name))
+        listed = pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
+        if not listed or not pa.types.is_struct(col.type.value_type):
+            return None
+        offsets = _ints(col.offsets)  # absolute positions in col.values, one more
+        start = int(offsets[0])
+        items = col.values.slice(start, int(offsets[-1]) - start)
+        if items.type.num_fields != 2:
+            return None
+        keys = items.field(0)
+        if keys.null_count or not pa.types.is_integer(keys.type):
+            return None
+        key_array = _ints(keys)
+        ends = offsets[1:] - start
+        valid = None if col.null_count == 0 else np.array(col.is_valid().to_pylist())
+        found: dict[int, npt.NDArray[np.int64]] = {}
+        for fid in fids:
+            pos = np.flatnonzero(key_array == fid)
+            owner = np.searchsorted(ends, pos, side="right")  # the entry holding pos
+            if valid is not None:  # a null map's slots, if any, hold nothing
+                pos, owner = pos[valid[owner]], owner[valid[owner]]
+            last = np.ones(len(pos), dtype=np.bool_)
+            last[:-1] = owner[1:] != owner[:-1]
+            where = np.full(self.length, -1, dtype=np.int64)
+            where[owner[last]] = pos[last]
+            found[fid] = where
+        return found, items.field(1)
+
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
         """Consecutive parts of ``counts`` entries each (zero-copy slices)."""
         out = []
@@ -287,6 +361,77 @@ class ManifestColumns:
             rows = zip(*columns.values(), strict=True)
             out.extend(dict(zip(keys, row, strict=True)) for row in rows)
         return out
+
+
+def _counts(
+    where: dict[int, npt.NDArray[np.int64]], values: pa.Array | None
+) -> dict[int, Counts] | None:
+    """Per field id, which entries know the count, and the counts."""
+    if values is None:
+        return {}
+    if values.null_count or not pa.types.is_integer(values.type):
+        return None
+    flat = _ints(values).astype(np.int64, copy=False)
+    out: dict[int, Counts] = {}
+    for fid, pos in where.items():
+        known = pos >= 0
+        counts = np.zeros(len(pos), dtype=np.int64)
+        counts[known] = flat[pos[known]]
+        out[fid] = (known, counts)
+    return out
+
+
+def _bounds(
+    where: dict[int, npt.NDArray[np.int64]], values: pa.Array | None
+) -> dict[int, Bounds] | None:
+    """Per field id, which entries know the bound, and the known bounds in order."""
+    if values is None:
+        return {}
+    if values.null_count:
+        return None
+    out: dict[int, Bounds] = {}
+    for fid, pos in where.items():
+        known = pos >= 0
+        found = _binaries(values, pos[known])
+        if found is None:
+            return None
+        out[fid] = (known, found)
+    return out
+
+
+def _binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | None:
+    """The values at ``positions`` of a binary view array without nulls (as polars
+    gives bounds), read from its buffers as the Arrow format lays them out (pyarrow's
+    take and cast kernels cost milliseconds on their first use in a process); None
+    for another type."""
+    if not pa.types.is_binary_view(arr.type):
+        return None
+    buffers = arr.buffers()
+    views = np.frombuffer(buffers[1], dtype=np.uint8, count=16 * len(arr), offset=16 * arr.offset)
+    raw = views.reshape(-1, 16)[positions].tobytes()
+    out = []
+    for at in range(0, len(raw), 16):
+        # 16 bytes a value: its length, then the value itself when it takes at most 12
+        # bytes, else a 4-byte prefix, the index of a data buffer and an offset in it
+        n, index, offset = _VIEW.unpack_from(raw, at)
+        if n <= 12:
+            out.append(raw[at + 4 : at + 4 + n])
+        else:
+            out.append(buffers[2 + index][offset : offset + n].to_pybytes())
+    return out
+
+
+#: A binary view: length, (prefix), data buffer index, offset; native int32s.
+_VIEW = struct.Struct("=i4xii")
+
+
+def _ints(arr: pa.Array) -> npt.NDArray[Any]:
+    """An integer Arrow array without nulls as a numpy view of its buffer (pyarrow's
+    own numpy conversions cost milliseconds on their first use in a process)."""
+    width = arr.type.bit_width // 8
+    return np.frombuffer(
+        arr.buffers()[1], dtype=np.dtype(f"i{width}"), count=len(arr), offset=arr.offset * width
+    )
 
 
 #: Runs at least this long are converted column by column (measured crossover).

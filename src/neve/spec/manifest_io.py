@@ -58,6 +58,7 @@ from neve.spec.manifest_columnar import (
     read_columns_many,
 )
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
+from neve.spec.metric_arrays import MetricArrays
 from neve.spec.partition import PARTITION_DATA_ID_START, PartitionSpec
 from neve.spec.schema import Schema
 from neve.spec.types import (
@@ -1131,6 +1132,18 @@ class LazyManifest:
             return None
         try:
             return columns.metrics(indices, field_ids)
+        except _DECODE_ERRORS as exc:
+            raise _damaged(self.manifest, exc) from exc
+
+    def metric_arrays(self, field_ids: Iterable[int]) -> MetricArrays | None:
+        """Every entry's record count and metrics of ``field_ids`` as arrays (see
+        ``ManifestColumns.metric_arrays``); None unless the columnar decoder read this
+        manifest."""
+        columns = self._columns
+        if columns is None:
+            return None
+        try:
+            return columns.metric_arrays(field_ids)
         except _DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 

@@ -241,14 +241,20 @@ def _metrics_survivors(
     """``indices`` less the entries that the metrics evaluator rules out, judged from
     the few metrics it reads where the entries are not decoded in full yet, so that
     only files that may match are (the evaluator decides exactly as on full files);
-    and the set of entries it judged and kept that way."""
+    and the set of entries it judged and kept that way. The manifest's entries are
+    judged all at once on arrays where the filter allows, else one by one."""
     pending = [i for i in indices if not lazy.is_decoded(i)]
     if len(pending) < _METRICS_FIRST_FROM:
         return indices, set()
-    found = lazy.metrics_at(pending, metrics.field_ids)
-    if found is None:
-        return indices, set()
-    judged = {i for i, m in zip(pending, found, strict=True) if metrics.eval_metrics(*m)}
+    arrays = lazy.metric_arrays(metrics.field_ids)
+    every = None if arrays is None else metrics.eval_arrays(arrays)
+    if every is not None:
+        judged = {i for i in pending if every[i]}
+    else:
+        found = lazy.metrics_at(pending, metrics.field_ids)
+        if found is None:
+            return indices, set()
+        judged = {i for i, m in zip(pending, found, strict=True) if metrics.eval_metrics(*m)}
     ruled_out = set(pending) - judged
     return [i for i in indices if i not in ruled_out], judged
 

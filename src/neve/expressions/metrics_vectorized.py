@@ -1,0 +1,261 @@
+"""The inclusive metrics evaluator over many files at once, on arrays.
+
+Planning judges every entry of a manifest that survives partition pruning; one file
+at a time that is a few microseconds of Python each. Here the same rules as
+:func:`neve.expressions.metrics_evaluator._inclusive_leaf` run as array operations
+over all the files of a manifest (:class:`~neve.spec.metric_arrays.MetricArrays`).
+
+It covers what plans filter on most: null, NaN and comparison predicates (``=``,
+``<``, ``<=``, ``>``, ``>=``, ``in``, and ``!=`` / ``not in``, which metrics never rule
+out) on integer, date, time, timestamp and floating-point columns. Anything else (a
+string or decimal bound, ``starts_with``, a bound narrower than its type after a
+promotion) makes :func:`compile_inclusive` or the evaluation answer None, and the
+caller evaluates file by file. The answers are the per-file evaluator's exactly; a
+Hypothesis test holds the two together.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from neve.expressions.bounds import IN_PREDICATE_LIMIT
+from neve.expressions.expressions import (
+    ALWAYS_FALSE,
+    ALWAYS_TRUE,
+    And,
+    BooleanExpression,
+    BoundPredicate,
+    Operation,
+    Or,
+)
+from neve.spec.metric_arrays import Bounds, Counts, MetricArrays
+from neve.spec.types import (
+    DateType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    TimestampNsType,
+    TimestampType,
+    TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
+)
+
+__all__ = ["VectorTest", "compile_inclusive", "eval_inclusive"]
+
+Mask = npt.NDArray[np.bool_]
+
+_COMPARE: dict[Operation, Callable[[Any, Any], Any]] = {
+    Operation.LT: operator.lt,
+    Operation.LT_EQ: operator.le,
+    Operation.GT: operator.gt,
+    Operation.GT_EQ: operator.ge,
+}
+_BELOW = (Operation.LT, Operation.LT_EQ)
+_INT64_RANGE = (-(2**63), 2**63)
+
+#: Serialized width (Appendix D, little-endian) of the bounds of each supported type.
+_INTS: dict[type[IcebergType], str] = {
+    IntegerType: "<i4",
+    DateType: "<i4",
+    LongType: "<i8",
+    TimeType: "<i8",
+    TimestampType: "<i8",
+    TimestamptzType: "<i8",
+    TimestampNsType: "<i8",
+    TimestamptzNsType: "<i8",
+}
+_FLOATS: dict[type[IcebergType], str] = {FloatType: "<f4", DoubleType: "<f8"}
+
+
+class _Unsupported(Exception):
+    """The expression or the metrics need the per-file evaluator."""
+
+
+class _Files:
+    """The metrics of the files under evaluation, bounds decoded on first use."""
+
+    __slots__ = ("_decoded", "arrays", "n")
+
+    def __init__(self, arrays: MetricArrays) -> None:
+        self.arrays = arrays
+        self.n = arrays.length
+        self._decoded: dict[tuple[int, bool], tuple[Mask, npt.NDArray[Any]]] = {}
+
+    def constant(self, value: bool) -> Mask:
+        return np.full(self.n, value, dtype=np.bool_)
+
+    def _counts(self, metric: Mapping[int, Counts], fid: int) -> Counts:
+        found = metric.get(fid)
+        if found is None:
+            return self.constant(False), np.zeros(self.n, dtype=np.int64)
+        return found
+
+    def null_count_not_zero(self, fid: int) -> Mask:
+        """Nulls present or not known to be absent."""
+        known, count = self._counts(self.arrays.null_value_counts, fid)
+        out: Mask = ~(known & (count == 0))
+        return out
+
+    def nan_count_not_zero(self, fid: int) -> Mask:
+        known, count = self._counts(self.arrays.nan_value_counts, fid)
+        out: Mask = ~(known & (count == 0))
+        return out
+
+    def nulls_only(self, fid: int) -> Mask:
+        vk, values = self._counts(self.arrays.value_counts, fid)
+        nk, nulls = self._counts(self.arrays.null_value_counts, fid)
+        out: Mask = vk & nk & (values == nulls)
+        return out
+
+    def nans_only(self, fid: int) -> Mask:
+        vk, values = self._counts(self.arrays.value_counts, fid)
+        nk, nans = self._counts(self.arrays.nan_value_counts, fid)
+        out: Mask = vk & nk & (nans == values)
+        return out
+
+    def no_values(self, fid: int) -> Mask:
+        return self.nulls_only(fid) | self.nans_only(fid)
+
+    def bound(self, fid: int, t: IcebergType, lower: bool) -> tuple[Mask, npt.NDArray[Any]]:
+        """Whether each file's bound is known, and the bounds as int64 or float64 (0
+        where unknown)."""
+        key = (fid, lower)
+        found = self._decoded.get(key)
+        if found is None:
+            metric = self.arrays.lower_bounds if lower else self.arrays.upper_bounds
+            found = self._decoded[key] = _decode(metric.get(fid), t, self.n)
+        return found
+
+
+def _decode(bounds: Bounds | None, t: IcebergType, n: int) -> tuple[Mask, npt.NDArray[Any]]:
+    floating = type(t) in _FLOATS
+    dtype = np.dtype(_FLOATS[type(t)] if floating else _INTS[type(t)])
+    wide = np.float64 if floating else np.int64
+    values = np.zeros(n, dtype=wide)
+    if bounds is None:
+        return np.zeros(n, dtype=np.bool_), values
+    known, raw = bounds
+    # a narrower bound left by a type promotion (int -> long, float -> double) or a
+    # malformed one: the per-file evaluator decides (and reports) those
+    if any(len(b) != dtype.itemsize for b in raw):
+        raise _Unsupported
+    values[known] = np.frombuffer(b"".join(raw), dtype=dtype).astype(wide)
+    return known, values
+
+
+#: A compiled filter: which of the files might hold a matching row.
+VectorTest = Callable[[_Files], Mask]
+
+
+def compile_inclusive(expr: BooleanExpression) -> VectorTest | None:
+    """The bound, NOT-free ``expr`` as an array test, or None when it uses a predicate
+    or type this module does not cover."""
+    try:
+        return _compile(expr)
+    except _Unsupported:
+        return None
+
+
+def eval_inclusive(
+    test: VectorTest, arrays: MetricArrays, include_empty_files: bool
+) -> Mask | None:
+    """Per file, False only when no row can match (as ``InclusiveMetricsEvaluator.
+    eval``); None when these metrics need the per-file evaluator."""
+    try:
+        might = test(_Files(arrays))
+    except _Unsupported:
+        return None
+    counts = arrays.record_counts
+    out = np.where(counts < 0, True, might)  # imported files may carry -1: unknown
+    out[counts == 0] = include_empty_files
+    return out
+
+
+def _compile(expr: BooleanExpression) -> VectorTest:
+    if expr is ALWAYS_TRUE:
+        return lambda fs: fs.constant(True)
+    if expr is ALWAYS_FALSE:
+        return lambda fs: fs.constant(False)
+    if isinstance(expr, And):
+        left, right = _compile(expr.left), _compile(expr.right)
+        return lambda fs: left(fs) & right(fs)
+    if isinstance(expr, Or):
+        left, right = _compile(expr.left), _compile(expr.right)
+        return lambda fs: left(fs) | right(fs)
+    if isinstance(expr, BoundPredicate):
+        return _leaf(expr)
+    raise _Unsupported
+
+
+def _leaf(pred: BoundPredicate) -> VectorTest:
+    fid = pred.term.field_id
+    t = pred.term.field_type
+    op = pred.op
+    if op is Operation.IS_NULL:
+        return lambda fs: fs.null_count_not_zero(fid)
+    if op is Operation.NOT_NULL:
+        return lambda fs: ~fs.nulls_only(fid)
+    if op is Operation.IS_NAN:
+        return lambda fs: fs.nan_count_not_zero(fid) & ~fs.nulls_only(fid)
+    if op is Operation.NOT_NAN:
+        return lambda fs: ~fs.nans_only(fid)
+    if op in (Operation.NOT_EQ, Operation.NOT_IN):
+        return lambda fs: fs.constant(True)
+    if type(t) not in _INTS and type(t) not in _FLOATS:
+        raise _Unsupported
+    if op is Operation.IN and len(pred.literals) > IN_PREDICATE_LIMIT:
+        return lambda fs: ~fs.no_values(fid)
+    if op in (Operation.IN, Operation.EQ):
+        values = _literals(pred.literals, t)
+        return lambda fs: ~fs.no_values(fid) & _may_contain_any(fs, fid, t, values)
+    holds = _COMPARE.get(op)
+    if holds is None:  # starts_with and not_starts_with: string bounds only
+        raise _Unsupported
+    lit = _literals((pred.literal,), t)[0]
+    below = op in _BELOW
+
+    def compare(fs: _Files) -> Mask:
+        # Some value is below lit when the lower bound is, above it when the upper one
+        # is; unknown and NaN bounds prove nothing.
+        known, bound = fs.bound(fid, t, lower=below)
+        usable = known & ~np.isnan(bound) if bound.dtype.kind == "f" else known
+        out: Mask = ~fs.no_values(fid) & (~usable | holds(bound, lit))
+        return out
+
+    return compare
+
+
+def _literals(values: Sequence[Any], t: IcebergType) -> npt.NDArray[Any]:
+    """The literals as one array of the bounds' dtype; refused unless that compares
+    exactly as Python does (ints within int64, floats as floats)."""
+    if not values:
+        raise _Unsupported
+    if type(t) in _FLOATS:
+        if not all(type(v) is float for v in values):
+            raise _Unsupported
+        return np.array(values, dtype=np.float64)
+    lo, hi = _INT64_RANGE
+    if not all(type(v) is int and lo <= v < hi for v in values):
+        raise _Unsupported
+    return np.array(values, dtype=np.int64)
+
+
+def _may_contain_any(fs: _Files, fid: int, t: IcebergType, values: npt.NDArray[Any]) -> Mask:
+    """False only where the bounds prove that none of ``values`` occurs (as
+    ``_Stats.may_contain_any``: a NaN lower bound proves nothing)."""
+    lk, lower = fs.bound(fid, t, lower=True)
+    uk, upper = fs.bound(fid, t, lower=False)
+    v = values[:, None]
+    inside = (~lk | ~(v < lower)) & (~uk | ~(v > upper))
+    found: Mask = np.any(inside, axis=0)
+    if lower.dtype.kind == "f":
+        found = found | (lk & np.isnan(lower))
+    return found
