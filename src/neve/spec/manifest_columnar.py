@@ -24,6 +24,7 @@ import json
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
 from typing import Any
@@ -41,9 +42,13 @@ from neve.spec.metric_arrays import Bounds, Counts, MetricArrays
 __all__ = [
     "HeadColumns",
     "ManifestColumns",
+    "PolarsRead",
     "columnar_enabled",
+    "finish_read",
+    "prepare_read",
     "read_columns",
     "read_columns_many",
+    "run_read",
 ]
 
 #: Per entry: status codes, snapshot ids, sequence numbers, file sequence numbers, content
@@ -522,40 +527,104 @@ def _blocks(data: bytes, header: AvroHeader) -> Iterator[tuple[int, int, int]]:
         pos = end + 16
 
 
+@dataclass(frozen=True)
+class PolarsRead:
+    """One call of polars' Avro reader, prepared: the bytes it reads and how its
+    columns become manifests. Preparing and finishing run Python (hold the GIL); only
+    :func:`run_read` should go to another thread, where polars runs without the GIL
+    (a thread waiting for the GIL waits up to the interpreter's 5 ms switch interval).
+    """
+
+    #: One Avro file: a manifest, or several manifests' blocks behind the first one's
+    #: header (with its schema rewritten for polars where needed).
+    data: bytes
+    #: The fastavro-parsed decoding schema ``manifest_io`` derives from the writer schema.
+    decoding_schema: Any
+    #: Entries of each manifest read, in order; None for a single manifest.
+    counts: tuple[int, ...] | None
+
+
+def prepare_read(
+    datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
+) -> PolarsRead | None:
+    """A read of manifests with one writer schema and codec, in one polars call (each
+    call costs about as much as decoding 50 entries): several files become one with
+    the first one's header and every file's blocks, each followed by the first file's
+    sync marker. None when polars cannot read them (a codec it lacks, a process forked
+    after polars ran) or a file's blocks do not parse: fastavro decodes them then."""
+    first = headers[0]
+    if first.codec not in _CODECS or _forked_after_use:
+        return None
+    counts: tuple[int, ...] | None = None
+    data = datas[0]
+    if len(datas) > 1:
+        parts: list[bytes | memoryview] = [memoryview(datas[0])[: first.end]]
+        found = []
+        try:
+            for one, header in zip(datas, headers, strict=True):
+                view = memoryview(one)
+                n = 0
+                for start, end, count in _blocks(one, header):
+                    parts.append(view[start:end])
+                    parts.append(first.sync)
+                    n += count
+                found.append(n)
+        except (ValueError, EOFError, TypeError):
+            return None
+        data, counts = b"".join(parts), tuple(found)
+    readable = _polars_schema(first.schema_text)
+    if readable is not None:
+        data = first.with_schema(data, readable)
+    return PolarsRead(data, decoding_schema, counts)
+
+
+def run_read(read: PolarsRead) -> pa.Table | None:
+    """polars' part of a read: the Avro file as an Arrow table, or None on any polars
+    failure (fastavro decodes the files instead)."""
+    global _used
+    _used = True
+    try:
+        # the newest Arrow layout (string and binary views) converts without copying
+        return pl.read_avro(io.BytesIO(read.data)).to_arrow(compat_level=pl.CompatLevel.newest())
+    except Exception:
+        return None
+
+
+def finish_read(read: PolarsRead, table: pa.Table | None) -> list[ManifestColumns] | None:
+    """The columns of each manifest read, or None when they do not line up with the
+    decoding schema."""
+    if table is None:
+        return None
+    columns = _columns(table, read.decoding_schema)
+    if columns is None:
+        return None
+    if read.counts is None:
+        return [columns]
+    if columns.length != sum(read.counts):
+        return None
+    return columns.split(read.counts)
+
+
 def read_columns_many(
     datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
 ) -> list[ManifestColumns] | None:
-    """The columns of several manifests with one writer schema and codec, read by
-    polars in one call (each call costs about as much as decoding 50 entries): one
-    file with the first one's header and every file's blocks, each followed by the
-    first file's sync marker. None when any file's blocks do not parse (then each file
-    is read on its own)."""
-    first = headers[0]
-    parts: list[bytes | memoryview] = [memoryview(datas[0])[: first.end]]
-    counts = []
-    try:
-        for data, header in zip(datas, headers, strict=True):
-            view = memoryview(data)
-            n = 0
-            for start, end, count in _blocks(data, header):
-                parts.append(view[start:end])
-                parts.append(first.sync)
-                n += count
-            counts.append(n)
-    except (ValueError, EOFError, TypeError):
-        return None
-    merged = read_columns(b"".join(parts), first, decoding_schema)
-    if merged is None or merged.length != sum(counts):
-        return None
-    return merged.split(counts)
+    """The columns of several manifests with one writer schema and codec, read in one
+    polars call (see :func:`prepare_read`); None when polars cannot read them."""
+    read = prepare_read(datas, headers, decoding_schema)
+    return None if read is None else finish_read(read, run_read(read))
 
 
 def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> ManifestColumns | None:
     """The columns of a manifest file, matched to ``decoding_schema`` (the fastavro-
     parsed decoding schema ``manifest_io`` derives from the file's writer schema); None
     when polars cannot read the file or its columns do not line up with the schema."""
-    if header.codec not in _CODECS:
-        return None
+    found = read_columns_many([data], [header], decoding_schema)
+    return None if found is None else found[0]
+
+
+def _columns(table: pa.Table, decoding_schema: Any) -> ManifestColumns | None:
+    """polars' table under the canonical names of ``decoding_schema``, matched by
+    position (both readers take the positions from the same writer schema)."""
     entry_names = _names(decoding_schema)
     if entry_names is None or "data_file" not in entry_names:
         return None
@@ -569,19 +638,6 @@ def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> Manif
         if found is None:
             return None
         part_names = found
-    if _forked_after_use:
-        return None
-    text = header.schema_text
-    readable = _polars_schema(text)
-    if readable is not None:
-        data = header.with_schema(data, readable)
-    global _used
-    _used = True
-    try:
-        # the newest Arrow layout (string and binary views) converts without copying
-        table = pl.read_avro(io.BytesIO(data)).to_arrow(compat_level=pl.CompatLevel.newest())
-    except Exception:  # any polars failure: fastavro decodes the file instead
-        return None
     if table.num_columns != len(entry_names):
         return None
     entry = {name: _one_chunk(table.column(i)) for i, name in enumerate(entry_names)}

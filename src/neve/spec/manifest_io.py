@@ -35,6 +35,7 @@ from operator import itemgetter
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 from fastavro.read import SchemaResolutionError
 
 from neve.errors import NeveIOError, SchemaError, ValidationError
@@ -53,9 +54,12 @@ from neve.spec.manifest import (
 )
 from neve.spec.manifest_columnar import (
     ManifestColumns,
+    PolarsRead,
     columnar_enabled,
+    finish_read,
+    prepare_read,
     read_columns,
-    read_columns_many,
+    run_read,
 )
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
 from neve.spec.metric_arrays import MetricArrays
@@ -88,10 +92,16 @@ from neve.spec.values import decimal_to_unscaled, to_bytes, unscaled_to_decimal
 __all__ = [
     "UNASSIGNED_SEQ",
     "LazyManifest",
+    "ManifestReads",
     "decode_manifest",
     "decode_manifest_lazy",
+    "decode_manifests_lazy",
+    "finish_manifest_reads",
+    "prepare_manifest_reads",
     "read_manifest",
+    "read_manifest_columns",
     "read_manifest_list",
+    "run_manifest_reads",
     "write_manifest",
     "write_manifest_list",
 ]
@@ -787,12 +797,20 @@ def decode_manifest_lazy(
         raise _damaged(manifest, exc) from exc
 
 
-def read_manifest_columns(datas: Sequence[bytes]) -> list[ManifestColumns | None]:
-    """The columns of several manifests for :func:`decode_manifests_lazy`, read with
-    polars, the files that share a writer schema and codec in one call (see
-    ``manifest_columnar.read_columns_many``); None for a file read alone later. Holds
-    the GIL little: run it on threads."""
-    prepared: list[ManifestColumns | None] = [None] * len(datas)
+@dataclass(frozen=True)
+class ManifestReads:
+    """The polars reads of some manifests, prepared: the files of one writer schema and
+    codec together (see ``manifest_columnar.PolarsRead``)."""
+
+    #: How many manifests were given.
+    count: int
+    #: The positions of the manifests each read covers, and the read.
+    reads: tuple[tuple[tuple[int, ...], PolarsRead], ...]
+
+
+def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
+    """Group the manifest files by writer schema and codec and prepare one polars read
+    per group (on the calling thread: it runs Python)."""
     groups: dict[tuple[str, str], list[int]] = {}
     headers: dict[int, AvroHeader] = {}
     for i, data in enumerate(datas):
@@ -801,21 +819,39 @@ def read_manifest_columns(datas: Sequence[bytes]) -> list[ManifestColumns | None
             groups.setdefault((header.schema_text, header.codec), []).append(i)
         except (ValueError, EOFError, KeyError):
             continue  # decode_manifest_lazy reports it
+    reads = []
     for (text, _), members in groups.items():
         try:
             decoding = _entry_plan(text, None, None).schema
         except _DECODE_ERRORS:
             continue
-        if len(members) == 1:
-            (i,) = members
-            prepared[i] = read_columns(datas[i], headers[i], decoding)
-            continue
-        found = read_columns_many(
-            [datas[i] for i in members], [headers[i] for i in members], decoding
-        )
-        for i, columns in zip(members, found or (), strict=False):
+        read = prepare_read([datas[i] for i in members], [headers[i] for i in members], decoding)
+        if read is not None:
+            reads.append((tuple(members), read))
+    return ManifestReads(len(datas), tuple(reads))
+
+
+def run_manifest_reads(reads: ManifestReads) -> list[pa.Table | None]:
+    """polars' part of the reads: hardly holds the GIL, so run it on threads."""
+    return [run_read(read) for _, read in reads.reads]
+
+
+def finish_manifest_reads(
+    reads: ManifestReads, tables: Sequence[pa.Table | None]
+) -> list[ManifestColumns | None]:
+    """The columns of each manifest for :func:`decode_manifests_lazy`; None for a file
+    fastavro will decode."""
+    prepared: list[ManifestColumns | None] = [None] * reads.count
+    for (members, read), table in zip(reads.reads, tables, strict=True):
+        for i, columns in zip(members, finish_read(read, table) or (), strict=False):
             prepared[i] = columns
     return prepared
+
+
+def read_manifest_columns(datas: Sequence[bytes]) -> list[ManifestColumns | None]:
+    """Prepare, run and finish the polars reads of some manifests on this thread."""
+    reads = prepare_manifest_reads(datas)
+    return finish_manifest_reads(reads, run_manifest_reads(reads))
 
 
 def decode_manifests_lazy(

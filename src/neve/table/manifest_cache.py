@@ -24,8 +24,10 @@ from neve.spec.manifest_io import (
     LazyManifest,
     decode_manifest_lazy,
     decode_manifests_lazy,
-    read_manifest_columns,
+    finish_manifest_reads,
+    prepare_manifest_reads,
     read_manifest_list,
+    run_manifest_reads,
 )
 from neve.spec.partition import PartitionSpec
 
@@ -220,15 +222,19 @@ def load_manifests(
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
         # polars reads without the GIL, files of one schema together: fetch on threads,
-        # read one share of the files per core on threads, then build the entries'
-        # Python objects here (sharing the GIL between threads only slows that down)
+        # prepare here a read of one share of the files per core, run the reads on
+        # threads, then build the entries' Python objects here. Only polars runs on the
+        # threads: Python there would contend for the GIL, and a thread waiting for it
+        # can wait the interpreter's whole switch interval (5 ms).
         shares = min(os.cpu_count() or 2, len(missing))
         size = -(-len(missing) // shares)
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
         with ThreadPoolExecutor(max_workers=n) as ex:
             datas = dict(zip(missing, ex.map(fetch, missing), strict=True))
-            read = list(ex.map(lambda c: read_manifest_columns([datas[i] for i in c]), chunks))
-        for chunk, prepared in zip(chunks, read, strict=True):
+            reads = [prepare_manifest_reads([datas[i] for i in c]) for c in chunks]
+            tables = list(ex.map(run_manifest_reads, reads))
+        for chunk, chunk_reads, chunk_tables in zip(chunks, reads, tables, strict=True):
+            prepared = finish_manifest_reads(chunk_reads, chunk_tables)
             decoded = decode_manifests_lazy(
                 [datas[i] for i in chunk],
                 [manifests[i] for i in chunk],
