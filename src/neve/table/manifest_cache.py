@@ -229,10 +229,15 @@ def load_manifests(
         shares = min(os.cpu_count() or 2, len(missing))
         size = -(-len(missing) // shares)
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
+        # local files are read here: handing them to threads costs more than reading
+        local = all(io.is_local(manifests[i].manifest_path) for i in missing)
         with ThreadPoolExecutor(max_workers=n) as ex:
-            datas = dict(zip(missing, ex.map(fetch, missing), strict=True))
+            fetched = map(fetch, missing) if local else ex.map(fetch, missing)
+            datas = dict(zip(missing, fetched, strict=True))
             reads = [prepare_manifest_reads([datas[i] for i in c]) for c in chunks]
-            tables = list(ex.map(run_manifest_reads, reads))
+            # this thread runs the first share itself while the pool runs the others
+            others = [ex.submit(run_manifest_reads, r) for r in reads[1:]]
+            tables = [run_manifest_reads(reads[0]), *(f.result() for f in others)]
         for chunk, chunk_reads, chunk_tables in zip(chunks, reads, tables, strict=True):
             prepared = finish_manifest_reads(chunk_reads, chunk_tables)
             decoded = decode_manifests_lazy(
