@@ -221,15 +221,15 @@ def load_manifests(
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
-        # polars reads without the GIL, files of one schema together: fetch on threads,
-        # prepare here a read of one share of the files per core, run the reads on
-        # threads, then build the entries' Python objects here. Only polars runs on the
-        # threads: Python there would contend for the GIL, and a thread waiting for it
-        # can wait the interpreter's whole switch interval (5 ms).
+        # polars reads without the GIL, files of one schema together: fetch the files (on
+        # threads when remote), prepare here a read of one share of them per core, run
+        # the reads in parallel, then build the entries' Python objects here. Only
+        # polars runs on the pool: Python there would contend for the GIL, and a thread
+        # waiting for it can wait the interpreter's whole switch interval (5 ms).
         shares = min(os.cpu_count() or 2, len(missing))
         size = -(-len(missing) // shares)
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
-        # local files are read here: handing them to threads costs more than reading
+        # local files are read here: handing them to threads costs more than reading them
         local = all(io.is_local(manifests[i].manifest_path) for i in missing)
         with ThreadPoolExecutor(max_workers=n) as ex:
             fetched = map(fetch, missing) if local else ex.map(fetch, missing)
