@@ -19,13 +19,12 @@ answer would delete rows that do not match.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from neve.errors import ExpressionError
 from neve.expressions.binding import bind
-from neve.expressions.bounds import IN_PREDICATE_LIMIT, decode, is_nan, prefix_cmp
+from neve.expressions.bounds import BELOW, COMPARE, IN_PREDICATE_LIMIT, decode, is_nan, prefix_cmp
 from neve.expressions.evaluator import PartitionEvaluator, evaluator
 from neve.expressions.expressions import (
     ALWAYS_FALSE,
@@ -48,13 +47,6 @@ from neve.spec.types import DoubleType, FloatType, PrimitiveType
 __all__ = ["InclusiveMetricsEvaluator", "PartitionEvaluator", "StrictMetricsEvaluator", "evaluator"]
 
 _V = TypeVar("_V")
-_COMPARE: dict[Operation, Callable[[Any, Any], Any]] = {
-    Operation.LT: operator.lt,
-    Operation.LT_EQ: operator.le,
-    Operation.GT: operator.gt,
-    Operation.GT_EQ: operator.ge,
-}
-_BELOW = (Operation.LT, Operation.LT_EQ)
 
 
 def _get(metric: Mapping[int, _V] | None, fid: int) -> _V | None:
@@ -273,8 +265,8 @@ def _inclusive_leaf(pred: BoundPredicate) -> Test:
     lit = pred.literal
     if op is Operation.EQ:
         return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, (lit,))
-    holds = _COMPARE[op]
-    below = op in _BELOW
+    holds = COMPARE[op]
+    below = op in BELOW
 
     def compare(st: _Stats) -> bool:
         # Some value is below lit when the lower bound is, above it when the upper one is.
@@ -372,8 +364,8 @@ def _strict_leaf(pred: BoundPredicate) -> Test:
             return lower is not None and upper is not None and lower == lit and upper == lit
 
         return eq
-    holds = _COMPARE[op]
-    below = op in _BELOW
+    holds = COMPARE[op]
+    below = op in BELOW
 
     def compare(st: _Stats) -> bool:
         # Every value is below lit when the upper bound is, above it when the lower one is.

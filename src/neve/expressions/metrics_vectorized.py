@@ -16,14 +16,13 @@ Hypothesis test holds the two together.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from neve.expressions.bounds import IN_PREDICATE_LIMIT
+from neve.expressions.bounds import BELOW, COMPARE, IN_PREDICATE_LIMIT
 from neve.expressions.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
@@ -52,13 +51,6 @@ __all__ = ["VectorTest", "compile_inclusive", "eval_inclusive"]
 
 Mask = npt.NDArray[np.bool_]
 
-_COMPARE: dict[Operation, Callable[[Any, Any], Any]] = {
-    Operation.LT: operator.lt,
-    Operation.LT_EQ: operator.le,
-    Operation.GT: operator.gt,
-    Operation.GT_EQ: operator.ge,
-}
-_BELOW = (Operation.LT, Operation.LT_EQ)
 _INT64_RANGE = (-(2**63), 2**63)
 
 #: Serialized width (Appendix D, little-endian) of the bounds of each supported type.
@@ -216,11 +208,11 @@ def _leaf(pred: BoundPredicate) -> VectorTest:
     if op in (Operation.IN, Operation.EQ):
         values = _literals(pred.literals, t)
         return lambda fs: ~fs.no_values(fid) & _may_contain_any(fs, fid, t, values)
-    holds = _COMPARE.get(op)
+    holds = COMPARE.get(op)
     if holds is None:  # starts_with and not_starts_with: string bounds only
         raise _Unsupported
     lit = _literals((pred.literal,), t)[0]
-    below = op in _BELOW
+    below = op in BELOW
 
     def compare(fs: _Files) -> Mask:
         # Some value is below lit when the lower bound is, above it when the upper one
