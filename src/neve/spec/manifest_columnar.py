@@ -147,11 +147,19 @@ def _struct_children(arr: pa.Array, names: Sequence[str]) -> dict[str, pa.Array]
     return {name: arr.field(i) for i, name in enumerate(names)}
 
 
+def _map_items(arr: pa.Array) -> tuple[npt.NDArray[Any], pa.StructArray]:
+    """The key/value items of a list<struct<key, value>> column's rows, and offsets
+    into them (one more than rows: row i holds items ``offsets[i]`` up to
+    ``offsets[i + 1]``)."""
+    offsets = _ints(arr.offsets)  # absolute positions in arr.values
+    start = int(offsets[0])
+    return offsets - start, arr.values.slice(start, int(offsets[-1]) - start)
+
+
 def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
     """A list<struct<key, value>> column as one dict (or None) per row."""
-    offsets = _ints(arr.offsets).tolist()  # absolute positions in arr.values
-    start = offsets[0]
-    items = arr.values.slice(start, offsets[-1] - start)
+    found, items = _map_items(arr)
+    offsets = found.tolist()
     keys = items.field(0).to_pylist()
     values = items.field(1).to_pylist()
     valid = arr.is_valid().to_pylist() if arr.null_count else None
@@ -160,7 +168,7 @@ def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
         if valid is not None and not valid[i]:
             out.append(None)
             continue
-        lo, hi = offsets[i] - start, offsets[i + 1] - start
+        lo, hi = offsets[i], offsets[i + 1]
         out.append(dict(zip(keys[lo:hi], values[lo:hi], strict=True)))
     return out
 
@@ -198,10 +206,15 @@ class ManifestColumns:
         values: list[Any] = [None] * self.length if col is None else col.to_pylist()
         return values
 
-    def _df_column(self, name: str) -> list[Any]:
+    def _df_field(self, name: str) -> pa.Array | None:
+        """The data_file column ``name``, or None when the file lacks it."""
         if name not in self._df_names:
-            return [None] * self.length
-        values: list[Any] = self._data_file.field(self._df_names.index(name)).to_pylist()
+            return None
+        return self._data_file.field(self._df_names.index(name))
+
+    def _df_column(self, name: str) -> list[Any]:
+        col = self._df_field(name)
+        values: list[Any] = [None] * self.length if col is None else col.to_pylist()
         return values
 
     def heads(
@@ -249,9 +262,9 @@ class ManifestColumns:
 
     def _metric_subsets(self, name: str, wanted: pa.Array) -> list[dict[int, Any] | None]:
         """Per entry, its metric map ``name`` limited to the keys in ``wanted``."""
-        if name not in self._df_names:
+        col = self._df_field(name)
+        if col is None:
             return [None] * self.length
-        col = self._data_file.field(self._df_names.index(name))
         out: list[dict[int, Any] | None] = [
             None if n is None else {} for n in pc.list_value_length(col).to_pylist()
         ]
@@ -282,9 +295,9 @@ class ManifestColumns:
         return self._arrays[key]
 
     def _metric_arrays(self, fids: Sequence[int]) -> MetricArrays | None:
-        if "record_count" not in self._df_names:
+        record_counts = self._df_field("record_count")
+        if record_counts is None:
             return None
-        record_counts = self._data_file.field(self._df_names.index("record_count"))
         if record_counts.null_count or not pa.types.is_int64(record_counts.type):
             return None
         found = [self._key_positions(name, fids) for name in _METRICS]
@@ -302,29 +315,28 @@ class ManifestColumns:
         """For each field id, the position in the map ``name``'s flattened key/value
         entries of each entry's value for it (-1 where absent; the last of repeated
         keys, as a dict keeps), and those flattened values."""
-        if name not in self._df_names:
+        col = self._df_field(name)
+        if col is None:
             return {}, None
-        col = self._data_file.field(self._df_names.index(name))
         listed = pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
         if not listed or not pa.types.is_struct(col.type.value_type):
             return None
-        offsets = _ints(col.offsets)  # absolute positions in col.values, one more
-        start = int(offsets[0])
-        items = col.values.slice(start, int(offsets[-1]) - start)
+        offsets, items = _map_items(col)
         if items.type.num_fields != 2:
             return None
         keys = items.field(0)
         if keys.null_count or not pa.types.is_integer(keys.type):
             return None
         key_array = _ints(keys)
-        ends = offsets[1:] - start
+        ends = offsets[1:]
         valid = None if col.null_count == 0 else np.array(col.is_valid().to_pylist())
         found: dict[int, npt.NDArray[np.int64]] = {}
         for fid in fids:
             pos = np.flatnonzero(key_array == fid)
             owner = np.searchsorted(ends, pos, side="right")  # the entry holding pos
             if valid is not None:  # a null map's slots, if any, hold nothing
-                pos, owner = pos[valid[owner]], owner[valid[owner]]
+                live = valid[owner]
+                pos, owner = pos[live], owner[live]
             last = np.ones(len(pos), dtype=np.bool_)
             last[:-1] = owner[1:] != owner[:-1]
             where = np.full(self.length, -1, dtype=np.int64)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import fastavro
 import pyarrow as pa
@@ -105,6 +105,8 @@ __all__ = [
     "write_manifest",
     "write_manifest_list",
 ]
+
+_T = TypeVar("_T")
 
 #: Sequence number of a manifest written before its snapshot committed; replaced by the
 #: snapshot's sequence number when the manifest list is written (Iceberg-Java's
@@ -1163,23 +1165,22 @@ class LazyManifest:
         """For entries not yet decoded in full, their record counts and metrics limited
         to ``field_ids`` (see ``ManifestColumns.metrics``), cheaper than decoding them;
         None unless the columnar decoder read this manifest."""
-        columns = self._columns
-        if columns is None:
-            return None
-        try:
-            return columns.metrics(indices, field_ids)
-        except _DECODE_ERRORS as exc:
-            raise _damaged(self.manifest, exc) from exc
+        return self._from_columns(lambda columns: columns.metrics(indices, field_ids))
 
     def metric_arrays(self, field_ids: Iterable[int]) -> MetricArrays | None:
         """Every entry's record count and metrics of ``field_ids`` as arrays (see
         ``ManifestColumns.metric_arrays``); None unless the columnar decoder read this
         manifest."""
+        return self._from_columns(lambda columns: columns.metric_arrays(field_ids))
+
+    def _from_columns(self, read: Callable[[ManifestColumns], _T]) -> _T | None:
+        """``read`` of this manifest's columns; None unless the columnar decoder read
+        the manifest."""
         columns = self._columns
         if columns is None:
             return None
         try:
-            return columns.metric_arrays(field_ids)
+            return read(columns)
         except _DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 
