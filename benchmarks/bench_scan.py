@@ -212,10 +212,10 @@ def _time(fn: Callable[[], int], repeat: int) -> tuple[float, list[float], int]:
     return cold, warm, n
 
 
-def _line(name: str, cold: float, warm: list[float], extra: str = "") -> None:
+def _line(name: str, cold: float, warm: list[float]) -> None:
     print(
         f"  {name:<10} cold {cold * 1000:8.1f} ms   warm best {min(warm) * 1000:8.1f} ms"
-        f"   median {statistics.median(warm) * 1000:8.1f} ms{extra}"
+        f"   median {statistics.median(warm) * 1000:8.1f} ms"
     )
 
 
@@ -250,16 +250,16 @@ def bench_planning(root: Path, files: int, manifests: int, repeat: int, processe
             colds = [r.cold for r in lib_runs]
             warm = [w for r in lib_runs for w in r.warm]
             imports = statistics.median(r.imports for r in lib_runs)
-            summary[lib] = (
+            cold_best, cold_median, warm_best, warm_median = summary[lib] = (
                 min(colds),
                 statistics.median(colds),
                 min(warm),
                 statistics.median(warm),
             )
             print(
-                f"    {lib:<10} cold best {min(colds) * 1000:7.1f} ms  median "
-                f"{statistics.median(colds) * 1000:7.1f} ms   warm best {min(warm) * 1000:7.1f} ms"
-                f"  median {statistics.median(warm) * 1000:7.1f} ms   import "
+                f"    {lib:<10} cold best {cold_best * 1000:7.1f} ms  median "
+                f"{cold_median * 1000:7.1f} ms   warm best {warm_best * 1000:7.1f} ms"
+                f"  median {warm_median * 1000:7.1f} ms   import "
                 f"{imports * 1000:5.0f} ms   ({lib_runs[0].tasks} tasks)"
             )
         n, p = summary["neve"], summary["pyiceberg"]
