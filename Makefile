@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench setup java clean
+.PHONY: demo test test-long lint typecheck bench setup java clean
 
 setup: $(STAMP) java
 
@@ -28,6 +28,11 @@ demo: setup
 
 test: setup lint typecheck
 	$(PY) -m pytest -q -n 2
+
+# The property-based tests (differential scans, model-based table tests, concurrency)
+# with thousands of examples each; not run by CI.
+test-long: setup
+	NEVE_LONG=1 $(PY) -m pytest -q -n 2 -m property
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
