@@ -3,10 +3,14 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
+# Iceberg-Java 1.10.2 as a test engine (tests/javaengine): PySpark 3.5 in its own venv.
+JAVA_VENV  ?= .venv-java
+JAVA_STAMP := $(JAVA_VENV)/.installed
+JAVA_JARS  := /usr/share/java/jarjar.jar /usr/share/java/sqlite-jdbc.jar /usr/share/java/postgresql.jar
 
-.PHONY: demo test test-long lint typecheck bench setup java clean
+.PHONY: demo test test-long lint typecheck bench setup java java-engine clean
 
-setup: $(STAMP) java
+setup: $(STAMP) java java-engine
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
@@ -22,6 +26,26 @@ java:
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "java not found: installing openjdk-17-jre-headless"; \
 	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+# The Iceberg-Java test engine: Debian's jarjar and JDBC drivers (SQLite, PostgreSQL),
+# PySpark 3.5 with the Iceberg 1.10.2 Spark runtime (snowpark-connect-deps-iceberg 1.0.3)
+# in $(JAVA_VENV), and the relocated Jackson classes that runtime jar lacks. Built once
+# (a stamp file); nothing is downloaded when the tests run.
+java-engine: $(JAVA_STAMP)
+
+$(JAVA_STAMP): tests/javaengine/build.py | java
+	@missing=; for jar in $(JAVA_JARS); do test -f $$jar || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian's jarjar and JDBC drivers for the Iceberg-Java test engine"; \
+	  apt-get update -q && apt-get install -y -q \
+	    libjarjar-java libxerial-sqlite-jdbc-java libpostgresql-jdbc-java; fi
+	@test -x $(JAVA_VENV)/bin/python || python3 -m venv $(JAVA_VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(JAVA_VENV); }
+	$(JAVA_VENV)/bin/pip install -q --upgrade pip
+	$(JAVA_VENV)/bin/pip install -q 'pyspark>=3.5,<3.6' 'snowpark-connect-deps-iceberg==1.0.3'
+	$(JAVA_VENV)/bin/python tests/javaengine/build.py
+	@touch $(JAVA_STAMP)
 
 demo: setup
 	$(PY) -m neve.demo
@@ -47,4 +71,4 @@ bench: setup
 	$(PY) benchmarks/bench_spark.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(JAVA_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
