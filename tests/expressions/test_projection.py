@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 
 import pytest
@@ -16,6 +17,8 @@ from neve.expressions import (
     project_strict,
     strict_projection,
 )
+from neve.expressions.evaluator import compile_expression
+from neve.expressions.residual import ResidualEvaluator
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.schema import Schema
 from neve.spec.transforms import (
@@ -64,28 +67,92 @@ def check(
     assert project(transform, source, text, strict=True) == strict
 
 
+# {W} is the partition value Iceberg-Java's wrapping arithmetic stores for the lowest
+# values of the type (truncate[10] of -2147483648 is 2147483646 in int arithmetic):
+# comparisons those values satisfy must admit it, the others must not claim it
+# (issue 9, defect 5; before, these projections pruned such rows).
 @pytest.mark.parametrize(
     ("text", "inclusive", "strict"),
     [
-        ("x < 100", "p <= 90", "p < 100"),
-        ("x <= 100", "p <= 100", "p < 100"),
-        ("x <= 99", "p <= 90", "p < 100"),
-        ("x > 100", "p >= 100", "p > 100"),
-        ("x > 99", "p >= 100", "p > 90"),
-        ("x >= 100", "p >= 100", "p > 90"),
+        ("x < 100", "p <= 90 OR p = {W}", "p < 100"),
+        ("x <= 100", "p <= 100 OR p = {W}", "p < 100"),
+        ("x <= 99", "p <= 90 OR p = {W}", "p < 100"),
+        ("x > 100", "p >= 100", "p > 100 AND p != {W}"),
+        ("x > 99", "p >= 100", "p > 90 AND p != {W}"),
+        ("x >= 100", "p >= 100", "p > 90 AND p != {W}"),
         ("x = 100", "p = 100", None),
         ("x != 100", None, "p != 100"),
         ("x IN (99, 100, 101)", "p IN (90, 100)", None),
         ("x NOT IN (99, 100, 101)", None, "p NOT IN (90, 100)"),
-        ("x < -1", "p <= -10", "p < -10"),
-        ("x >= -1", "p >= -10", "p > -10"),
+        ("x < -1", "p <= -10 OR p = {W}", "p < -10"),
+        ("x >= -1", "p >= -10", "p > -10 AND p != {W}"),
         ("x IS NULL", "p IS NULL", "p IS NULL"),
         ("x IS NOT NULL", "p IS NOT NULL", "p IS NOT NULL"),
     ],
 )
 def test_truncate_integer(text: str, inclusive: str | None, strict: str | None) -> None:
-    check(TruncateTransform(10), INT, text, inclusive, strict)
-    check(TruncateTransform(10), LONG, text, inclusive, strict)
+    for source, wrapped in ((INT, 2**31 - 2), (LONG, 2**63 - 2)):
+        check(
+            TruncateTransform(10),
+            source,
+            text,
+            None if inclusive is None else inclusive.format(W=wrapped),
+            None if strict is None else strict.format(W=wrapped),
+        )
+
+
+_WRAPPING = [
+    (INT, TruncateTransform(100), [-(2**31), -(2**31) + 47, -(2**31) + 48, -5, 0, 2**31 - 1]),
+    (LONG, TruncateTransform(100), [-(2**63), -(2**63) + 7, -(2**63) + 8, -1, 2**63 - 1]),
+    (INT, TruncateTransform(2**31 - 1), [-(2**31), -1, 0, 1, 2, 3, 2**31 - 2, 2**31 - 1]),
+    (INT, TruncateTransform(2**30 + 1), [-(2**31), -(2**30) - 2, 2**30 - 1, 2**30, 2**31 - 1]),
+    (TIMESTAMP, HourTransform(), [-(2**63), 2**63 - 1, 2**31 * 3_600_000_000, -1, 0]),
+]
+
+
+@pytest.mark.parametrize(("source", "transform", "values"), _WRAPPING)
+def test_defect5_wrapped_partition_values_are_never_pruned_nor_claimed(
+    source: IcebergType, transform: Transform, values: list[int]
+) -> None:
+    """Where Iceberg-Java's arithmetic wraps (truncate[100] of -2147483648 is stored
+    as 2147483596), the inclusive projection of every predicate a value satisfies
+    holds on its stored partition value, and a strict projection holding on it means
+    the value satisfies the predicate (issue 9, defect 5)."""
+    schema = Schema(NestedField(1, "x", source))
+    target = BoundReference(
+        NestedField(1000, "p", transform.result_type(source), False), (0,), ("p",), True
+    )
+    literals = [*values, *(v + d for v in values for d in (-1, 1)), -5, 5, 0]
+    ops = ("<", "<=", ">", ">=", "=", "!=")
+    texts = [f"x {op} {lit}" for lit in literals for op in ops]
+    texts += [f"x IN ({a}, {b})" for a, b in itertools.pairwise(literals)]
+    texts += [f"x NOT IN ({a}, {b})" for a, b in zip(literals, literals[2:], strict=False)]
+    for text in texts:
+        pred = bind(schema, parse(text))
+        if not isinstance(pred, BoundPredicate):
+            continue  # a literal beyond the type: a constant
+        row_test = compile_expression(pred)
+        inclusive = project_inclusive(transform, source, pred, target)
+        strict = project_strict(transform, source, pred, target)
+        for v in values:
+            stored = (transform.apply(source, v),)
+            if row_test((v,)) and inclusive is not None:
+                assert compile_expression(inclusive)(stored), f"{text} loses {v} ({inclusive})"
+            if strict is not None and compile_expression(strict)(stored):
+                assert row_test((v,)), f"{text} claims {v} ({strict})"
+
+
+def test_defect5_residuals_of_the_wrapped_partition() -> None:
+    schema = Schema(NestedField(1, "x", INT))
+    spec = PartitionSpec(0, (PartitionField(1, 1000, TruncateTransform(100), "p"),))
+    stored = (TruncateTransform(100).apply(INT, -(2**31)),)
+    assert stored == (2147483596,)
+    # the partition's rows may match: they are read and filtered (before: skipped)
+    assert str(ResidualEvaluator(spec, schema, parse("x < -5")).residual_for(stored)) == "x < -5"
+    # nor are they taken whole: 2147483596 > 0, but its rows are not (before: TRUE)
+    assert str(ResidualEvaluator(spec, schema, parse("x > 0")).residual_for(stored)) == "x > 0"
+    # a regular partition is decided as before
+    assert ResidualEvaluator(spec, schema, parse("x > 0")).residual_for((100,)) is ALWAYS_TRUE
 
 
 def test_truncate_at_the_limits_of_int() -> None:
@@ -299,8 +366,9 @@ def test_whole_filter_projections() -> None:
     assert str(strict.project(parse("name != 'abc'"))) == (
         f"name_bucket != {bucket} OR name_trunc != 'ab'"
     )
+    # (hours beyond 2**31 from 1970 wrap to negative values, as Iceberg-Java stores them)
     assert str(incl.project(parse("ts >= '2024-01-02T03:00:00'"))) == (
-        "ts_day >= '2024-01-02' AND ts_hour >= 473379"
+        "ts_day >= '2024-01-02' AND (ts_hour >= 473379 OR ts_hour <= -1732919508)"
     )
     # A column without a partition field: inclusive true, strict false.
     assert incl.project(parse("other = 1")) is ALWAYS_TRUE

@@ -251,3 +251,43 @@ def test_unrepresentable_types_are_refused() -> None:
     schema = Schema(NestedField(1, "u", UUID, False))
     with pytest.raises(ExpressionError):
         to_spark_column(equal("u", "f79c3e09-677c-4bbd-a479-3f349cb785e7"), schema)
+
+
+def test_defect3_spark_reads_the_nan_rows_of_single_value_row_groups(
+    spark: Any, tmp_path: Any
+) -> None:
+    """Spark must not lose the NaN rows of a row group whose Parquet min = max (issue 9,
+    defect 3), in files written by pyarrow and by Spark (parquet-mr). neve's Spark
+    filter never reaches parquet-mr's statistics filter: its predicates are made
+    null-free with coalesce, which Spark does not push down."""
+    import math
+
+    import pyarrow as pa
+
+    from neve.catalog import connect
+    from neve.spark import read, write
+
+    catalog = connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LONG, True), NestedField(2, "d", DOUBLE), NestedField(3, "f", FLOAT)
+    )
+    table = catalog.create_table("db.t", schema)
+    nan = math.nan
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "d": [1.0, nan, 1.0],
+                "f": pa.array([-0.0, nan, -0.0], pa.float32()),
+            }
+        )
+    )
+    rows = [(4, 1.0, -0.0), (5, nan, nan), (6, 1.0, -0.0)]
+    write(spark.createDataFrame(rows, to_spark_schema(schema)), table.refresh())
+    table = table.refresh()
+    for text in ("d IS NaN", "d != 1.0", "d NOT IN (1.0, 2.0)", "NOT (d = 1.0)", "f != -0.0"):
+        df = read(spark, table, filter=text, columns=["id"])
+        assert sorted(r.id for r in df.collect()) == [2, 5], text
+    df = read(spark, table, filter="f NOT IN (-7.0, -0.0)", columns=["id"])
+    assert sorted(r.id for r in df.collect()) == [2, 5]

@@ -25,11 +25,16 @@ from neve.spec.transforms import (
     TruncateTransform,
     UnknownTransform,
     VoidTransform,
+    WrappedRange,
     YearTransform,
+    _java_truncate,
+    _truncate_wraps,
+    exact_transformer,
     hash_value,
     parse_partition_term,
     parse_transform,
     to_human_string,
+    wrapped_ranges,
 )
 from neve.spec.types import (
     BINARY,
@@ -190,6 +195,61 @@ def test_truncate_int_overflow_wraps_as_java_does() -> None:
     assert TruncateTransform(10).apply(INT, -(2**31)) == 2**31 - 2
     assert TruncateTransform(10).apply(LONG, -(2**31)) == -(2**31) - 2
     assert TruncateTransform(10).apply(LONG, -(2**63)) == 2**63 - 2
+
+
+@pytest.mark.parametrize("bits", [8, 10])
+def test_wrapped_ranges_describe_java_truncation_exactly(bits: int) -> None:
+    """Every width and every value of 8 and 10-bit integers: Java's wrapping result is
+    the exact floor truncation plus the offset of the wrapped range holding the value
+    (nothing elsewhere). The same derivation gives the 32 and 64-bit ranges."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    for width in range(1, hi + 1):
+        java = _java_truncate(bits)(width)
+        ranges = _truncate_wraps(bits, width)
+        for v in range(lo, hi + 1):
+            offset = next((r.offset for r in ranges if r.lo <= v <= r.hi), 0)
+            assert java(v) == v - v % width + offset, (width, v, ranges)
+
+
+def test_truncate_at_the_int_minimum_keeps_javas_value_and_names_its_range() -> None:
+    # issue 9, defect 5: Iceberg-Java stores truncate[100] of -2147483648 as 2147483596
+    t = TruncateTransform(100)
+    assert t.apply(INT, -(2**31)) == 2147483596
+    assert wrapped_ranges(t, INT) == (WrappedRange(-(2**31), -(2**31) + 47, 2**32),)
+    assert exact_transformer(t, INT)(-(2**31)) == -2147483700
+    assert wrapped_ranges(t, LONG) == (WrappedRange(-(2**63), -(2**63) + 7, 2**64),)
+    assert wrapped_ranges(TruncateTransform(64), INT) == ()  # the minimum is a multiple
+    assert wrapped_ranges(t, DecimalType(9, 2)) == ()  # Java's BigDecimal does not wrap
+
+
+@pytest.mark.parametrize("source", [INT, LONG])
+@pytest.mark.parametrize("width", [1, 3, 100, 2**30, 2**30 + 1, 2**31 - 2, 2**31 - 1])
+@given(data=st.data())
+def test_wrapped_ranges_hold_at_32_and_64_bits(
+    source: IcebergType, width: int, data: st.DataObject
+) -> None:
+    bits = 32 if source == INT else 64
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    near = [st.integers(max(lo, m - 2 * width), min(hi, m + 2 * width)) for m in (lo, 0, hi)]
+    v = data.draw(st.one_of(*near, st.integers(lo, hi)))
+    t = TruncateTransform(width)
+    offset = next((r.offset for r in wrapped_ranges(t, source) if r.lo <= v <= r.hi), 0)
+    assert t.apply(source, v) == exact_transformer(t, source)(v) + offset
+
+
+def test_hour_of_far_timestamps_wraps_like_javas_int_cast() -> None:
+    # Iceberg-Java: (int) ChronoUnit.HOURS.between(EPOCH, ts) for microsecond timestamps
+    h = HourTransform()
+    for v in (2**63 - 1, -(2**63), 2**31 * 3_600_000_000, -(2**31) * 3_600_000_000 - 1):
+        exact = v // 3_600_000_000
+        assert h.apply(TIMESTAMP, v) == (exact + 2**31) % 2**32 - 2**31
+        assert exact_transformer(h, TIMESTAMPTZ)(v) == exact
+        offset = next(r.offset for r in wrapped_ranges(h, TIMESTAMP) if r.lo <= v <= r.hi)
+        assert h.apply(TIMESTAMP, v) == exact + offset
+    assert h.apply(TIMESTAMP, 2**31 * 3_600_000_000 - 1) == 2**31 - 1  # the last in range
+    assert h.apply(TIMESTAMP_NS, 2**63 - 1) == (2**63 - 1) // (3_600 * 10**9)  # no wrap
+    assert wrapped_ranges(h, TIMESTAMP_NS) == ()
+    assert wrapped_ranges(DayTransform(), TIMESTAMP) == ()
 
 
 @given(st.integers(1, 10_000), st.integers(-(2**31) + 10_000, 2**31 - 1))

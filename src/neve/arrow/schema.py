@@ -412,6 +412,8 @@ def arrow_to_values(arr: pa.Array | pa.ChunkedArray, t: IcebergType) -> list[Any
         arr = arr.cast(arr.type.storage_type)
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
+    if pa.types.is_null(arr.type):  # e.g. the values of a void partition field
+        return [None] * len(arr)
     if isinstance(t, DateType):
         return arr.cast(pa.date32()).cast(pa.int32()).to_pylist()  # type: ignore[no-any-return]
     if isinstance(t, TimeType):

@@ -99,7 +99,10 @@ def transform_array(
         if isinstance(transform, TruncateTransform):
             return _truncate(source, arr, transform)
         if isinstance(transform, HourTransform):
-            return _to_int32(_floor_div(*_epoch_values(source, arr), 3600))
+            # Iceberg-Java casts hours to int, wrapping beyond 2**31 hours from 1970
+            # (see neve.spec.transforms.wrapped_ranges): so does this cast
+            hours = _floor_div(*_epoch_values(source, arr), 3600)
+            return pc.cast(hours, pa.int32(), safe=False)
         if isinstance(transform, (YearTransform, MonthTransform, DayTransform)):
             return _date_part(transform, _days(source, arr))
     except (pa.ArrowInvalid, OverflowError) as exc:
@@ -199,17 +202,46 @@ def _micros(source: IcebergType, arr: pa.Array) -> pa.Array:
 
 
 def _date_part(transform: Transform, days: pa.Array) -> pa.Array:
-    dates = pc.cast(pc.cast(days, pa.int32()), pa.date32())
     if isinstance(transform, DayTransform):
-        return dates
-    years = pc.subtract(pc.year(dates), _scalar(1970, pa.int64()))
+        return pc.cast(pc.cast(days, pa.int32()), pa.date32())
+    year, month = _civil(pc.cast(days, pa.int64()))
+    years = pc.subtract(year, _scalar(1970, pa.int64()))
     if isinstance(transform, YearTransform):
         return _to_int32(years)
     months = pc.add(
-        pc.multiply(years, _scalar(12, pa.int64())),
-        pc.subtract(pc.month(dates), _scalar(1, pa.int64())),
+        pc.multiply(years, _scalar(12, pa.int64())), pc.subtract(month, _scalar(1, pa.int64()))
     )
     return _to_int32(months)
+
+
+def _civil(days: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Proleptic Gregorian (year, month) of int64 day numbers since 1970-01-01, exact
+    for every day a date or timestamp holds (pyarrow's year and month kernels go wrong
+    beyond about 100 million days from 1970). The civil-from-days algorithm of
+    :func:`neve.spec.values.days_to_civil`, on arrays: eras of 400 years (146097
+    days) starting on March 1st of year 0."""
+    i64 = pa.int64()
+
+    def k(value: int) -> pa.Scalar:
+        return _scalar(value, i64)
+
+    def div(a: pa.Array, b: int) -> pa.Array:  # a >= 0: truncation is floor
+        return pc.divide(a, k(b))
+
+    z = pc.add(days, k(719_468))
+    era = _floor_div_by(z, 146_097)
+    doe = pc.subtract(z, pc.multiply(era, k(146_097)))  # day of era, 0..146096
+    yoe = div(
+        pc.add(pc.subtract(doe, div(doe, 1460)), pc.subtract(div(doe, 36_524), div(doe, 146_096))),
+        365,
+    )  # year of era, 0..399
+    doy = pc.subtract(
+        doe, pc.subtract(pc.add(pc.multiply(yoe, k(365)), div(yoe, 4)), div(yoe, 100))
+    )  # day of the year that starts on March 1st
+    mp = div(pc.add(pc.multiply(doy, k(5)), k(2)), 153)  # month from March, 0..11
+    month = pc.if_else(pc.less(mp, k(10)), pc.add(mp, k(3)), pc.subtract(mp, k(9)))
+    year = pc.add(pc.add(yoe, pc.multiply(era, k(400))), pc.cast(pc.less_equal(month, k(2)), i64))
+    return year, month
 
 
 def _with_nulls_of(arr: pa.Array, result: pa.Array) -> pa.Array:

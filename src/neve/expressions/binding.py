@@ -2,8 +2,11 @@
 
 Binding also simplifies as Iceberg-Java's binder does: ``is_null`` on a column that can
 never be null is ALWAYS_FALSE, ``is_nan`` on a non-floating column is ALWAYS_FALSE,
-comparisons with whole numbers beyond an ``int``/``long`` column's range become
-constants, ``in`` drops such values and becomes ``eq`` when one value is left.
+``in`` drops values beyond an ``int``/``long``/decimal column's range and becomes ``eq``
+when one value is left. A comparison with such a value holds for every value or for
+none; unlike Iceberg-Java it does not become ALWAYS_TRUE but ``not_null``, because a
+null satisfies no comparison (``small < 2**40`` must not select rows where ``small``
+is null, as ``small < 5`` does not), and NOT of it is false.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from neve.expressions.expressions import (
     not_,
     or_,
 )
-from neve.expressions.literals import ABOVE_MAX, BELOW_MIN, OutOfRange, to_type
+from neve.expressions.literals import ABOVE_MAX, OutOfRange, to_type
 from neve.spec.schema import Schema, walk_fields
 from neve.spec.types import (
     DoubleType,
@@ -74,28 +77,55 @@ def _struct_schema(struct: StructType) -> Schema:
     return Schema(*struct.fields)
 
 
-def _bind(schema: Schema, expr: BooleanExpression, case_sensitive: bool) -> BooleanExpression:
+def _bind(
+    schema: Schema, expr: BooleanExpression, case_sensitive: bool, negated: bool = False
+) -> BooleanExpression:
+    """``negated`` is True below an odd number of NOTs."""
     if isinstance(expr, (AlwaysTrue, AlwaysFalse)):
         return expr
     if isinstance(expr, And):
         return and_(
-            _bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive)
+            _bind(schema, expr.left, case_sensitive, negated),
+            _bind(schema, expr.right, case_sensitive, negated),
         )
     if isinstance(expr, Or):
         return or_(
-            _bind(schema, expr.left, case_sensitive), _bind(schema, expr.right, case_sensitive)
+            _bind(schema, expr.left, case_sensitive, negated),
+            _bind(schema, expr.right, case_sensitive, negated),
         )
     if isinstance(expr, Not):
-        return not_(_bind(schema, expr.child, case_sensitive))
+        return not_(_bind(schema, expr.child, case_sensitive, not negated))
     if isinstance(expr, UnboundPredicate):
         ref = bind_reference(schema, expr.term.name, case_sensitive)
-        return make_bound_predicate(expr.op, ref, expr.literals)
+        return _simplified(expr.op, ref, expr.literals, negated)
     if isinstance(expr, BoundPredicate):
-        return _rebind(schema, expr)
+        return _rebind(schema, expr, negated)
     raise ExpressionError(f"cannot bind {type(expr).__name__} {expr!r}: not a filter expression")
 
 
-def _rebind(schema: Schema, pred: BoundPredicate) -> BooleanExpression:
+def _simplified(
+    op: Operation, ref: BoundReference, values: tuple[Any, ...], negated: bool
+) -> BooleanExpression:
+    """The bound predicate; under a NOT, a predicate that simplifies is simplified in
+    its negated form and negated back. NOT is defined by pushing it down to the
+    predicates (see :mod:`neve.expressions.expressions`), and a comparison with an
+    out-of-range value simplifies differently from its negation: ``small < 2**40``
+    is ``not_null(small)``, so NOT of it is ``small >= 2**40``, false, not ``is_null``."""
+    direct = make_bound_predicate(op, ref, values)
+    if not negated or (isinstance(direct, BoundPredicate) and direct.op in _SAME[op]):
+        return direct
+    return not_(make_bound_predicate(op.negate(), ref, values))
+
+
+#: The operations a bound predicate keeps when it is not simplified to another kind
+#: (``in`` with one value is ``eq``).
+_SAME = {op: {op} for op in Operation} | {
+    Operation.IN: {Operation.IN, Operation.EQ},
+    Operation.NOT_IN: {Operation.NOT_IN, Operation.NOT_EQ},
+}
+
+
+def _rebind(schema: Schema, pred: BoundPredicate, negated: bool) -> BooleanExpression:
     fid = pred.term.field_id
     if schema.find_field_or_none(fid) is None:
         raise ExpressionError(
@@ -105,7 +135,7 @@ def _rebind(schema: Schema, pred: BoundPredicate) -> BooleanExpression:
     ref = _reference_for_id(schema, fid)
     if ref == pred.term:
         return pred
-    return make_bound_predicate(pred.op, ref, pred.literals)
+    return _simplified(pred.op, ref, pred.literals, negated)
 
 
 def bind_reference(
@@ -218,12 +248,18 @@ def make_bound_predicate(
     if len(values) != 1:
         raise ExpressionError(f"{op.value} on {name!r} takes one value, got {len(values)}")
     value = to_type(values[0], t, name)
-    if value is ABOVE_MAX:
-        return (
-            ALWAYS_TRUE if op in (Operation.LT, Operation.LT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
+    if isinstance(value, OutOfRange):
+        # Every value of the column lies below ABOVE_MAX (above BELOW_MIN): the
+        # comparison holds for every row but those where the column is null, which
+        # satisfy no comparison; != holds for nulls too.
+        if op is Operation.NOT_EQ:
+            return ALWAYS_TRUE
+        below = (
+            (Operation.LT, Operation.LT_EQ)
+            if value is ABOVE_MAX
+            else (Operation.GT, Operation.GT_EQ)
         )
-    if value is BELOW_MIN:
-        return (
-            ALWAYS_TRUE if op in (Operation.GT, Operation.GT_EQ, Operation.NOT_EQ) else ALWAYS_FALSE
-        )
+        if op in below:
+            return make_bound_predicate(Operation.NOT_NULL, ref, ())
+        return ALWAYS_FALSE
     return BoundPredicate(op, ref, (value,))

@@ -9,9 +9,12 @@ metrics evaluators do): ``NOT`` is pushed down to the predicates first
 (:func:`neve.expressions.visitors.rewrite_not`); then a null value satisfies only
 ``is_null``, ``not_nan``, ``not_eq``, ``not_in`` and ``not_starts_with``, and a NaN
 satisfies only ``not_null``, ``is_nan``, ``not_eq`` and ``not_in`` (comparisons with
-NaN are false, as in IEEE 754). Iceberg-Java's row ``Evaluator`` orders null before
-every value, so it calls ``null < 5`` true; its own metrics evaluators prune such files,
-so we follow the metrics evaluators and keep pruning and row filtering consistent.
+NaN are false, as in IEEE 754; -0.0 and 0.0 are equal values, although bounds order
+-0.0 first). A comparison with a value beyond the column's range holds for every
+value but, like any comparison, not for nulls. Iceberg-Java's row ``Evaluator`` orders
+null before every value, so it calls ``null < 5`` true; its own metrics evaluators
+prune such files, so we follow the metrics evaluators and keep pruning and row
+filtering consistent.
 
 The builder functions (:func:`and_`, :func:`equal`, ...) simplify as they build:
 ``and_(x, ALWAYS_FALSE)`` is ``ALWAYS_FALSE``, ``is_in(c, [v])`` is ``equal(c, v)``.

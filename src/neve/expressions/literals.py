@@ -5,10 +5,11 @@ produces them) into the representation of an Iceberg primitive type: dates as da
 timestamps as micros or nanos, decimals rescaled to the column's scale, and so on.
 Conversions that would change the value are refused with :class:`ExpressionError`.
 
-A whole number beyond the range of an ``int``/``long`` column, or a decimal beyond the
-column's precision, is not an error: it converts to :data:`ABOVE_MAX` or
-:data:`BELOW_MIN`, and binding simplifies the comparison the way Iceberg-Java does
-(``int_col < 2**40`` is always true, ``int_col = 2**40`` always false).
+A whole number beyond the range of an ``int``/``long`` column (or of the int days of a
+date, the long counts of a time or timestamp), or a decimal beyond the column's
+precision, is not an error: it converts to :data:`ABOVE_MAX` or :data:`BELOW_MIN`, and
+binding simplifies the comparison (``int_col < 2**40`` holds for every non-null value,
+``int_col = 2**40`` for none).
 """
 
 from __future__ import annotations
@@ -101,14 +102,20 @@ def _convert(value: Any, t: IcebergType) -> Any:
         if isinstance(value, str):
             return value
         raise _Refused("use a string value")
+    # dates are int days and times and timestamps long counts: beyond those ranges a
+    # value is out of range like an int's (and would not hash nor serialize)
     if isinstance(t, DateType):
-        return _to_date(value)
+        return _in_range(_to_date(value), _INT_RANGE)
     if isinstance(t, TimeType):
-        return _to_time(value)
+        return _in_range(_to_time(value), _LONG_RANGE)
     if isinstance(t, (TimestampType, TimestamptzType)):
-        return _to_timestamp(value, isinstance(t, TimestamptzType), nanos=False)
+        return _in_range(
+            _to_timestamp(value, isinstance(t, TimestamptzType), nanos=False), _LONG_RANGE
+        )
     if isinstance(t, (TimestampNsType, TimestamptzNsType)):
-        return _to_timestamp(value, isinstance(t, TimestamptzNsType), nanos=True)
+        return _in_range(
+            _to_timestamp(value, isinstance(t, TimestamptzNsType), nanos=True), _LONG_RANGE
+        )
     if isinstance(t, UUIDType):
         return _to_uuid(value)
     if isinstance(t, FixedType):
@@ -157,7 +164,10 @@ def _whole(value: Any) -> int:
 
 
 def _to_int(value: Any, bounds: tuple[int, int]) -> int | OutOfRange:
-    n = _whole(value)
+    return _in_range(_whole(value), bounds)
+
+
+def _in_range(n: int, bounds: tuple[int, int]) -> int | OutOfRange:
     if n > bounds[1]:
         return ABOVE_MAX
     if n < bounds[0]:

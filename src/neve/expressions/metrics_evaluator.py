@@ -44,7 +44,14 @@ from neve.spec.types import DoubleType, FloatType, PrimitiveType
 
 # The per-entry partition test lives with the row evaluator; it is re-exported here
 # because planning uses it next to the metrics evaluators.
-__all__ = ["InclusiveMetricsEvaluator", "PartitionEvaluator", "StrictMetricsEvaluator", "evaluator"]
+__all__ = [
+    "InclusiveMetricsEvaluator",
+    "MetricsTest",
+    "PartitionEvaluator",
+    "StrictMetricsEvaluator",
+    "evaluator",
+    "inclusive_metrics_test",
+]
 
 _V = TypeVar("_V")
 
@@ -225,12 +232,55 @@ class InclusiveMetricsEvaluator:
         return judged
 
     def _eval(self, record_count: int, stats: _Stats) -> bool:
-        if record_count == 0:
-            return self.include_empty_files
-        if record_count < 0:
-            # Imported files may carry -1 for an unknown count.
-            return True
-        return self._test(stats)
+        return _judge(self._test, record_count, stats, self.include_empty_files)
+
+
+def _judge(test: Test, record_count: int, stats: _Stats, include_empty: bool) -> bool:
+    """``test`` on the metrics of ``record_count`` rows; no rows match only when
+    ``include_empty``, and an unknown count (-1, in imported files) may match."""
+    if record_count == 0:
+        return include_empty
+    if record_count < 0:
+        return True
+    return test(stats)
+
+
+#: ``(record_count, value_counts, null_value_counts, nan_value_counts, lower_bounds,
+#: upper_bounds) -> might any row match``; bounds serialized (Appendix D).
+MetricsTest = Callable[
+    [
+        int,
+        Mapping[int, int] | None,
+        Mapping[int, int] | None,
+        Mapping[int, int] | None,
+        Mapping[int, bytes] | None,
+        Mapping[int, bytes] | None,
+    ],
+    bool,
+]
+
+
+def inclusive_metrics_test(expr: BooleanExpression) -> MetricsTest:
+    """The inclusive metrics rules for an already bound expression, as a function of
+    the metrics themselves: for any set of rows whose counts and bounds are known, such
+    as the row groups of a Parquet file (:mod:`neve.arrow.row_groups`). A missing map
+    or entry means unknown; a set of no rows never matches."""
+    test = _compile(rewrite_not(expr), _inclusive_leaf)
+
+    def might_match(
+        record_count: int,
+        value_counts: Mapping[int, int] | None,
+        null_value_counts: Mapping[int, int] | None,
+        nan_value_counts: Mapping[int, int] | None,
+        lower_bounds: Mapping[int, bytes] | None,
+        upper_bounds: Mapping[int, bytes] | None,
+    ) -> bool:
+        stats = _Stats(
+            value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
+        )
+        return _judge(test, record_count, stats, include_empty=False)
+
+    return might_match
 
 
 def _inclusive_leaf(pred: BoundPredicate) -> Test:

@@ -13,6 +13,13 @@ truncation; ``not_eq``/``not_in`` project only strictly; ``bucket`` projects ``e
 inclusively and ``not_eq``/``not_in`` strictly; and year/month/day/hour projections are
 widened for values before 1970, because Iceberg 0.10 and earlier wrote those partition
 values one too large ("fixInclusiveTimeProjection" / "fixStrictTimeProjection").
+
+Unlike Iceberg-Java, projections reason with the exact transform and then account for
+the values Java's wrapping int arithmetic stores (``truncate`` near the limits of int
+and long, ``hour`` beyond 2**31 hours; :func:`neve.spec.transforms.wrapped_ranges`),
+so that a row whose partition value wrapped is never pruned (issue 9: with
+``truncate(100, i)``, ``i = -2147483648`` is stored in partition 2147483596, and
+``i < -5`` must still find it) nor counted as matching when it does not.
 """
 
 from __future__ import annotations
@@ -48,7 +55,10 @@ from neve.spec.transforms import (
     Transform,
     TruncateTransform,
     VoidTransform,
+    WrappedRange,
     YearTransform,
+    exact_transformer,
+    wrapped_ranges,
 )
 from neve.spec.types import (
     UNKNOWN,
@@ -220,20 +230,28 @@ def _project(
         return _project_unary(transform, pred, target)
     if isinstance(transform, IdentityTransform):
         return _pred(op, target, pred.literals)
-    apply = transform.transformer(source_type)
+    # The exact transform: where Iceberg-Java's int arithmetic wraps, the stored value
+    # differs, and _wrapped accounts for those ranges apart.
+    apply = exact_transformer(transform, source_type)
     if isinstance(transform, BucketTransform):
         # Buckets keep equality only: eq/in inclusively, not_eq/not_in strictly.
         return _each(op, apply, pred, target) if op in (rules.single_op, rules.set_op) else None
     if not isinstance(transform, (TruncateTransform, *_TEMPORAL)):
         return None
+    temporal = isinstance(transform, _TEMPORAL)
     if op.is_set:
         # in (inclusive) / not_in (strict) map value by value; the other one cannot.
         projected = _each(op, apply, pred, target) if op is rules.set_op else None
     elif isinstance(transform, TruncateTransform):
-        return _truncate(rules, op, pred.literal, apply, target, source_type, transform.width)
+        projected = _truncate(rules, op, pred.literal, apply, target, source_type, transform.width)
     else:
         projected = _number(rules, op, pred.literal, apply, target, source_type)
-    return _fix_time(rules, projected) if isinstance(transform, _TEMPORAL) else projected
+    if temporal:
+        projected = _fix_time(rules, projected)
+    wraps = wrapped_ranges(transform, source_type)
+    if wraps and projected is not None:
+        projected = _wrapped(rules, projected, pred, wraps, apply, target, temporal)
+    return projected
 
 
 def _truncate(
@@ -359,6 +377,85 @@ def _fix_time(rules: _Rules, projected: BooleanExpression | None) -> BooleanExpr
     if op in (rules.single_op.negate(), rules.set_op.negate()):
         return None
     return projected
+
+
+def _holds_in(op: Operation, literals: tuple[Any, ...], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The sub-ranges of the integers ``lo..hi`` where ``op`` holds (comparisons,
+    equality and sets only: what truncate and hour project)."""
+    if op.is_set or op in (Operation.EQ, Operation.NOT_EQ):
+        points = sorted(v for v in set(literals) if lo <= v <= hi)
+        if op in (Operation.IN, Operation.EQ):
+            return [(v, v) for v in points]
+        out, start = [], lo  # not_in / not_eq: the gaps between the values
+        for v in points:
+            if start <= v - 1:
+                out.append((start, v - 1))
+            start = v + 1
+        return [*out, (start, hi)] if start <= hi else out
+    b = literals[0]
+    a, c = {
+        Operation.LT: (lo, min(hi, b - 1)),
+        Operation.LT_EQ: (lo, min(hi, b)),
+        Operation.GT: (max(lo, b + 1), hi),
+        Operation.GT_EQ: (max(lo, b), hi),
+    }[op]
+    return [(a, c)] if a <= c else []
+
+
+def _wrapped(
+    rules: _Rules,
+    projected: BooleanExpression,
+    pred: BoundPredicate,
+    wraps: tuple[WrappedRange, ...],
+    apply: Apply,
+    target: BoundReference,
+    temporal: bool,
+) -> BooleanExpression:
+    """Correct a projection made with the exact transform for the source ranges whose
+    stored values wrapped (:func:`neve.spec.transforms.wrapped_ranges`).
+
+    Stored values of a wrapped range are the exact ones plus the range's offset, so the
+    rows of a sub-range ``a..c`` are stored between ``exact(a) + offset`` and
+    ``exact(c) + offset`` (and one more for pre-1970 temporal values, which old writers
+    stored one too large, as :func:`_fix_time` allows). Inclusively, the stored values
+    of the rows that may match are admitted too; strictly, the stored values of rows
+    that do not match are excluded.
+    """
+    inclusive = rules is _INCLUSIVE
+    op = pred.op if inclusive else pred.op.negate()
+    parts: list[BooleanExpression] = []
+    for w in wraps:
+        for a, c in _holds_in(op, pred.literals, w.lo, w.hi):
+            x, y = apply(a) + w.offset, apply(c) + w.offset
+            if temporal and c < 0:
+                y += 1
+            if isinstance(projected, BoundPredicate) and not projected.op.is_unary:
+                # nothing to add when the projection already admits (excludes) them
+                inside = _holds_in(projected.op, projected.literals, x, y)
+                if inside == ([(x, y)] if inclusive else []):
+                    continue
+            parts.append(_between(target, x, y) if inclusive else _outside(target, x, y))
+    return or_(projected, *parts) if inclusive else and_(projected, *parts)
+
+
+def _between(target: BoundReference, x: int, y: int) -> BooleanExpression:
+    """Partition values ``x..y`` (bounds at the limits of the type left out)."""
+    if x == y:
+        return _pred(Operation.EQ, target, (x,))
+    lo, hi = _INT_RANGE if isinstance(target.field_type, IntegerType) else _LONG_RANGE
+    above = _pred(Operation.GT_EQ, target, (x,)) if x > lo else ALWAYS_TRUE
+    below = _pred(Operation.LT_EQ, target, (y,)) if y < hi else ALWAYS_TRUE
+    return and_(above, below)
+
+
+def _outside(target: BoundReference, x: int, y: int) -> BooleanExpression:
+    """Partition values other than ``x..y`` (nulls included: they hold no value)."""
+    if x == y:
+        return _pred(Operation.NOT_EQ, target, (x,))
+    lo, hi = _INT_RANGE if isinstance(target.field_type, IntegerType) else _LONG_RANGE
+    below = _pred(Operation.LT, target, (x,)) if x > lo else ALWAYS_FALSE
+    above = _pred(Operation.GT, target, (y,)) if y < hi else ALWAYS_FALSE
+    return or_(below, above, _pred(Operation.IS_NULL, target))
 
 
 # -- whole filters -------------------------------------------------------------------------

@@ -82,9 +82,12 @@ def _lit_long(value: int) -> Column:
 
 
 def _floor_div(values: Column, divisor: int) -> Column:
-    """Exact floor division of a long column by a positive constant."""
+    """Exact floor division of a long column by a positive constant (Spark's ``div``
+    truncates toward zero: one less where the remainder is negative), without
+    arithmetic that could overflow near the limits of long."""
     d = _lit_long(divisor)
-    return F.call_function("div", values - F.pmod(values, d), d)
+    quotient = F.call_function("div", values, d)
+    return quotient - F.when(values % d < _lit_long(0), _lit_long(1)).otherwise(_lit_long(0))
 
 
 def _micros(source: IcebergType, col: Column) -> Column:
@@ -166,7 +169,11 @@ def transform_column(transform: Transform, source: IcebergType, col: Column) -> 
     if isinstance(transform, TruncateTransform):
         return _truncate(source, col, transform.width)
     if isinstance(transform, HourTransform):
-        return _floor_div(_micros(source, col), _MICROS_PER_HOUR).cast(T.IntegerType())
+        # Iceberg-Java casts the hours to int, wrapping beyond 2**31 hours from 1970
+        # (neve.spec.transforms.wrapped_ranges); Spark's ANSI cast would fail instead
+        hours = _floor_div(_micros(source, col), _MICROS_PER_HOUR)
+        wrapped = F.pmod(hours + _lit_long(2**31), _lit_long(2**32)) - _lit_long(2**31)
+        return wrapped.cast(T.IntegerType())
     if isinstance(transform, (YearTransform, MonthTransform, DayTransform)):
         days = _days(source, col)
         if isinstance(transform, DayTransform):
