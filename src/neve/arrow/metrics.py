@@ -120,7 +120,10 @@ class MetricsConfig:
         if _DEFAULT_KEY in properties:
             default = MetricsMode.parse(properties[_DEFAULT_KEY])
         else:
-            limit = int(properties.get(_MAX_INFERRED_KEY, _MAX_INFERRED_DEFAULT))
+            try:
+                limit = int(properties.get(_MAX_INFERRED_KEY, _MAX_INFERRED_DEFAULT))
+            except ValueError:  # a bad stored value: the default, never a failed write
+                limit = _MAX_INFERRED_DEFAULT
             leaves = [
                 f.field_id for _, f, _ in walk_fields(schema.fields) if f.field_type.is_primitive
             ]

@@ -43,9 +43,13 @@ def project_batch(
 ) -> pa.RecordBatch:
     """``batch`` (with columns of ``file_schema``, which carries field ids) as a batch
     of ``to_arrow_schema(target)``, matching fields by id at every depth."""
+    schema = to_arrow_schema(target)
+    if not target.fields:
+        # no columns, but still the rows (a batch built from no arrays has none)
+        return batch.select([]).replace_schema_metadata(schema.metadata)
     columns = [(f, batch.column(f.name)) for f in file_schema if f.name in batch.schema.names]
     arrays = _project_fields(columns, target.fields, batch.num_rows, constants or {})
-    return pa.RecordBatch.from_arrays(arrays, schema=to_arrow_schema(target))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _project_fields(

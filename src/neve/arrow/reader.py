@@ -6,9 +6,11 @@ or null, promoted types are widened, and columns missing from the file that are
 identity partition sources take the file's partition value. Files written without
 field ids are read through the table's name mapping.
 
-The row filter prunes row groups by their statistics (pyarrow dataset) and is then
+The row filter prunes row groups by their statistics (Iceberg rules, row_groups) and is then
 applied exactly to the rows. Deletes are applied before the filter: position deletes
-and deletion vectors by file-global row position, equality deletes by value.
+and deletion vectors by file-global row position, equality deletes by value. The v3
+row lineage columns, when projected, take the values stored in the file, else inherit
+them (spec "Row Lineage").
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyroaring import BitMap64
 
@@ -39,6 +43,7 @@ from neve.arrow.projection import (
     prune_fields,
     struct_path,
 )
+from neve.arrow.row_groups import matching_row_groups
 from neve.arrow.schema import (
     NameMapping,
     apply_name_mapping,
@@ -65,7 +70,7 @@ from neve.expressions.visitors import references, rewrite_not
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import PartitionSpec
-from neve.spec.schema import Schema
+from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import STRING, NestedField
 
@@ -288,6 +293,7 @@ def iter_data_file_batches(
     cache: DeleteCache | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     split: tuple[int, int] | None = None,
+    data_sequence_number: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of a data file's live rows matching ``row_filter``, with the Arrow
     schema of ``projected_schema`` (see :func:`read_data_file`).
@@ -317,6 +323,7 @@ def iter_data_file_batches(
     file_columns = [f.name for f in file_schema if _contains_any(f, wanted)]
 
     exact = None if expr is ALWAYS_TRUE else to_arrow_expression(expr)
+    lineage = _Lineage.of(read_schema, data_file.first_row_id, data_sequence_number)
     row_groups = _row_groups(fragment, expr, file_schema, constants)
     if split is not None:
         offsets = row_group_offsets(fragment.metadata)
@@ -332,11 +339,17 @@ def iter_data_file_batches(
                 columns=file_columns, batch_size=batch_size
             )
             for raw in raw_batches:
+                n = raw.num_rows
+                if lineage is not None and lineage.needs_positions:
+                    # file positions ride along through the position deletes
+                    raw = raw.append_column(_POSITION, _positions(position, n))
                 live = apply_positions(raw, position, deleted)
-                position += raw.num_rows
+                position += n
                 if live.num_rows == 0:
                     continue
                 batch = project_batch(live, file_schema, read_schema, constants)
+                if lineage is not None:
+                    batch = lineage.fill(batch, live)
                 old_keys = _dropped_key_columns(live, file_schema, dropped)
                 for e in equality:
                     keys = _key_table(batch, table_schema, e.ids, old_keys)
@@ -352,6 +365,64 @@ def iter_data_file_batches(
             raise
         except (OSError, pa.ArrowException) as exc:
             raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
+
+
+#: The column of file positions added to raw batches while lineage is read.
+_POSITION = "__neve_file_position"
+
+
+def _positions(start: int, n: int) -> pa.Array:
+    return pa.array(np.arange(start, start + n, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class _Lineage:
+    """Fills the row lineage columns of a read (spec "Row Lineage"): a value stored in
+    the file wins; a null is inherited: ``_row_id`` as the file's ``first_row_id`` plus
+    the row's position, ``_last_updated_sequence_number`` as the file's data sequence
+    number. Without a ``first_row_id`` (rows older than the table's v3 upgrade) or a
+    known sequence number, the inherited value is null."""
+
+    row_id: int | None  # column index in the read schema
+    sequence_number: int | None
+    first_row_id: int | None
+    data_sequence_number: int | None
+
+    @staticmethod
+    def of(schema: Schema, first_row_id: int | None, data_seq: int | None) -> _Lineage | None:
+        index = {f.field_id: i for i, f in enumerate(schema.fields)}
+        row_id = index.get(ROW_ID.field_id)
+        seq = index.get(LAST_UPDATED_SEQUENCE_NUMBER.field_id)
+        if row_id is None and seq is None:
+            return None
+        return _Lineage(row_id, seq, first_row_id, data_seq)
+
+    @property
+    def needs_positions(self) -> bool:
+        return self.row_id is not None and self.first_row_id is not None
+
+    def fill(self, batch: pa.RecordBatch, raw: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with lineage filled in; ``raw`` is the batch it was projected
+        from, with the file positions of its rows in column ``_POSITION``."""
+        if self.row_id is not None and self.first_row_id is not None:
+            inherited = pc.add(raw.column(_POSITION), pa.scalar(self.first_row_id, pa.int64()))
+            batch = _coalesce_column(batch, self.row_id, inherited)
+        if self.sequence_number is not None and self.data_sequence_number is not None:
+            constant = pa.scalar(self.data_sequence_number, pa.int64())
+            batch = _coalesce_column(batch, self.sequence_number, constant)
+        return batch
+
+
+def _coalesce_column(
+    batch: pa.RecordBatch, i: int, fallback: pa.Array | pa.Scalar
+) -> pa.RecordBatch:
+    stored = batch.column(i)
+    if stored.null_count == 0:
+        return batch
+    filled = fallback if stored.null_count == len(stored) else pc.coalesce(stored, fallback)
+    if isinstance(filled, pa.Scalar):
+        filled = pa.array(np.full(len(stored), filled.as_py(), dtype=np.int64))
+    return batch.set_column(i, batch.schema.field(i), filled.cast(stored.type))
 
 
 def _contains_any(f: pa.Field, ids: set[int]) -> bool:
@@ -437,11 +508,9 @@ def _row_groups(
         return []
     if pushed is ALWAYS_TRUE:
         return all_groups
-    try:
-        return [rg.id for rg in fragment.subset(filter=to_arrow_expression(pushed)).row_groups]
-    except (pa.ArrowException, NeveError):
-        # statistics pruning is an optimisation; the exact filter still runs on rows
-        return all_groups
+    # Iceberg's metrics rules on each row group's statistics, not pyarrow's: Parquet
+    # statistics leave NaN out, and pyarrow would drop the NaN rows (issue 9)
+    return matching_row_groups(fragment.metadata, file_schema, pushed)
 
 
 def read_data_file(
@@ -457,6 +526,7 @@ def read_data_file(
     cache: DeleteCache | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     split: tuple[int, int] | None = None,
+    data_sequence_number: int | None = None,
 ) -> pa.Table:
     """The live rows of a data file that match ``row_filter``, as a table with the
     Arrow schema of ``projected_schema``.
@@ -466,6 +536,10 @@ def read_data_file(
     values); ``delete_files`` are the deletes the planner found for this file (a
     deletion vector, if present, replaces the position delete files); ``split``
     limits the read to a byte range of row groups (see :func:`iter_data_file_batches`).
+    The row lineage columns (:data:`~neve.spec.schema.ROW_ID`,
+    :data:`~neve.spec.schema.LAST_UPDATED_SEQUENCE_NUMBER`), when projected, take the
+    values stored in the file or else inherit them from the file's ``first_row_id``
+    and ``data_sequence_number``.
     """
     batches = list(
         iter_data_file_batches(
@@ -480,6 +554,7 @@ def read_data_file(
             cache=cache,
             batch_size=batch_size,
             split=split,
+            data_sequence_number=data_sequence_number,
         )
     )
     return pa.Table.from_batches(batches, schema=to_arrow_schema(projected_schema))

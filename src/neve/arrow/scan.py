@@ -58,7 +58,15 @@ def _read(
         name_mapping=mapping,
         cache=cache,
         split=_split(task),
+        data_sequence_number=task.data_sequence_number,
     )
+
+
+def _concat(parts: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:
+    if not len(schema):
+        # concat_tables and cast lose the row count of tables without columns
+        return pa.Table.from_batches([b for p in parts for b in p.to_batches()], schema=schema)
+    return pa.concat_tables(parts).cast(schema)
 
 
 def scan_to_table(scan: TableScan, tasks: Sequence[FileScanTask]) -> pa.Table:
@@ -73,7 +81,7 @@ def scan_to_table(scan: TableScan, tasks: Sequence[FileScanTask]) -> pa.Table:
     else:
         with ThreadPoolExecutor(max_workers=min(_workers(), len(tasks))) as ex:
             parts = list(ex.map(lambda t: _read(scan, t, cache, mapping), tasks))
-    return pa.concat_tables(parts).cast(schema)
+    return _concat(parts, schema)
 
 
 def scan_batches(scan: TableScan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
@@ -94,4 +102,5 @@ def scan_batches(scan: TableScan, tasks: Sequence[FileScanTask]) -> Iterator[pa.
             name_mapping=mapping,
             cache=cache,
             split=_split(task),
+            data_sequence_number=task.data_sequence_number,
         )

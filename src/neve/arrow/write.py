@@ -5,6 +5,7 @@ current schema and spec, and rewrite files without the rows a filter matches
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -13,30 +14,69 @@ from neve.arrow.expression import delete_filter
 from neve.arrow.reader import DeleteCache, read_data_file
 from neve.arrow.schema import parse_name_mapping
 from neve.arrow.writer import LocationProvider, delete_written_files, write_data_files
+from neve.errors import CommitConflictError
 from neve.expressions import BooleanExpression
 from neve.spec.manifest import DataFile
+from neve.spec.schema import Schema, with_row_lineage
+from neve.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
+    from neve.table.scan import FileScanTask
     from neve.table.table import Table
 
-__all__ = ["rewrite_without", "write_table_files"]
+__all__ = ["rewrite_schema", "rewrite_tasks", "rewrite_without", "write_table_files"]
 
 
-def write_table_files(table: Table, data: pa.Table) -> list[DataFile]:
+def write_table_files(
+    table: Table, data: pa.Table, *, schema: Schema | None = None
+) -> list[DataFile]:
     """Write ``data`` (columns matched to the table's by name) under the table's
-    location, partitioned by its default spec."""
+    location, partitioned by its default spec. ``schema`` (default: the table's)
+    is the schema the files are written with."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     md = table.metadata
     return write_data_files(
         table.io,
-        md.schema(),
+        schema if schema is not None else md.schema(),
         md.spec(),
         data,
         LocationProvider(md.location, md.properties),
         md.properties,
         sort_order_id=md.default_sort_order_id or None,
     )
+
+
+def rewrite_schema(md: TableMetadata) -> Schema:
+    """The schema rows are read and written with when a rewrite copies them to new
+    files: the current schema, and in v3 the row lineage columns, so that copied rows
+    keep their ``_row_id`` and ``_last_updated_sequence_number`` (spec "Row Lineage":
+    a row moved to another file unchanged keeps both)."""
+    schema = md.schema()
+    return with_row_lineage(schema) if md.format_version >= 3 else schema
+
+
+def rewrite_tasks(table: Table, snapshot_id: int, files: Sequence[DataFile]) -> list[FileScanTask]:
+    """One task per data file of ``files`` covering the whole file, with the deletes
+    that apply to it at ``snapshot_id``.
+
+    Planning splits large files into several tasks; a rewrite copies each file's rows
+    once, so the splits of a file are merged back into one task (and a file given twice
+    is rewritten once). A file that is not live at the snapshot raises
+    :class:`CommitConflictError`."""
+    wanted = {f.file_path for f in files}
+    found: dict[str, FileScanTask] = {}
+    for t in table.scan(snapshot_id=snapshot_id).plan_files():
+        path = t.file.file_path
+        if path in wanted and path not in found:
+            found[path] = replace(t, start=0, length=t.file.file_size_in_bytes)
+    missing = wanted - found.keys()
+    if missing:
+        raise CommitConflictError(
+            f"data file {sorted(missing)[0]} is not in snapshot {snapshot_id} any more "
+            f"({len(missing)} file(s) to rewrite are gone); reload the table and retry"
+        )
+    return [found[f.file_path] for f in _unique(files)]
 
 
 def rewrite_without(
@@ -48,14 +88,13 @@ def rewrite_without(
 ) -> list[DataFile]:
     """New data files holding the live rows of ``files`` that ``expr`` does not match.
 
-    Rows are read with the deletes that apply to them at ``snapshot_id`` (so rows
-    deleted by merge-on-read deletes stay deleted) and with the current schema."""
+    Each file is read once, whole, with the deletes that apply to it at
+    ``snapshot_id`` (so rows deleted by merge-on-read deletes stay deleted) and with
+    the current schema; in v3 the copied rows keep their row lineage."""
     md = table.metadata
     schema = md.schema()
-    wanted = {f.file_path for f in files}
-    tasks = [
-        t for t in table.scan(snapshot_id=snapshot_id).plan_files() if t.file.file_path in wanted
-    ]
+    rows_schema = rewrite_schema(md)
+    tasks = rewrite_tasks(table, snapshot_id, files)
     keep_expr = delete_filter(expr, schema, case_sensitive)
     mapping_text = md.properties.get("schema.name-mapping.default")
     mapping = parse_name_mapping(mapping_text) if mapping_text else None
@@ -66,16 +105,25 @@ def rewrite_without(
             rows = read_data_file(
                 table.io,
                 task.file,
-                schema,
+                rows_schema,
+                table_schema=schema,
                 spec=md.spec_by_id(task.spec_id),
                 delete_files=task.delete_files,
                 name_mapping=mapping,
                 cache=cache,
+                data_sequence_number=task.data_sequence_number,
             )
             keep = rows.filter(keep_expr)
             if keep.num_rows:
-                written += write_table_files(table, keep)
+                written += write_table_files(table, keep, schema=rows_schema)
     except BaseException:
         delete_written_files(table.io, written)
         raise
     return written
+
+
+def _unique(files: Sequence[DataFile]) -> list[DataFile]:
+    seen: dict[str, DataFile] = {}
+    for f in files:
+        seen.setdefault(f.file_path, f)
+    return list(seen.values())

@@ -9,7 +9,9 @@ then renamed. Identity partition columns a file lacks take the file's partition
 value. Deletes are applied as in :mod:`neve.arrow.reader`: position deletes and
 deletion vectors by ``_metadata.row_index``, equality deletes by value (null equal to
 null, NaN to NaN), each only to the data files the planner assigned it to; then the
-residual filter.
+residual filter. The v3 row lineage columns, when asked for, are read by field id and
+their nulls inherited per file (``first_row_id`` plus ``_metadata.row_index``, the
+data sequence number), as :mod:`neve.arrow.reader` does.
 
 Spark's Parquet filter pushdown addresses file columns by name even when it matches
 columns by id, so a name that once belonged to another field id would prune the
@@ -58,7 +60,7 @@ from neve.spark.expression import column_ref, to_spark_column, to_spark_value
 from neve.spark.schema import to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
-from neve.spec.schema import Schema
+from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_row_lineage_field
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import ListType, MapType, NestedField, StructType
@@ -78,6 +80,8 @@ _IFILE = "__neve_ifile"
 _FIDX = "__neve_fidx"
 _EQS = "__neve_eqs"
 _DKEY = "__neve_dkey"
+_FRID = "__neve_first_row_id"
+_DSEQ = "__neve_data_seq"
 #: Row positions take the low bits of a position delete's join key, the file the rest.
 _POS_BITS = 40
 
@@ -124,21 +128,23 @@ def read_tasks(
     tasks: Sequence[FileScanTask],
     *,
     apply_residual: bool = True,
+    projected_schema: Schema | None = None,
 ) -> DataFrame:
     """The live rows of exactly these tasks (planned by ``scan``), deletes applied,
-    with the columns of ``scan.projected_schema()``.
+    with the columns of ``projected_schema`` (default: ``scan.projected_schema()``;
+    fields of the scan's table schema, and the row lineage columns).
 
     Splits of one file are read once, as the whole file (Spark splits files itself).
     With ``apply_residual`` the tasks' residual filters are applied; without it every
     live row of the files is returned.
     """
     check_session(spark)
-    projected = scan.projected_schema()
+    projected = projected_schema if projected_schema is not None else scan.projected_schema()
     out_schema = to_spark_schema(projected)
     files = _whole_files(tasks)
     if not files:
         return spark.createDataFrame([], out_schema)
-    return _Read(spark, scan, files, apply_residual).dataframe()
+    return _Read(spark, scan, files, apply_residual, projected).dataframe()
 
 
 # -- paths ----------------------------------------------------------------------------
@@ -226,22 +232,32 @@ class _FilePlan:
     fill: dict[int, Any] = field(default_factory=dict)  # source id -> partition value
     positions: BitMap64 | None = None
     equality: tuple[int, ...] = ()  # indexes into _Read.eq_files
+    lineage: bool = False  # row lineage columns are read: inherit their nulls
 
     @property
     def needs_join(self) -> bool:
-        return bool(self.fill) or self.positions is not None or bool(self.equality)
+        return bool(self.fill) or self.positions is not None or bool(self.equality) or self.lineage
 
 
 class _Read:
     def __init__(
-        self, spark: SparkSession, scan: TableScan, files: list[FileScanTask], residual: bool
+        self,
+        spark: SparkSession,
+        scan: TableScan,
+        files: list[FileScanTask],
+        residual: bool,
+        projected: Schema,
     ) -> None:
         self.spark = spark
         self.scan = scan
         self.io: FileIO = scan.io
         self.md: TableMetadata = scan.metadata
         self.table_schema = scan.table_schema
-        self.projected = scan.projected_schema()
+        self.projected = projected
+        # row lineage columns asked for: field id -> name
+        self.lineage = {
+            f.field_id: f.name for f in projected.fields if is_row_lineage_field(f.field_id)
+        }
         self.files = files
         self.row_filter = self._filter(residual)
         text = self.md.properties.get(NAME_MAPPING_PROPERTY)
@@ -321,7 +337,7 @@ class _Read:
 
         def plan(t: FileScanTask) -> _FilePlan:
             layout, present = layouts.get(t.file.file_path, (_Layout(), None))
-            p = _FilePlan(t, layout)
+            p = _FilePlan(t, layout, lineage=bool(self.lineage))
             spec_ids = identity.get(t.spec_id, {})
             if spec_ids:
                 for fid, pos in spec_ids.items():
@@ -431,6 +447,10 @@ class _Read:
             info_fields.append(T.StructField(f"__neve_fill_{fid}", to_spark_type(f.field_type)))
         if has_eq:
             info_fields.append(T.StructField(_EQS, T.ArrayType(T.IntegerType(), False), False))
+        lineage = bool(self.lineage)
+        if lineage:
+            info_fields.append(T.StructField(_FRID, T.LongType()))
+            info_fields.append(T.StructField(_DSEQ, T.LongType()))
         rows = []
         for n, p in enumerate(plans):
             row: list[Any] = [spark_file_uri(p.task.file.file_path), n]
@@ -439,6 +459,8 @@ class _Read:
                 row.append(to_spark_value(p.fill.get(fid), t))
             if has_eq:
                 row.append(list(p.equality))
+            if lineage:
+                row += [p.task.file.first_row_id, p.task.data_sequence_number]
             rows.append(tuple(row))
         info = self.spark.createDataFrame(rows, T.StructType(info_fields))
         df = df.join(F.broadcast(info), df[_FILE] == info[_IFILE], "left")
@@ -454,13 +476,30 @@ class _Read:
         df = df.withColumn(_FIDX, F.coalesce(F.col(_FIDX), missing.cast("long")))
         for fid in fill_ids:
             df = _fill(df, self.read_schema, fid, F.col(f"__neve_fill_{fid}"))
+        if lineage:
+            df = self._inherit_lineage(df)
         df = self._apply_positions(df, plans)
         if has_eq:
             df = self._apply_equality(df)
         drop = [_IFILE, _FIDX, *[f"__neve_fill_{fid}" for fid in fill_ids]]
         if has_eq:
             drop.append(_EQS)
+        if lineage:
+            drop += [_FRID, _DSEQ]
         return df.drop(*drop)
+
+    def _inherit_lineage(self, df: DataFrame) -> DataFrame:
+        """Row lineage nulls inherited (spec "Row Lineage"): ``_row_id`` from the file's
+        ``first_row_id`` plus the row's position, ``_last_updated_sequence_number``
+        from the file's data sequence number; a value stored in the file wins."""
+        name = self.lineage.get(ROW_ID.field_id)
+        if name is not None:
+            inherited = F.col(_FRID) + F.col(_POS)
+            df = df.withColumn(name, F.coalesce(_top(name), inherited))
+        name = self.lineage.get(LAST_UPDATED_SEQUENCE_NUMBER.field_id)
+        if name is not None:
+            df = df.withColumn(name, F.coalesce(_top(name), F.col(_DSEQ)))
+        return df
 
     def _apply_positions(self, df: DataFrame, plans: list[_FilePlan]) -> DataFrame:
         keys: list[pa.Array] = []

@@ -3,9 +3,10 @@ partition overwrite.
 
 neve plans on the driver (:func:`neve.table.operations.plan_delete`): files a filter
 matches entirely are dropped from metadata alone; files it matches partly are read
-with Spark (deletes applied), the rows where the filter is not true are written back
-as new files, and everything is committed as one snapshot with Iceberg-Java's
-conflict validation. If anything fails, every file written is removed.
+with Spark (each file once, whole, deletes applied), the rows where the filter is not
+true are written back as new files (in v3 with their row lineage), and everything is
+committed as one snapshot with Iceberg-Java's conflict validation. If anything fails,
+every file written is removed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
+from neve.arrow.write import rewrite_schema, rewrite_tasks
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.spark.session import check_session
@@ -22,7 +24,7 @@ from neve.spark.writer import cleanup_on_failure, write_data
 from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH
 from neve.table.scan import to_expression
-from neve.table.transaction import Rewriter
+from neve.table.transaction import Rewriter, Transaction
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -102,10 +104,16 @@ def overwrite_partitions(
         txn.commit()
 
 
-def spark_rewriter(spark: SparkSession, table: Table, written: cleanup_on_failure) -> Rewriter:
+def spark_rewriter(
+    spark: SparkSession, table: Table | Transaction, written: cleanup_on_failure
+) -> Rewriter:
     """A rewriter (see :class:`neve.table.transaction.Transaction.overwrite_files`)
     that reads the files with Spark and writes the rows the filter does not match;
-    the directories it writes are registered with ``written`` for cleanup."""
+    the directories it writes are registered with ``written`` for cleanup.
+
+    ``table`` may be a transaction: files are then read and written as the changes
+    staged in it so far leave the table. Each file is read once, whole; in v3 the
+    rows copied keep their ``_row_id`` and ``_last_updated_sequence_number``."""
 
     def rewrite(
         snapshot_id: int,
@@ -116,12 +124,16 @@ def spark_rewriter(spark: SparkSession, table: Table, written: cleanup_on_failur
         from neve.spark.expression import to_spark_column
         from neve.spark.reader import read_tasks
 
-        scan = table.scan(filter=expr, snapshot_id=snapshot_id, case_sensitive=case_sensitive)
-        wanted = {f.file_path for f in files}
-        tasks = [t for t in scan.plan_files() if t.file.file_path in wanted]
-        rows = read_tasks(spark, scan, tasks, apply_residual=False)
-        matches = to_spark_column(expr, scan.projected_schema(), case_sensitive)
-        result = write_data(rows.filter(~matches), table)
+        view = (
+            table.table.with_metadata(table.metadata) if isinstance(table, Transaction) else table
+        )
+        md = view.metadata
+        rows_schema = rewrite_schema(md)
+        tasks = rewrite_tasks(view, snapshot_id, files)
+        scan = view.scan(case_sensitive=case_sensitive)  # read with the current schema
+        rows = read_tasks(spark, scan, tasks, apply_residual=False, projected_schema=rows_schema)
+        matches = to_spark_column(expr, md.schema(), case_sensitive)
+        result = write_data(rows.filter(~matches), view, schema=rows_schema)
         written.add(result)
         return result.files
 

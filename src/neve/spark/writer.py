@@ -180,13 +180,16 @@ def write_data(
     *,
     spec: PartitionSpec | None = None,
     directory: str | None = None,
+    schema: Schema | None = None,
 ) -> WriteResult:
     """Run the Spark job writing ``df`` into a new directory under the table's data
-    location; describe the files. Nothing is left behind when it fails."""
+    location; describe the files. Nothing is left behind when it fails. ``schema``
+    (default: the table's) is the schema the files are written with, e.g. with the
+    row lineage columns for rows a rewrite copies."""
     spark = df.sparkSession
     check_session(spark)
     md = table.metadata
-    schema = md.schema()
+    schema = schema if schema is not None else md.schema()
     spec = spec if spec is not None else md.spec()
     props = md.properties
     options = _write_options(props, table)

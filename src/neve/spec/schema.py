@@ -12,6 +12,7 @@ from functools import cached_property
 
 from neve.errors import SchemaError
 from neve.spec.types import (
+    LONG,
     DoubleType,
     FloatType,
     IcebergType,
@@ -23,7 +24,16 @@ from neve.spec.types import (
     StructType,
 )
 
-__all__ = ["Schema", "walk_fields"]
+__all__ = [
+    "LAST_UPDATED_SEQUENCE_NUMBER",
+    "ROW_ID",
+    "ROW_LINEAGE_FIELDS",
+    "Schema",
+    "is_row_lineage_field",
+    "row_lineage_field",
+    "walk_fields",
+    "with_row_lineage",
+]
 
 
 def walk_fields(
@@ -215,3 +225,52 @@ def _rebuild_schema(
     fields: tuple[NestedField, ...], schema_id: int, identifier_field_ids: tuple[int, ...]
 ) -> Schema:
     return Schema(*fields, schema_id=schema_id, identifier_field_ids=identifier_field_ids)
+
+
+# -- metadata columns (spec "Reserved Field IDs", "Row Lineage") -------------------------
+
+#: v3 row lineage: a row's id, unique in the table. Null in a data file means
+#: "inherited": the file's ``first_row_id`` plus the row's position.
+ROW_ID = NestedField(2147483540, "_row_id", LONG, False)
+#: v3 row lineage: the sequence number of the commit that last changed the row. Null in
+#: a data file means "inherited": the file's data sequence number.
+LAST_UPDATED_SEQUENCE_NUMBER = NestedField(2147483539, "_last_updated_sequence_number", LONG, False)
+ROW_LINEAGE_FIELDS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+_LINEAGE_IDS = frozenset(f.field_id for f in ROW_LINEAGE_FIELDS)
+
+
+def is_row_lineage_field(field_id: int) -> bool:
+    """Whether ``field_id`` is one of the two reserved row lineage columns."""
+    return field_id in _LINEAGE_IDS
+
+
+def row_lineage_field(name: str, case_sensitive: bool = True) -> NestedField | None:
+    """The row lineage metadata column called ``name``, or None."""
+    for f in ROW_LINEAGE_FIELDS:
+        if f.name == name or (not case_sensitive and f.name.lower() == name.lower()):
+            return f
+    return None
+
+
+def with_row_lineage(schema: Schema) -> Schema:
+    """``schema`` followed by the row lineage columns it lacks: the schema of data files
+    whose rows keep the ids and sequence numbers they had (copy-on-write rewrites)."""
+    have = set(schema.field_ids())
+    names = {n.lower() for n in schema.column_names}
+    extra = []
+    for f in ROW_LINEAGE_FIELDS:
+        if f.field_id in have:
+            continue
+        if f.name.lower() in names:
+            # readers find the column by its field id; the name only has to be free
+            # (also to engines that ignore case, like Spark)
+            f = f.with_(name=f"{f.name}_{f.field_id}")
+        extra.append(f)
+    if not extra:
+        return schema
+    return Schema(
+        *schema.fields,
+        *extra,
+        schema_id=schema.schema_id,
+        identifier_field_ids=schema.identifier_field_ids,
+    )

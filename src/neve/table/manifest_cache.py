@@ -2,8 +2,9 @@
 
 Manifests and manifest lists are immutable once written (new snapshots write new
 files), so a decoded manifest stays valid for as long as its file exists. Manifests
-are keyed by (path, length, the partition field ids their tuples are ordered by) and
-kept as :class:`~neve.spec.manifest_io.LazyManifest`, so an entry's full data file is
+are keyed by (path, length, the partition field ids their tuples are ordered by, the
+``first_row_id`` the manifest list gives them) and kept as
+:class:`~neve.spec.manifest_io.LazyManifest`, so an entry's full data file is
 decoded once, on first use. The cache is bounded by the number of manifest entries it
 holds (least recently used manifests go first) and is shared by all threads.
 """
@@ -60,7 +61,7 @@ def _max_entries_from_env() -> int:
 
 _LIST_CACHE_SIZE = 128
 
-_Key = tuple[str, int, tuple[int, ...] | None]
+_Key = tuple[str, int, tuple[int, ...] | None, int | None]
 
 
 class ManifestCache:
@@ -79,7 +80,9 @@ class ManifestCache:
     def key(manifest: ManifestFile, specs_by_id: Mapping[int, PartitionSpec] | None) -> _Key:
         spec = specs_by_id.get(manifest.partition_spec_id) if specs_by_id else None
         ids = None if spec is None else tuple(f.field_id for f in spec.fields)
-        return (manifest.manifest_path, manifest.manifest_length, ids)
+        # entries inherit first_row_id from the manifest list entry, which can differ
+        # between snapshots for one manifest file (none before a v3 upgrade, one after)
+        return (manifest.manifest_path, manifest.manifest_length, ids, manifest.first_row_id)
 
     def lookup(self, key: _Key) -> LazyManifest | None:
         with self._lock:
