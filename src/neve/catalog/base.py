@@ -18,6 +18,7 @@ from neve.errors import (
     NeveIOError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnsupportedFormatVersionError,
     ValidationError,
 )
 from neve.io.fileio import FileIO
@@ -37,7 +38,14 @@ Identifier = tuple[str, ...]
 
 def parse_identifier(name: str | Sequence[str]) -> Identifier:
     """``"db.events"`` or ``("db", "events")`` -> ``("db", "events")``."""
-    parts = tuple(name.split(".")) if isinstance(name, str) else tuple(name)
+    if isinstance(name, str):
+        parts = tuple(name.split("."))
+    elif isinstance(name, (tuple, list)) and all(isinstance(p, str) for p in name):
+        parts = tuple(name)
+    else:
+        raise ValidationError(
+            f"invalid name {name!r}: give a string such as 'db.events' or a tuple of strings"
+        )
     if not parts or any(not p for p in parts):
         raise ValidationError(
             f"invalid name {name!r}: use 'namespace.table' (dots separate levels)"
@@ -139,7 +147,18 @@ class Catalog(ABC):
             self.io.write_bytes(location, data)
 
     def read_metadata(self, location: str) -> TableMetadata:
-        return metadata_from_bytes(self.io.read_bytes(location))
+        """Read and parse a metadata file; a damaged or foreign file is a
+        :class:`NeveIOError` naming it (the caller's request was fine, the file is not)."""
+        data = self.io.read_bytes(location)
+        try:
+            return metadata_from_bytes(data)
+        except UnsupportedFormatVersionError:
+            raise  # a newer table, not a damaged one
+        except ValidationError as exc:
+            raise NeveIOError(
+                f"metadata file {location} is damaged or not Iceberg table metadata: {exc}; "
+                "restore the file, or register an earlier metadata file of the table"
+            ) from exc
 
     # -- namespaces -------------------------------------------------------------------
 
@@ -206,10 +225,15 @@ class Catalog(ABC):
         sort_by: Sequence[str] | None = None,
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
-        format_version: int = 2,
+        format_version: int | None = None,
     ) -> Table:
         """Create a table. ``partition_by`` takes terms such as ``"day(ts)"``,
-        ``"bucket(16, id)"``, ``"truncate(4, name)"`` or a column name."""
+        ``"bucket(16, id)"``, ``"truncate(4, name)"`` or a column name.
+
+        The format version is ``format_version``, else the reserved property
+        ``format-version`` (not stored, as in Iceberg-Java), else 2; the two must agree
+        when both are given. Properties neve reads are checked (a
+        :class:`ValidationError` names a bad one)."""
         from neve.table.create import new_table_metadata
         from neve.table.table import Table
 
@@ -257,14 +281,24 @@ class Catalog(ABC):
         return Table(ident, md, loc, self)
 
     def drop_table(self, name: str | Sequence[str], purge: bool = False) -> None:
-        """Remove a table from the catalog; with ``purge`` also delete its files."""
-        ident = _table_ident(name)
-        table = self.load_table(ident) if purge else None
-        self._drop_table(ident)
-        if table is not None:
-            from neve.table.maintenance import purge_table_files
+        """Remove a table from the catalog; with ``purge`` also delete its files.
 
-            purge_table_files(table)
+        Purge deletes everything below the table's location that belongs to it (data,
+        manifests, every metadata file, and what crashed or failed writers left), but
+        not a folder below it that holds another table; outside the location it deletes
+        only files the table's metadata reaches inside ``write.data.path`` /
+        ``write.metadata.path``, never files added from elsewhere
+        (:func:`neve.table.maintenance.purge_table_files` states the rule)."""
+        ident = _table_ident(name)
+        if not purge:
+            self._drop_table(ident)
+            return
+        from neve.table.maintenance import purge_reachable, purge_table_files
+
+        table = self.load_table(ident)
+        reachable = purge_reachable(table)
+        self._drop_table(ident)
+        purge_table_files(table, reachable)
 
     def rename_table(self, src: str | Sequence[str], dst: str | Sequence[str]) -> None:
         s, d = _table_ident(src), _table_ident(dst)

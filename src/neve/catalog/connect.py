@@ -51,8 +51,18 @@ def connect(
 
     ``name`` is the catalog name stored with every row of a SQL catalog (Iceberg-Java
     and pyiceberg see the same tables under the same name). Other keyword arguments
-    become catalog properties (strings), e.g. FileIO credentials.
+    become catalog properties (strings), e.g. FileIO credentials, or SQLite's busy
+    timeout: ``connect(uri, warehouse, **{"sqlite.busy-timeout-ms": "5000"})`` (default
+    60000; see :class:`SqlCatalog`).
     """
+    if not isinstance(uri, (str, os.PathLike)) or (
+        warehouse is not None and not isinstance(warehouse, (str, os.PathLike))
+    ):
+        raise ValidationError(
+            f"connect() takes a URI or folder path (a string), not {uri!r}"
+            + ("" if warehouse is None else f" with warehouse {warehouse!r}")
+            + "; e.g. neve.connect('sqlite:////abs/catalog.db', warehouse='/abs/warehouse')"
+        )
     uri = os.fspath(uri)
     props = {str(k): str(v) for k, v in properties.items()}
     wh = os.fspath(warehouse) if warehouse is not None else None

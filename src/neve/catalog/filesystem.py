@@ -10,7 +10,11 @@ Layout under the warehouse folder (Iceberg's "Hadoop" table layout):
 
 Commits create ``v<N+1>.metadata.json`` with a true create-if-absent
 (:meth:`FileIO.create_exclusive`): of several writers starting from version N exactly
-one creates the file, the others get :class:`CommitFailedError`. The spec deprecates
+one creates the file, the others get :class:`CommitFailedError`. Version numbers
+restart at ``v1`` when a table is dropped and re-created, so a commit also checks that
+version N belongs to its table (same ``table-uuid``) and fails with
+:class:`CommitConflictError` otherwise; a drop and re-create up to the same version in
+the instant between that check and the create is not detected. The spec deprecates
 this layout because Hadoop's check-then-rename is racy; an atomic exclusive create is
 not, but only local (POSIX) filesystems offer it. **Object stores (s3://, gs://) are not
 supported**: put those tables in the SQL catalog (SQLite or PostgreSQL), which swaps a
@@ -54,6 +58,7 @@ from collections.abc import Mapping, Sequence
 from neve.catalog.base import Catalog, Identifier, parse_identifier
 from neve.errors import (
     AlreadyExistsError,
+    CommitConflictError,
     CommitFailedError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -356,6 +361,16 @@ class FilesystemCatalog(Catalog):
                 f"table {name} was changed by another writer (its metadata moved from "
                 f"{base_location} to {current_location}); refresh the table and retry"
             )
+        # Version numbers restart at v1 when a table is dropped and re-created, so the
+        # same path may hold another table now: the current version must be ours.
+        current_uuid = self._table_uuid(current_location)
+        if current_uuid != metadata.table_uuid:
+            raise CommitConflictError(
+                f"table {name} was dropped and re-created (its current version "
+                f"{current_location} belongs to table {current_uuid}, this change to table "
+                f"{metadata.table_uuid}); nothing was committed. Load the new table and "
+                "apply the change to it if it still makes sense there"
+            )
         try:
             return self._create_version(ident, version + 1, metadata_to_bytes(metadata))
         except AlreadyExistsError:
@@ -363,6 +378,21 @@ class FilesystemCatalog(Catalog):
                 f"table {name} was changed by another writer (version {version + 1} was "
                 f"created first); refresh the table and retry"
             ) from None
+
+    def _table_uuid(self, location: str) -> str:
+        """The ``table-uuid`` of a metadata file ("" when it has none, as neve reads it)."""
+        data = self.io.read_bytes(location)
+        try:
+            if data[:2] == b"\x1f\x8b":
+                data = gzip.decompress(data)
+            raw = json.loads(data)
+        except (OSError, ValueError) as exc:
+            raise NeveIOError(
+                f"metadata file {location} is damaged ({exc}); restore it, or register an "
+                "earlier metadata file of the table"
+            ) from exc
+        found = raw.get("table-uuid") if isinstance(raw, dict) else None
+        return str(found) if found is not None else ""
 
     def _drop_table(self, ident: Identifier) -> None:
         if self._current(ident) is None:

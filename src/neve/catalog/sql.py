@@ -21,6 +21,16 @@ A commit writes the new metadata file, then swaps the pointer with one condition
 ``UPDATE ... WHERE metadata_location = <base>`` and checks that exactly one row changed.
 SQLite transactions run as ``BEGIN IMMEDIATE`` with a busy timeout, so threads and
 processes sharing one database file queue up instead of failing.
+
+SQLite's busy timeout is the catalog property ``sqlite.busy-timeout-ms`` (default 60000):
+how long a statement waits for a lock another connection holds (a writer, or a reader
+such as Iceberg-Java's JDBC catalog in a read transaction, which blocks the ``COMMIT``
+of a write in rollback-journal mode). When the wait runs out, SQLite has committed
+nothing: neve rolls the transaction back, removes the metadata file it wrote and raises
+:class:`CommitFailedError`, which the commit loop retries like a lost swap. On
+PostgreSQL a failed ``COMMIT`` may have been applied, so it stays
+:class:`CommitStateUnknownError`. No connection ever goes back to the pool inside a
+transaction.
 """
 
 from __future__ import annotations
@@ -80,7 +90,10 @@ __all__ = ["SqlCatalog"]
 
 _EXISTS_KEY = "exists"  # the marker property Iceberg-Java writes on every namespace
 _TABLE_TYPE = "TABLE"
-_SQLITE_BUSY_TIMEOUT_S = 60.0
+#: Catalog property: milliseconds SQLite waits for a lock before giving up.
+SQLITE_BUSY_TIMEOUT = "sqlite.busy-timeout-ms"
+_SQLITE_BUSY_TIMEOUT_MS = 60_000
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # primary result codes
 _WRITE_OPTION = "neve_writes"  # execution option marking a writing transaction
 
 _schema = MetaData()
@@ -110,7 +123,7 @@ _P = NAMESPACE_PROPERTIES.c
 
 # -- engines: one per URI and process ------------------------------------------------
 
-_engines: dict[str, Engine] = {}
+_engines: dict[tuple[str, float], Engine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -127,7 +140,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_engines_after_fork)
 
 
-def _new_engine(uri: str) -> Engine:
+def _new_engine(uri: str, busy_timeout_s: float) -> Engine:
     try:
         url = make_url(uri)
     except ArgumentError as exc:
@@ -138,7 +151,7 @@ def _new_engine(uri: str) -> Engine:
     kwargs: dict[str, Any] = {}
     sqlite = url.get_backend_name() == "sqlite"
     if sqlite:
-        connect_args: dict[str, Any] = {"timeout": _SQLITE_BUSY_TIMEOUT_S}
+        connect_args: dict[str, Any] = {"timeout": busy_timeout_s}
         if url.database in (None, "", ":memory:"):
             # One shared connection, or every checkout would see a different empty database.
             kwargs["poolclass"] = StaticPool
@@ -180,12 +193,39 @@ def _serialize_sqlite_transactions(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
-def _engine_for(uri: str) -> Engine:
+def _engine_for(uri: str, busy_timeout_s: float) -> Engine:
     with _engines_lock:
-        engine = _engines.get(uri)
+        engine = _engines.get((uri, busy_timeout_s))
         if engine is None:
-            engine = _engines[uri] = _new_engine(uri)
+            engine = _engines[(uri, busy_timeout_s)] = _new_engine(uri, busy_timeout_s)
         return engine
+
+
+def _is_busy(exc: BaseException) -> bool:
+    """True for SQLite's "database is locked" (SQLITE_BUSY / SQLITE_LOCKED): the
+    statement did nothing and may be repeated."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(orig).lower()
+    return type(orig).__name__ == "OperationalError" and "is locked" in text
+
+
+def _busy_timeout_ms(properties: Mapping[str, str]) -> int:
+    raw = properties.get(SQLITE_BUSY_TIMEOUT)
+    if raw is None:
+        return _SQLITE_BUSY_TIMEOUT_MS
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValidationError(
+            f"catalog property {SQLITE_BUSY_TIMEOUT}={raw!r} is not valid: it takes the "
+            "milliseconds to wait for a locked SQLite database, an integer >= 0"
+        )
+    return value
 
 
 # -- names ---------------------------------------------------------------------------
@@ -238,6 +278,7 @@ class SqlCatalog(Catalog):
     ) -> None:
         super().__init__(name, warehouse, properties)
         self.uri = uri
+        self._busy_timeout_s = _busy_timeout_ms(self.properties) / 1000.0
         self._typed = self._ensure_tables()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -252,6 +293,7 @@ class SqlCatalog(Catalog):
     def __setstate__(self, state: dict[str, Any]) -> None:
         Catalog.__init__(self, state["name"], state["warehouse"], state["properties"])
         self.uri = state["uri"]
+        self._busy_timeout_s = _busy_timeout_ms(self.properties) / 1000.0
         self._typed = state["typed"]
 
     def __repr__(self) -> str:
@@ -259,13 +301,14 @@ class SqlCatalog(Catalog):
 
     @property
     def engine(self) -> Engine:
-        """The SQLAlchemy engine (shared by all catalogs on the same URI in a process)."""
-        return _engine_for(self.uri)
+        """The SQLAlchemy engine (shared in a process by the catalogs on the same URI with
+        the same busy timeout)."""
+        return _engine_for(self.uri, self._busy_timeout_s)
 
     def dispose(self) -> None:
         """Close the pooled connections of this catalog's database; later calls reconnect."""
         with _engines_lock:
-            engine = _engines.pop(self.uri, None)
+            engine = _engines.pop((self.uri, self._busy_timeout_s), None)
         if engine is not None:
             engine.dispose()
 
@@ -292,11 +335,41 @@ class SqlCatalog(Catalog):
 
     def _db_error(self, action: str, exc: SQLAlchemyError) -> NeveIOError:
         cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        if self._sqlite and _is_busy(exc):
+            hint = (
+                "another connection held a lock for longer than the busy timeout "
+                f"({SQLITE_BUSY_TIMEOUT}={int(self._busy_timeout_s * 1000)}); nothing was "
+                "changed. Retry, end the other connection's transaction, or raise the timeout"
+            )
+        else:
+            hint = "check that the database is reachable and that the URI and credentials are right"
         return NeveIOError(
             f"catalog database {self._safe_uri()} failed while {action}: "
-            f"{type(cause).__name__}: {cause}; check that the database is reachable and "
-            "that the URI and credentials are right"
+            f"{type(cause).__name__}: {cause}; {hint}"
         )
+
+    @property
+    def _sqlite(self) -> bool:
+        return self.uri.startswith("sqlite")
+
+    def _discard_transaction(self, conn: Connection) -> None:
+        """End the transaction of a connection whose COMMIT failed.
+
+        SQLAlchemy counts a transaction as over once COMMIT was sent, so neither it nor
+        the pool rolls it back, yet SQLite keeps it open after SQLITE_BUSY: the next
+        user of the pooled connection would fail with "cannot start a transaction
+        within a transaction". Roll back on SQLite; elsewhere (where the connection's
+        state is unknown) drop the connection."""
+        if self._sqlite:
+            try:
+                dbapi = conn.connection.dbapi_connection
+                if dbapi is not None:
+                    dbapi.rollback()
+                return
+            except Exception:
+                pass  # drop the connection instead
+        with contextlib.suppress(Exception):
+            conn.invalidate()
 
     @contextmanager
     def _read(self, action: str) -> Iterator[Connection]:
@@ -306,11 +379,22 @@ class SqlCatalog(Catalog):
 
     @contextmanager
     def _write(self, action: str) -> Iterator[Connection]:
-        """A connection in a writing transaction, committed when the block ends."""
+        """A connection in a writing transaction, committed when the block ends (rolled
+        back when the block or the COMMIT fails)."""
         with self._db(action), self.engine.connect() as conn:
             conn.execution_options(**{_WRITE_OPTION: True})
-            with conn.begin():
+            trans = conn.begin()
+            try:
                 yield conn
+            except BaseException:
+                if trans.is_active:
+                    trans.rollback()
+                raise
+            try:
+                trans.commit()
+            except SQLAlchemyError:
+                self._discard_transaction(conn)
+                raise
 
     def _insert_if_absent(self, conn: Connection, table: Table, row: dict[str, Any]) -> bool:
         """Insert a row unless its key exists (a savepoint keeps the transaction alive
@@ -330,6 +414,10 @@ class SqlCatalog(Catalog):
                 try:
                     _schema.create_all(engine, checkfirst=True)
                 except DBAPIError:
+                    # A failed COMMIT may leave a pooled connection mid-transaction: drop
+                    # them (an in-memory SQLite database lives in its one connection).
+                    if not (self._sqlite and isinstance(engine.pool, StaticPool)):
+                        engine.dispose()
                     # Another process may have created them at the same moment.
                     if not self._tables_present(engine):
                         raise
@@ -612,8 +700,10 @@ class SqlCatalog(Catalog):
                 trans = conn.begin()
                 swapped = conn.execute(swap).rowcount
             except SQLAlchemyError as exc:
-                # The transaction never committed, so the database rolls it back.
+                # Nothing was committed; closing the connection rolls back what began.
                 self.io.delete(new_location)
+                if self._sqlite and _is_busy(exc):
+                    raise self._busy(name, exc) from exc
                 raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
             if swapped != 1:
                 trans.rollback()
@@ -622,12 +712,27 @@ class SqlCatalog(Catalog):
             try:
                 trans.commit()
             except SQLAlchemyError as exc:
+                self._discard_transaction(conn)
+                if self._sqlite and _is_busy(exc):
+                    # SQLite answers SQLITE_BUSY before anything is written: the
+                    # transaction was rolled back above and the swap did not happen.
+                    self.io.delete(new_location)
+                    raise self._busy(name, exc) from exc
                 raise CommitStateUnknownError(
                     f"the commit to {name} was sent but its outcome is unknown ({exc}); "
                     f"the new metadata {new_location} was kept. Load the table to see whether "
                     "it points there before retrying"
                 ) from exc
         return new_location
+
+    def _busy(self, name: str, exc: SQLAlchemyError) -> CommitFailedError:
+        return CommitFailedError(
+            f"the catalog database was locked by another connection for longer than the "
+            f"busy timeout ({SQLITE_BUSY_TIMEOUT}={int(self._busy_timeout_s * 1000)}) while "
+            f"committing to {name} ({exc.orig if isinstance(exc, DBAPIError) else exc}); "
+            "nothing was committed. Retry (commits retry this on their own), or end the "
+            "other connection's transaction"
+        )
 
     def _raise_lost_swap(self, ident: Identifier, base_location: str) -> None:
         name = ".".join(ident)

@@ -104,12 +104,25 @@ class TableMetadata:
         return self.properties.get(key, default)
 
     def int_property(self, key: str, default: int) -> int:
+        """An integer property; ``default`` when absent or not an integer. Values are
+        checked when they are set, so an unusable one was stored by another engine:
+        falling back keeps it from blocking the commit that repairs it."""
         v = self.properties.get(key)
-        return default if v is None else int(v)
+        if v is None:
+            return default
+        try:
+            return int(v.strip())
+        except (ValueError, AttributeError):
+            return default
 
     def bool_property(self, key: str, default: bool) -> bool:
+        """A boolean property (``true`` / ``false``, any case); ``default`` when absent
+        or neither."""
         v = self.properties.get(key)
-        return default if v is None else v.strip().lower() == "true"
+        if not isinstance(v, str):
+            return default
+        s = v.strip().lower()
+        return s == "true" if s in ("true", "false") else default
 
     # -- snapshots and refs ----------------------------------------------------------
 

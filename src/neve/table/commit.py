@@ -2,9 +2,12 @@
 refresh-and-retry on a lost swap (Iceberg-Java's ``commit.retry.*`` properties).
 
 An action plans against whatever metadata the attempt starts from. Actions that can
-rebase (appends) simply re-plan on the refreshed table; actions whose requirements no
-longer hold (a schema changed underneath a schema update, files to remove are gone)
-raise :class:`CommitConflictError`, which is not retried.
+rebase (appends) simply re-plan on the refreshed table, until
+``commit.retry.total-timeout-ms``; actions whose requirements no longer hold (a schema
+changed underneath a schema update, files to remove are gone) raise
+:class:`CommitConflictError`, which is not retried, and the others keep Iceberg's
+``commit.retry.num-retries``. Every retry asserts the table's UUID, so a commit never
+lands in a table that was dropped and re-created under the same name.
 """
 
 from __future__ import annotations
@@ -13,22 +16,28 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
 from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates, next_metadata
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import TableRequirement, TableUpdate
+from neve.spec.updates import AssertTableUUID, TableRequirement, TableUpdate
+from neve.table.properties import read_property
 
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["Action", "commit_actions"]
+__all__ = ["Action", "RetrySettings", "commit_actions"]
 
 
 class Action(ABC):
     """One change in a transaction."""
+
+    #: True for a change that rebases onto any newer version of its branch without a
+    #: conflict check (an append): its commit keeps retrying until the total timeout.
+    always_rebases: bool = False
 
     @abstractmethod
     def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
@@ -54,43 +63,90 @@ class Action(ABC):
         """Remove every file this action wrote (the commit did not happen)."""
 
 
-def _retry_settings(md: TableMetadata) -> tuple[int, float, float, float]:
-    return (
-        md.int_property("commit.retry.num-retries", 4),
-        md.int_property("commit.retry.min-wait-ms", 100) / 1000.0,
-        md.int_property("commit.retry.max-wait-ms", 60_000) / 1000.0,
-        md.int_property("commit.retry.total-timeout-ms", 1_800_000) / 1000.0,
-    )
+@dataclass(frozen=True)
+class RetrySettings:
+    """Iceberg-Java's ``commit.retry.*`` properties, in seconds. A stored value that is
+    unusable falls back to its default (:func:`neve.table.properties.read_property`),
+    so a bad value can never block the commit that repairs it."""
+
+    num_retries: int
+    min_wait: float
+    max_wait: float
+    total_timeout: float
+
+    @staticmethod
+    def of(md: TableMetadata) -> RetrySettings:
+        props = md.properties
+        return RetrySettings(
+            read_property(props, "commit.retry.num-retries"),
+            read_property(props, "commit.retry.min-wait-ms") / 1000.0,
+            read_property(props, "commit.retry.max-wait-ms") / 1000.0,
+            read_property(props, "commit.retry.total-timeout-ms") / 1000.0,
+        )
+
+    def may_retry(self, attempt: int, elapsed: float, rebases: bool) -> bool:
+        """Whether failed attempt number ``attempt`` (from 1) may be retried."""
+        if elapsed > self.total_timeout:
+            return False
+        return rebases or attempt <= self.num_retries
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter, capped at ``max_wait``."""
+        wait = min(self.max_wait, self.min_wait * 2.0 ** min(attempt - 1, 30))
+        return wait * (0.5 + random.random() / 2)
 
 
-def commit_actions(table: Table, actions: Sequence[Action]) -> None:
+def commit_actions(
+    table: Table, actions: Sequence[Action], planned: TableMetadata | None = None
+) -> None:
     """Commit ``actions`` as one new metadata version of ``table``, retrying on a lost
-    compare-and-swap. On success the table handle points at the new version."""
+    compare-and-swap. ``planned`` is the metadata the actions already produced on
+    ``table.metadata`` (a transaction plans each change when it is staged): the first
+    attempt swaps it in as it is, and only a retry plans the actions again on the
+    refreshed table. On success the table handle points at the new version.
+
+    Retries follow ``commit.retry.*``, with one difference from Iceberg-Java, which
+    counts retries for every change: when every action always rebases (appends, see
+    :attr:`Action.always_rebases`), losing the swap says only that others were faster, never
+    that this change is wrong, so such a commit keeps rebasing with backoff until
+    ``commit.retry.total-timeout-ms`` instead of failing after
+    ``commit.retry.num-retries`` (which would drop an acknowledged-to-be-valid append
+    under contention). Changes that validate (overwrite, delete, row deltas, schema
+    changes) keep the count.
+
+    Every attempt asserts the table's UUID (``assert-table-uuid``): when the table was
+    dropped and re-created under the same name, the commit fails with
+    :class:`CommitConflictError` instead of landing in the new table. When the commit
+    fails, every file the actions wrote is removed (not when its outcome is unknown)."""
     if not actions:
         return
     io = table.io
     base_md, base_loc = table.metadata, table.metadata_location
-    retries, min_wait, max_wait, total_timeout = _retry_settings(base_md)
-    started = time.monotonic()
+    same_table = AssertTableUUID(base_md.table_uuid)
     attempt = 0
     try:
+        settings = RetrySettings.of(base_md)
+        rebases = all(a.always_rebases for a in actions)
+        started = time.monotonic()
         while True:
-            md = base_md
-            for action in actions:
-                updates, reqs = action.plan(md)
-                action.requirements_hold_or_conflict(reqs, md)
-                md = apply_updates(md, updates)
+            if planned is not None and attempt == 0:
+                md = planned
+            else:
+                md = base_md
+                for action in actions:
+                    updates, reqs = action.plan(md)
+                    action.requirements_hold_or_conflict(reqs, md)
+                    md = apply_updates(md, updates)
             new_md = next_metadata(md, base_md, base_loc)
             try:
                 new_loc = table.catalog.commit_metadata(table.identifier, base_loc, new_md)
             except CommitFailedError:
                 attempt += 1
-                elapsed = time.monotonic() - started
-                if attempt > retries or elapsed > total_timeout:
+                if not settings.may_retry(attempt, time.monotonic() - started, rebases):
                     raise
-                wait = min(max_wait, min_wait * (2 ** (attempt - 1)))
-                time.sleep(wait * (0.5 + random.random() / 2))
+                time.sleep(settings.backoff(attempt))
                 fresh = table.catalog.load_table(table.identifier)
+                _check_same_table(same_table, fresh.metadata, table.name)
                 base_md, base_loc = fresh.metadata, fresh.metadata_location
                 continue
             table._set_current(new_md, new_loc)
@@ -106,11 +162,22 @@ def commit_actions(table: Table, actions: Sequence[Action]) -> None:
     _delete_old_metadata(table, base_md)
 
 
+def _check_same_table(req: AssertTableUUID, md: TableMetadata, name: str) -> None:
+    try:
+        req.check(md)
+    except CommitFailedError as exc:
+        raise CommitConflictError(
+            f"table {name} was dropped and re-created while this change was being committed "
+            f"({exc}); nothing was committed. Load the new table and apply the change to it "
+            "if it still makes sense there"
+        ) from exc
+
+
 def _delete_old_metadata(table: Table, previous: TableMetadata) -> None:
     """``write.metadata.delete-after-commit.enabled``: drop metadata files that fell out
     of the metadata log."""
     md = table.metadata
-    if not md.bool_property("write.metadata.delete-after-commit.enabled", False):
+    if not read_property(md.properties, "write.metadata.delete-after-commit.enabled"):
         return
     kept = {e.metadata_file for e in md.metadata_log}
     for e in previous.metadata_log:

@@ -7,23 +7,33 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from neve.errors import UnsupportedFormatVersionError
+from neve.errors import SchemaError, UnsupportedFormatVersionError, ValidationError
 from neve.spec.partition import PARTITION_DATA_ID_START
 from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, SortOrder
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from neve.table.properties import split_reserved
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["assign_fresh_ids", "new_table_metadata", "to_schema"]
+__all__ = ["DEFAULT_FORMAT_VERSION", "assign_fresh_ids", "new_table_metadata", "to_schema"]
+
+DEFAULT_FORMAT_VERSION = 2
 
 
 def to_schema(schema: Schema | pa.Schema) -> Schema:
     """A neve schema from a neve or pyarrow schema (non-nullable fields become required)."""
     if isinstance(schema, Schema):
         return schema
+    import pyarrow as pa
+
+    if not isinstance(schema, pa.Schema):
+        raise SchemaError(
+            f"a table schema is a neve Schema or a pyarrow Schema, not "
+            f"{type(schema).__name__}; e.g. pyarrow.schema([('id', pyarrow.int64())])"
+        )
     from neve.arrow.schema import from_arrow_schema
 
     return from_arrow_schema(schema)
@@ -74,22 +84,40 @@ def new_table_metadata(
     sort_by: Sequence[str] = (),
     location: str,
     properties: Mapping[str, str] | None = None,
-    format_version: int = 2,
+    format_version: int | None = None,
 ) -> TableMetadata:
+    """Metadata of a new table. The format version is ``format_version``, else the
+    reserved property ``format-version``, else 2; the reserved properties are not stored
+    (:mod:`neve.table.properties`), and the others are checked."""
     from neve.table.update_sort_order import sort_order_from_terms
     from neve.table.update_spec import spec_from_terms
 
-    if format_version not in SUPPORTED_FORMAT_VERSIONS:
+    props, from_property = split_reserved(properties if properties is not None else {})
+    if format_version is not None and (
+        isinstance(format_version, bool) or not isinstance(format_version, int)
+    ):
         raise UnsupportedFormatVersionError(
-            f"format version {format_version} is not supported; use 1, 2 (default) or 3"
+            f"format_version is an integer (1, 2 or 3), not {format_version!r}"
         )
+    if format_version is not None and from_property not in (None, format_version):
+        raise ValidationError(
+            f"format_version={format_version} and the property "
+            f"format-version={from_property} disagree; give the version once"
+        )
+    version = format_version if format_version is not None else from_property
+    if version is None:
+        version = DEFAULT_FORMAT_VERSION
+    if version not in SUPPORTED_FORMAT_VERSIONS:
+        raise UnsupportedFormatVersionError(
+            f"format version {version} is not supported; use 1, 2 (default) or 3"
+        )
+    format_version = version
     fresh = assign_fresh_ids(to_schema(schema))
     spec = spec_from_terms(
         fresh, list(partition_by), spec_id=0, last_partition_id=PARTITION_DATA_ID_START - 1
     )
     order = sort_order_from_terms(fresh, list(sort_by)) if sort_by else UNSORTED
     orders: tuple[SortOrder, ...] = (UNSORTED,) if order.is_unsorted else (UNSORTED, order)
-    props = dict(properties or {})
     return TableMetadata(
         format_version=format_version,
         table_uuid=str(uuid.uuid4()),

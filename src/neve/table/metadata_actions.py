@@ -59,16 +59,25 @@ class FixedUpdates(Action):
 def properties_action(
     updates: Mapping[str, str] | None = None, removals: Sequence[str] = ()
 ) -> FixedUpdates:
+    """Set and remove table properties. Values neve reads are checked here (see
+    :mod:`neve.table.properties`); ``format-version`` upgrades the table instead of being
+    stored, and the other reserved properties are ignored, as in Iceberg-Java."""
+    from neve.table.properties import check_property_keys, split_reserved
+
+    kept, version = split_reserved(updates if updates is not None else {})
+    removed = check_property_keys(removals)
+    both = sorted(set(kept) & set(removed))
+    if both:
+        raise ValidationError(
+            f"properties {both} are both set and removed in one change; pick one for each"
+        )
     ups: list[TableUpdate] = []
-    if updates:
-        for k, v in updates.items():
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise ValidationError(
-                    f"table properties are strings; got {k!r}: {v!r} (convert with str())"
-                )
-        ups.append(SetProperties(dict(updates)))
-    if removals:
-        ups.append(RemoveProperties(tuple(removals)))
+    if kept:
+        ups.append(SetProperties(kept))
+    if removed:
+        ups.append(RemoveProperties(tuple(removed)))
+    if version is not None:
+        ups.append(UpgradeFormatVersion(version))
     return FixedUpdates(ups)
 
 
@@ -114,6 +123,10 @@ class SortOrderChange(Action):
 
 
 def upgrade_action(version: int) -> FixedUpdates:
+    """Upgrade the format version (a downgrade or an unknown version is refused when the
+    change is applied)."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValidationError(f"a format version is an integer (1, 2 or 3), not {version!r}")
     return FixedUpdates([UpgradeFormatVersion(version)])
 
 
@@ -130,6 +143,12 @@ def ref_action(
     max_ref_age_ms: int | None = None,
 ) -> FixedUpdates:
     """Create, move or remove a branch or tag, guarded on the ref's current value."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError(f"a branch or tag name is a non-empty string, not {name!r}")
+    if snapshot_id is not None and (
+        isinstance(snapshot_id, bool) or not isinstance(snapshot_id, int)
+    ):
+        raise ValidationError(f"a snapshot id is an integer, not {snapshot_id!r}")
     current = md.refs.get(name)
     cur_id = current.snapshot_id if current is not None else None
     if name == MAIN_BRANCH and cur_id is None:

@@ -1,0 +1,290 @@
+"""Table properties neve reads: their defaults, the values they accept, and the two rules
+that keep a bad value from harming a table.
+
+1. **Checked when set.** ``create_table(properties=...)`` and ``set_properties`` refuse a
+   value neve could not use (``commit.retry.num-retries = "abc"``) with a
+   :class:`ValidationError` naming the property and the values it takes. Keys and values
+   are strings. Properties neve does not know are stored as given (other engines have
+   their own).
+2. **Never a brick when read.** A value stored by another engine or an older neve may
+   still be bad. The commit path reads its properties with :func:`read_property`, which
+   falls back to the default for a value it cannot use, so the ``set_properties`` /
+   ``remove_properties`` commit that repairs the value always goes through.
+
+Reserved properties (Iceberg-Java's ``TableProperties.RESERVED_PROPERTIES``) are not
+stored: ``format-version`` chooses the format version of a new table and upgrades an
+existing one; the others (``uuid``, ``snapshot-count``, ``current-snapshot-id`` ...)
+describe the table's state, so setting them is ignored, as in Iceberg-Java.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from neve.errors import UnsupportedFormatVersionError, ValidationError
+from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS
+
+__all__ = [
+    "FORMAT_VERSION",
+    "PROPERTIES",
+    "RESERVED_PROPERTIES",
+    "PropertyDef",
+    "check_property_keys",
+    "read_property",
+    "split_reserved",
+    "validate_properties",
+]
+
+FORMAT_VERSION = "format-version"
+
+#: Never stored as table properties (Iceberg-Java's list).
+RESERVED_PROPERTIES = frozenset(
+    {
+        FORMAT_VERSION,
+        "uuid",
+        "snapshot-count",
+        "current-snapshot-id",
+        "current-snapshot-summary",
+        "current-snapshot-timestamp-ms",
+        "current-schema",
+        "default-partition-spec",
+        "default-sort-order",
+    }
+)
+
+
+@dataclass(frozen=True)
+class PropertyDef:
+    """A property neve reads: ``parse`` turns the text into the value (raising
+    ValueError when it cannot), ``accepts`` says in words what it takes."""
+
+    key: str
+    default: Any
+    parse: Callable[[str], Any]
+    accepts: str
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if value < minimum:
+            raise ValueError(f"{value} < {minimum}")
+        return value
+
+    return parse
+
+
+def _boolean(text: str) -> bool:
+    s = text.strip().lower()
+    if s not in ("true", "false"):
+        raise ValueError(text)
+    return s == "true"
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        s = text.strip().lower()
+        if s not in choices:
+            raise ValueError(text)
+        return s
+
+    return parse
+
+
+def _any_int(text: str) -> int:
+    return int(text.strip())
+
+
+_METRICS_MODE = re.compile(r"none|counts|full|truncate\(\s*([0-9]+)\s*\)")
+
+
+def _metrics_mode(text: str) -> str:
+    s = text.strip().lower()
+    m = _METRICS_MODE.fullmatch(s)
+    if m is None or (m.group(1) is not None and int(m.group(1)) <= 0):
+        raise ValueError(text)
+    return s
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError(text)
+    return text
+
+
+def _name_mapping(text: str) -> str:
+    from neve.arrow.name_mapping import parse_name_mapping
+
+    try:
+        parse_name_mapping(text)
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from exc
+    return text
+
+
+_POSITIVE = "a positive integer"
+_NON_NEGATIVE = "an integer >= 0"
+_BOOLEAN = "true or false"
+_MIB = 1024 * 1024
+_CODECS = ("zstd", "snappy", "gzip", "lz4", "brotli", "uncompressed", "none")
+_FORMATS = ("parquet", "avro", "orc")
+_ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
+_ISOLATION = ("serializable", "snapshot")
+
+
+def _defs(*defs: PropertyDef) -> dict[str, PropertyDef]:
+    return {d.key: d for d in defs}
+
+
+#: Every property neve reads (defaults as in Iceberg-Java), by key.
+PROPERTIES: Mapping[str, PropertyDef] = _defs(
+    PropertyDef("commit.retry.num-retries", 4, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("commit.retry.min-wait-ms", 100, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("commit.retry.max-wait-ms", 60_000, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("commit.retry.total-timeout-ms", 1_800_000, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("commit.manifest-merge.enabled", True, _boolean, _BOOLEAN),
+    PropertyDef("commit.manifest.min-count-to-merge", 100, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("commit.manifest.target-size-bytes", 8 * _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.metadata.previous-versions-max", 100, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef("write.metadata.delete-after-commit.enabled", False, _boolean, _BOOLEAN),
+    PropertyDef(
+        "write.metadata.compression-codec", "none", _one_of("none", "gzip"), "none or gzip"
+    ),
+    PropertyDef(
+        "write.metadata.metrics.default",
+        "truncate(16)",
+        _metrics_mode,
+        "none, counts, truncate(N) with N > 0, or full",
+    ),
+    PropertyDef(
+        "write.metadata.metrics.max-inferred-column-defaults", 100, _int_at_least(0), _NON_NEGATIVE
+    ),
+    PropertyDef("write.metadata.path", None, _non_empty, "a non-empty path"),
+    PropertyDef("write.data.path", None, _non_empty, "a non-empty path"),
+    PropertyDef("write.target-file-size-bytes", 512 * _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.parquet.row-group-size-bytes", 128 * _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.parquet.page-size-bytes", _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.parquet.page-row-limit", 20_000, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.parquet.dict-size-bytes", 2 * _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef("write.parquet.compression-codec", "zstd", _one_of(*_CODECS), ", ".join(_CODECS)),
+    PropertyDef("write.parquet.compression-level", None, _any_int, "an integer"),
+    PropertyDef("write.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
+    PropertyDef("write.delete.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
+    PropertyDef(
+        "write.distribution-mode", None, _one_of("none", "hash", "range"), "none, hash or range"
+    ),
+    *(
+        PropertyDef(
+            f"write.{op}.mode",
+            "copy-on-write",
+            _one_of(*_ROW_LEVEL_MODES),
+            " or ".join(_ROW_LEVEL_MODES),
+        )
+        for op in ("delete", "update", "merge")
+    ),
+    *(
+        PropertyDef(
+            f"write.{op}.isolation-level",
+            "serializable",
+            _one_of(*_ISOLATION),
+            " or ".join(_ISOLATION),
+        )
+        for op in ("delete", "update", "merge")
+    ),
+    PropertyDef("read.split.target-size", 128 * _MIB, _int_at_least(1), _POSITIVE),
+    PropertyDef(
+        "schema.name-mapping.default", None, _name_mapping, "a JSON name mapping (a list of fields)"
+    ),
+)
+
+#: Per-column metrics modes: ``write.metadata.metrics.column.<column name>``.
+_COLUMN_METRICS_PREFIX = "write.metadata.metrics.column."
+
+
+def _definition(key: str) -> PropertyDef | None:
+    found = PROPERTIES.get(key)
+    if found is None and key.startswith(_COLUMN_METRICS_PREFIX):
+        return PropertyDef(
+            key, None, _metrics_mode, "none, counts, truncate(N) with N > 0, or full"
+        )
+    return found
+
+
+def check_property_keys(keys: Iterable[object]) -> list[str]:
+    """Property names to remove, as a list; each must be a string."""
+    out: list[str] = []
+    for k in keys:
+        if not isinstance(k, str):
+            raise ValidationError(
+                f"table property names are strings; got {k!r} (convert with str())"
+            )
+        out.append(k)
+    return out
+
+
+def validate_properties(properties: object) -> dict[str, str]:
+    """Check properties to set (string keys and values, known properties with a value
+    neve can use); returns them as a dict. Raises :class:`ValidationError` naming the
+    first bad property and what it accepts."""
+    if not isinstance(properties, Mapping):
+        raise ValidationError(
+            f"table properties are a mapping of strings to strings, not "
+            f"{type(properties).__name__}; e.g. {{'write.target-file-size-bytes': '134217728'}}"
+        )
+    out: dict[str, str] = {}
+    for k, v in properties.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValidationError(
+                f"table properties are strings; got {k!r}: {v!r} (convert with str())"
+            )
+        if k == FORMAT_VERSION:
+            _format_version(v)
+        else:
+            d = _definition(k)
+            if d is not None:
+                try:
+                    d.parse(v)
+                except ValueError:
+                    raise ValidationError(
+                        f"table property {k}={v!r} is not valid: it takes {d.accepts}"
+                    ) from None
+        out[k] = v
+    return out
+
+
+def _format_version(text: str) -> int:
+    try:
+        version = int(text.strip())
+    except ValueError:
+        version = None
+    if version is None or version not in SUPPORTED_FORMAT_VERSIONS:
+        raise UnsupportedFormatVersionError(
+            f"table property {FORMAT_VERSION}={text!r} is not a supported format version; "
+            f"use one of {', '.join(map(str, SUPPORTED_FORMAT_VERSIONS))}"
+        )
+    return version
+
+
+def split_reserved(properties: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
+    """Properties to store (reserved ones left out) and the format version the
+    ``format-version`` property asks for (None when absent). Validates first."""
+    checked = validate_properties(properties)
+    version = checked.get(FORMAT_VERSION)
+    kept = {k: v for k, v in checked.items() if k not in RESERVED_PROPERTIES}
+    return kept, (_format_version(version) if version is not None else None)
+
+
+def read_property(properties: Mapping[str, str], key: str) -> Any:
+    """The value of a property neve reads, or its default when the property is absent
+    or its stored value is unusable (see the module docstring, rule 2)."""
+    d = PROPERTIES[key]
+    raw = properties.get(key)
+    if raw is None:
+        return d.default
+    try:
+        return d.parse(raw)
+    except (ValueError, ValidationError, AttributeError, TypeError):
+        return d.default
