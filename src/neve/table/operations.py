@@ -23,7 +23,7 @@ from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
 from neve.table.scan import live_entries
-from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+from neve.table.snapshot_producer import SnapshotProducer, write_parent
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -41,6 +41,7 @@ class AppendFiles(SnapshotProducer):
     """Add data files. Appends never conflict: on retry they rebase onto the new head."""
 
     operation = Operation.APPEND
+    always_rebases = True
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def plan_delete(
     case_sensitive: bool = True,
 ) -> DeletePlan:
     """Classify the branch's live data files against a row filter."""
-    head = _branch_head(md, branch)
+    head = write_parent(md, branch)
     if head is None:
         return DeletePlan((), (), False)
     manifests = read_manifest_list(io, head.manifest_list)
@@ -201,7 +202,7 @@ class ReplacePartitions(SnapshotProducer):
     def plan(self, md: TableMetadata) -> tuple[list, list]:  # type: ignore[type-arg]
         # Files to replace depend on the current head: recompute on every attempt.
         self.removed_paths.clear()
-        head = _branch_head(md, self.branch)
+        head = write_parent(md, self.branch)
         if head is not None:
             parts = self.partitions()
             unpartitioned = all(md.spec_by_id(s).is_unpartitioned for s, _ in parts)

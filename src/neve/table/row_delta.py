@@ -25,7 +25,7 @@ from neve.spec.snapshot import Operation
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableRequirement, TableUpdate
 from neve.table.scan import live_entries
-from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+from neve.table.snapshot_producer import SnapshotProducer, write_parent
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -131,7 +131,7 @@ class RowDelta(SnapshotProducer):
         }
         if not referenced:
             return
-        head = _branch_head(md, self.branch)
+        head = write_parent(md, self.branch)
         concurrent = head is not None and head.snapshot_id != self.base_snapshot_id
         live: set[str] = {
             f.file_path for f in self.added_files if f.content is DataFileContent.DATA

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from neve.errors import ValidationError
+from neve.errors import ExpressionError, SchemaError, ValidationError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression, parse
 from neve.expressions.binding import bind
 from neve.expressions.manifest_evaluator import ManifestEvaluator
@@ -29,7 +29,7 @@ from neve.spec.manifest import (
 )
 from neve.spec.manifest_columnar import columnar_enabled
 from neve.spec.manifest_io import LazyManifest
-from neve.spec.schema import Schema
+from neve.spec.schema import Schema, row_lineage_field
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 from neve.table.delete_index import DeleteFileIndex
@@ -38,6 +38,7 @@ from neve.table.manifest_cache import (
     holds_one_partition,
     load_manifests,
 )
+from neve.table.properties import read_property
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,17 +47,25 @@ __all__ = ["FileScanTask", "TableScan", "live_entries", "to_expression"]
 
 
 def to_expression(filter: str | BooleanExpression | None) -> BooleanExpression:
+    """A filter given as a string, an expression, or None (every row)."""
     if filter is None:
         return ALWAYS_TRUE
     if isinstance(filter, str):
         return parse(filter)
-    return filter
+    if isinstance(filter, BooleanExpression):
+        return filter
+    raise ExpressionError(
+        f'a filter is a string such as "id < 10" or a neve.expressions expression, '
+        f"not {type(filter).__name__} {filter!r}"
+    )
 
 
 @dataclass(frozen=True)
 class FileScanTask:
     """One unit of reading: a byte range of a data file, its residual row filter and
-    the delete files that apply to it."""
+    the delete files that apply to it. ``data_sequence_number`` is the file's data
+    sequence number (what rows inherit as ``_last_updated_sequence_number``; None when
+    unknown)."""
 
     file: DataFile
     residual: BooleanExpression
@@ -64,6 +73,7 @@ class FileScanTask:
     start: int
     length: int
     spec_id: int
+    data_sequence_number: int | None = None
 
 
 def live_entries(
@@ -100,10 +110,24 @@ class TableScan:
         self.metadata = metadata
         self.io = io
         self.row_filter = to_expression(filter)
+        if columns is not None and (
+            isinstance(columns, str) or not all(isinstance(c, str) for c in columns)
+        ):
+            raise ValidationError(
+                f"columns is a list of column names, e.g. ['id', 'name'], not {columns!r}"
+            )
         self.columns = tuple(columns) if columns is not None else None
         self.case_sensitive = case_sensitive
         self.options = dict(options or {})
         self._snapshot = self._choose_snapshot(snapshot_id, as_of, ref)
+        # Which schema reads use (Iceberg-Java's SnapshotUtil.schemaFor): the table's
+        # current schema for the current state and for branches, whose heads move with
+        # the table; the snapshot's own schema for a snapshot id, a time or a tag.
+        self._historical = (
+            snapshot_id is not None
+            or as_of is not None
+            or (ref is not None and ref in metadata.refs and not metadata.refs[ref].is_branch)
+        )
 
     def _choose_snapshot(
         self, snapshot_id: int | None, as_of: Any, ref: str | None
@@ -122,11 +146,12 @@ class TableScan:
 
     @property
     def table_schema(self) -> Schema:
-        """Time travel reads with the schema the snapshot was written with (as
-        Iceberg-Java does for snapshot-id / as-of); the current schema otherwise."""
+        """Time travel (a snapshot id, a time, a tag) reads with the schema the snapshot
+        was written with; the current state and branches read with the current schema
+        (as Iceberg-Java does)."""
         s = self._snapshot
         md = self.metadata
-        if s is not None and s.schema_id is not None and s.snapshot_id != md.current_snapshot_id:
+        if self._historical and s is not None and s.schema_id is not None:
             try:
                 return md.schema_by_id(s.schema_id)
             except ValidationError:
@@ -134,10 +159,32 @@ class TableScan:
         return md.schema()
 
     def projected_schema(self) -> Schema:
+        """The columns the scan returns: all of the table's, or those named in
+        ``columns``, which may include the v3 row lineage metadata columns
+        ``_row_id`` and ``_last_updated_sequence_number`` (never part of all)."""
         schema = self.table_schema
         if self.columns is None:
             return schema
-        return schema.select(self.columns, self.case_sensitive)
+        cs = self.case_sensitive
+        lineage = {
+            name: f
+            for name in self.columns
+            if schema.struct.field_by_name(name, cs) is None
+            and (f := row_lineage_field(name, cs)) is not None
+        }
+        if not lineage:
+            return schema.select(self.columns, cs)
+        if self.metadata.format_version < 3:
+            raise SchemaError(
+                f"{', '.join(sorted(lineage))}: row lineage columns exist in format v3 "
+                f"tables only, and this table is v{self.metadata.format_version}; leave them "
+                "out, or upgrade the table with table.upgrade_format_version(3)"
+            )
+        fields = [
+            lineage[name] if name in lineage else schema.select([name], cs).fields[0]
+            for name in self.columns
+        ]
+        return Schema(*fields, schema_id=schema.schema_id)
 
     # -- planning --------------------------------------------------------------------
 
@@ -200,18 +247,18 @@ class TableScan:
             )
             for spec_id, spec in md.specs_by_id.items()
         }
-        split_size = int(
-            self.options.get(
-                "read.split.target-size", md.properties.get("read.split.target-size", 134217728)
-            )
-        )
+        split_size = read_property({**md.properties, **self.options}, "read.split.target-size")
         tasks: list[FileScanTask] = []
         for e in data:
             f = e.data_file
             applicable = tuple(d.data_file for d in index.for_data_file(e)) if deletes else ()
             residual = residuals[f.spec_id](f.partition)
             for start, length in _splits(f, split_size):
-                tasks.append(FileScanTask(f, residual, applicable, start, length, f.spec_id))
+                tasks.append(
+                    FileScanTask(
+                        f, residual, applicable, start, length, f.spec_id, e.sequence_number
+                    )
+                )
         return tasks
 
     # -- reading ---------------------------------------------------------------------
@@ -327,7 +374,13 @@ def _to_millis(value: Any) -> int:
     if isinstance(value, str):
         from neve.spec.temporal import parse_iso_timestamp
 
-        return parse_iso_timestamp(value, with_tz=True) // 1000
+        try:
+            return parse_iso_timestamp(value, with_tz=True) // 1000
+        except ValueError as exc:
+            raise ValidationError(
+                f"cannot read {value!r} as a time: give an ISO-8601 timestamp such as "
+                "'2024-05-01T12:00:00+00:00', epoch milliseconds, or a datetime"
+            ) from exc
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)

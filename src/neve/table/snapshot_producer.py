@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neve.errors import CommitConflictError
+from neve.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec.manifest import (
     DataFile,
@@ -48,7 +48,15 @@ from neve.table.summary import build_summary
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["SnapshotProducer", "new_snapshot_id"]
+__all__ = [
+    "SnapshotProducer",
+    "branch_head",
+    "check_branch_target",
+    "check_snapshot_properties",
+    "new_snapshot_id",
+    "require_branch",
+    "write_parent",
+]
 
 
 def new_snapshot_id() -> int:
@@ -77,10 +85,12 @@ class SnapshotProducer(Action):
         self.table = table
         self.io: FileIO = table.io
         self.branch = branch
-        self.snapshot_properties = dict(snapshot_properties or {})
+        self.snapshot_properties = check_snapshot_properties(snapshot_properties)
         self.snapshot_id = new_snapshot_id()
         self.commit_uuid = str(uuid.uuid4())
-        base = _branch_head(table.metadata, branch)
+        # The head this change validates concurrent commits against: the branch head
+        # when the change (or the transaction it belongs to) started.
+        base = write_parent(table.metadata, branch)
         self.base_snapshot_id = base.snapshot_id if base is not None else None
         self.added_files: list[DataFile] = []
         self.removed_paths: dict[str, DataFile] = {}
@@ -109,7 +119,12 @@ class SnapshotProducer(Action):
 
     def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
         self._attempt += 1
-        parent = _branch_head(md, self.branch)
+        old_ref = md.refs.get(self.branch)
+        if old_ref is not None and not old_ref.is_branch:
+            raise CommitConflictError(
+                f"{self.branch!r} is a tag, not a branch; commit to a branch instead"
+            )
+        parent = write_parent(md, self.branch)
         if parent is not None and parent.snapshot_id != self.base_snapshot_id:
             self.validate(md, parent)
         seq = md.next_sequence_number()
@@ -157,7 +172,6 @@ class SnapshotProducer(Action):
             first_row_id=first_row_id,
             added_rows=added_rows,
         )
-        old_ref = md.refs.get(self.branch)
         ref = SnapshotRef(
             self.snapshot_id,
             SnapshotRefType.BRANCH,
@@ -165,13 +179,10 @@ class SnapshotProducer(Action):
             old_ref.max_snapshot_age_ms if old_ref else None,
             old_ref.max_ref_age_ms if old_ref else None,
         )
-        if old_ref is not None and not old_ref.is_branch:
-            raise CommitConflictError(
-                f"{self.branch!r} is a tag, not a branch; commit to a branch instead"
-            )
         updates: list[TableUpdate] = [AddSnapshot(snapshot), SetSnapshotRef(self.branch, ref)]
+        # The branch must still be where this attempt found it (absent for a new one).
         reqs: list[TableRequirement] = [
-            AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None)
+            AssertRefSnapshotId(self.branch, old_ref.snapshot_id if old_ref else None)
         ]
         return updates, reqs
 
@@ -333,8 +344,51 @@ class SnapshotProducer(Action):
             io.delete(p)
 
 
-def _branch_head(md: TableMetadata, branch: str) -> Snapshot | None:
+def check_snapshot_properties(properties: Mapping[str, str] | None) -> dict[str, str]:
+    """Snapshot summary properties as a dict; keys and values must be strings."""
+    out = dict(properties or {})
+    for k, v in out.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValidationError(
+                f"snapshot properties are strings; got {k!r}: {v!r} (convert with str())"
+            )
+    return out
+
+
+def branch_head(md: TableMetadata, branch: str) -> Snapshot | None:
+    """The head of ``branch``; None when main has no snapshot yet or the branch does
+    not exist."""
     ref = md.refs.get(branch)
     if ref is None:
         return md.current_snapshot() if branch == MAIN_BRANCH else None
     return md.snapshot_by_id(ref.snapshot_id)
+
+
+def write_parent(md: TableMetadata, branch: str) -> Snapshot | None:
+    """The snapshot a write to ``branch`` builds on: its head, or main's current
+    snapshot when the branch does not exist yet (the write creates it there, as
+    Iceberg-Java's ``SnapshotUtil.latestSnapshot`` does)."""
+    if branch in md.refs:
+        return branch_head(md, branch)
+    return md.current_snapshot()
+
+
+def require_branch(md: TableMetadata, branch: str) -> None:
+    """Changes that only remove rows need an existing branch: a misspelled name must not
+    create an empty one."""
+    if branch != MAIN_BRANCH and branch not in md.refs:
+        known = ", ".join(sorted(n for n, r in md.refs.items() if r.is_branch))
+        raise NoSuchSnapshotError(
+            f"no branch named {branch!r} (branches: {known}); check the name, or create "
+            "the branch first with create_branch()"
+        )
+
+
+def check_branch_target(md: TableMetadata, branch: str) -> None:
+    """Refuse a write to a tag (tags are immutable names for one snapshot)."""
+    ref = md.refs.get(branch)
+    if ref is not None and not ref.is_branch:
+        raise ValidationError(
+            f"{branch!r} is a tag; write to a branch (create one from the tag with "
+            f"create_branch(name, snapshot_id={ref.snapshot_id}))"
+        )

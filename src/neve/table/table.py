@@ -47,6 +47,12 @@ class Table:
         self._metadata = metadata
         self._metadata_location = metadata_location
 
+    def with_metadata(self, metadata: TableMetadata) -> Table:
+        """A handle on another version of this table's metadata (same catalog and
+        name), e.g. a transaction's staged state, for planning and writing data files
+        as that version would. Committing goes through the original handle."""
+        return Table(self.identifier, metadata, self._metadata_location, self.catalog)
+
     def _set_current(self, metadata: TableMetadata, location: str) -> None:
         self._metadata = metadata
         self._metadata_location = location

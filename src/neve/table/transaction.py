@@ -1,8 +1,13 @@
 """Transactions: stage several changes, commit them once as one metadata version.
 
-Data-writing operations write their files when staged (planned against the metadata
-the transaction started from) and commit with the rest. If the commit fails, every
-file the transaction wrote is removed.
+Each staged change is planned against the table as the changes staged before it leave
+it (Iceberg-Java's transaction table): a delete after an append sees the appended rows,
+an append after a schema change writes the new schema, a tag created after an append
+points at the new snapshot. Data-writing changes write their files when staged. At
+commit the staged metadata is swapped in as one new version; if another writer
+committed first, every change is planned again on the refreshed table (appends rebase,
+the others validate what happened concurrently since the transaction started). If the
+commit fails, every file the transaction wrote is removed.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from neve.errors import NoSuchSnapshotError, ValidationError
+from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.spec.manifest import DataFile
+from neve.spec.metadata_builder import apply_updates
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
+from neve.spec.table_metadata import TableMetadata
 from neve.table.commit import Action, commit_actions
 from neve.table.metadata_actions import (
     SchemaChange,
@@ -34,7 +41,14 @@ from neve.table.operations import (
 )
 from neve.table.row_delta import RowDelta
 from neve.table.scan import _to_millis, to_expression
-from neve.table.snapshot_producer import SnapshotProducer, _branch_head
+from neve.table.snapshot_producer import (
+    SnapshotProducer,
+    branch_head,
+    check_branch_target,
+    check_snapshot_properties,
+    require_branch,
+    write_parent,
+)
 from neve.table.update_schema import UpdateSchema
 from neve.table.update_sort_order import UpdateSortOrder
 from neve.table.update_spec import UpdateSpec
@@ -60,6 +74,17 @@ class Transaction:
         self._actions: list[Action] = []
         self._committed = False
         self._autocommit = autocommit
+        self._staged: TableMetadata = table.metadata
+
+    @property
+    def metadata(self) -> TableMetadata:
+        """The table's metadata as the changes staged so far leave it."""
+        return self._staged
+
+    def _view(self) -> Table:
+        """A handle on the staged metadata, for writing and reading data files the way
+        the staged table would."""
+        return self.table.with_metadata(self._staged)
 
     # -- context manager --------------------------------------------------------------
 
@@ -77,10 +102,28 @@ class Transaction:
         else:
             self.abort()
 
-    def _stage(self, action: Action) -> None:
+    def _check_open(self) -> None:
         if self._committed:
             raise ValidationError("this transaction was committed already; start a new one")
+
+    def _stage(self, action: Action) -> None:
+        """Plan ``action`` against the staged metadata and apply it there. If planning
+        fails, the action's files are removed and nothing is staged."""
+        self._check_open()
+        if isinstance(action, SnapshotProducer):
+            # snapshots staged earlier in this transaction are not concurrent changes
+            action.ignore_snapshot_ids = {
+                a.snapshot_id for a in self._actions if isinstance(a, SnapshotProducer)
+            }
+        try:
+            updates, reqs = action.plan(self._staged)
+            action.requirements_hold_or_conflict(reqs, self._staged)
+            staged = apply_updates(self._staged, updates)
+        except BaseException:
+            action.on_failure(self.table.io)
+            raise
         self._actions.append(action)
+        self._staged = staged
         if self._autocommit:
             self.commit()
 
@@ -88,10 +131,7 @@ class Transaction:
         """Commit every staged change as one new table version."""
         if self._committed:
             return
-        producers = [a for a in self._actions if isinstance(a, SnapshotProducer)]
-        for i, p in enumerate(producers):
-            p.ignore_snapshot_ids = {q.snapshot_id for q in producers[:i]}
-        commit_actions(self.table, self._actions)
+        commit_actions(self.table, self._actions, planned=self._staged)
         self._committed = True
 
     def abort(self) -> None:
@@ -104,9 +144,25 @@ class Transaction:
     # -- data ----------------------------------------------------------------------
 
     def _write(self, data: pa.Table) -> list[Any]:
+        import pyarrow as pa
+
         from neve.arrow.write import write_table_files
 
-        return write_table_files(self.table, data)
+        if not isinstance(data, (pa.Table, pa.RecordBatch)):
+            raise DataSchemaMismatchError(
+                f"rows to write come as a pyarrow Table or RecordBatch, not "
+                f"{type(data).__name__}; convert them first, e.g. pyarrow.table(...) or "
+                "pyarrow.Table.from_pandas(df)"
+            )
+        return write_table_files(self._view(), data)
+
+    def _writable(self, branch: str, snapshot_properties: Mapping[str, str] | None = None) -> None:
+        """Checks before a change to ``branch`` writes anything."""
+        self._check_open()
+        check_snapshot_properties(snapshot_properties)
+        if not isinstance(branch, str) or not branch:
+            raise ValidationError(f"branch is a branch name, not {branch!r}")
+        check_branch_target(self._staged, branch)
 
     def append(
         self,
@@ -115,6 +171,7 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
+        self._writable(branch, snapshot_properties)
         files = self._write(data)
         self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=True)
 
@@ -147,6 +204,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         """Commit data files written elsewhere (for example by Spark executors)."""
+        self._writable(branch, snapshot_properties)
         self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=False)
 
     def overwrite_files(
@@ -163,6 +221,7 @@ class Transaction:
         written elsewhere. Files the filter matches partly are rewritten without the
         matching rows by ``rewriter(snapshot_id, files, filter, case_sensitive)`` (the
         pyarrow path by default); what it writes is deleted if the change fails."""
+        self._writable(branch, snapshot_properties)
         self._stage(
             self._overwrite_action(
                 None,
@@ -184,6 +243,7 @@ class Transaction:
     ) -> None:
         """Dynamic partition overwrite with data files written elsewhere: replace
         exactly the partitions ``files`` fall into (all data when unpartitioned)."""
+        self._writable(branch, snapshot_properties)
         self._stage_files(ReplacePartitions, files, branch, snapshot_properties, owned=False)
 
     def row_delta(
@@ -196,6 +256,7 @@ class Transaction:
     ) -> None:
         """Commit data files and delete files (position deletes, equality deletes,
         deletion vectors) written elsewhere, as one snapshot (merge-on-read)."""
+        self._writable(branch, snapshot_properties)
         action = RowDelta(self.table, branch=branch, snapshot_properties=snapshot_properties)
         for f in data_files:
             action.add_rows(f)
@@ -212,7 +273,14 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         """Delete the rows matching ``filter``: files matched entirely are dropped from
-        metadata alone; files matched partly are rewritten without those rows."""
+        metadata alone; files matched partly are rewritten without those rows. The
+        branch must exist. To delete every row, say so: ``delete("true")``."""
+        if filter is None:
+            raise ValidationError(
+                'delete needs a filter; to delete every row, pass "true" explicitly'
+            )
+        self._writable(branch, snapshot_properties)
+        require_branch(self._staged, branch)
         self._stage(
             self._overwrite_action(
                 None, to_expression(filter), branch, case_sensitive, snapshot_properties
@@ -229,6 +297,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
+        self._writable(branch, snapshot_properties)
         self._stage(
             self._overwrite_action(
                 data, to_expression(filter), branch, case_sensitive, snapshot_properties
@@ -247,7 +316,7 @@ class Transaction:
         rewriter: Rewriter | None = None,
     ) -> OverwriteFiles:
         table = self.table
-        md = table.metadata
+        md = self._staged
         bind(md.schema(), expr, case_sensitive)  # fail early, before writing anything
         new_files = self._write(data) if data is not None else []
         written_here = [f.file_path for f in new_files]
@@ -267,13 +336,13 @@ class Transaction:
             if plan.rewrite:
                 from neve.arrow.write import rewrite_without
 
-                head = _branch_head(md, branch)
+                head = write_parent(md, branch)
                 assert head is not None
                 if rewriter is not None:
                     kept = rewriter(head.snapshot_id, plan.rewrite, expr, case_sensitive)
                 else:
                     kept = rewrite_without(
-                        table, head.snapshot_id, plan.rewrite, expr, case_sensitive
+                        self._view(), head.snapshot_id, plan.rewrite, expr, case_sensitive
                     )
                 action.owned_files.update(f.file_path for f in kept)
                 for f in plan.rewrite:
@@ -295,6 +364,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
         """Replace exactly the partitions ``data`` touches (all data when unpartitioned)."""
+        self._writable(branch, snapshot_properties)
         files = self._write(data)
         self._stage_files(ReplacePartitions, files, branch, snapshot_properties, owned=True)
 
@@ -303,7 +373,7 @@ class Transaction:
     def update_schema(
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
-        md = self.table.metadata
+        md = self._staged
 
         def on_commit(u: UpdateSchema) -> None:
             schema, last_id = u.apply()
@@ -317,7 +387,7 @@ class Transaction:
         return u
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
-        md = self.table.metadata
+        md = self._staged
 
         def on_commit(u: UpdateSpec) -> None:
             self._stage(SpecChange(md, u.apply()))
@@ -325,7 +395,7 @@ class Transaction:
         return UpdateSpec(md, case_sensitive, on_commit=on_commit)
 
     def update_sort_order(self, case_sensitive: bool = True) -> UpdateSortOrder:
-        md = self.table.metadata
+        md = self._staged
 
         def on_commit(u: UpdateSortOrder) -> None:
             self._stage(SortOrderChange(u.apply()))
@@ -333,9 +403,11 @@ class Transaction:
         return UpdateSortOrder(md, case_sensitive, on_commit=on_commit)
 
     def set_properties(self, properties: Mapping[str, str] | None = None, **kwargs: str) -> None:
-        props = dict(properties or {})
-        props.update(kwargs)
-        self._stage(properties_action(updates=props))
+        if properties is not None and not isinstance(properties, Mapping):
+            raise ValidationError(
+                f"set_properties takes a mapping of names to strings, not {properties!r}"
+            )
+        self._stage(properties_action(updates={**(properties or {}), **kwargs}))
 
     def remove_properties(self, *keys: str) -> None:
         self._stage(properties_action(removals=keys))
@@ -354,7 +426,7 @@ class Transaction:
         max_snapshot_age_ms: int | None = None,
         max_ref_age_ms: int | None = None,
     ) -> None:
-        md = self.table.metadata
+        md = self._staged
         sid = snapshot_id if snapshot_id is not None else md.current_snapshot_id
         self._stage(
             ref_action(
@@ -371,7 +443,7 @@ class Transaction:
     def create_tag(
         self, name: str, snapshot_id: int | None = None, *, max_ref_age_ms: int | None = None
     ) -> None:
-        md = self.table.metadata
+        md = self._staged
         sid = snapshot_id if snapshot_id is not None else md.current_snapshot_id
         self._stage(
             ref_action(
@@ -385,21 +457,20 @@ class Transaction:
         )
 
     def remove_branch(self, name: str) -> None:
-        self._stage(ref_action(self.table.metadata, name, None, remove=True))
+        self._stage(ref_action(self._staged, name, None, remove=True))
 
     def remove_tag(self, name: str) -> None:
-        self._stage(
-            ref_action(self.table.metadata, name, None, ref_type=SnapshotRefType.TAG, remove=True)
-        )
+        self._stage(ref_action(self._staged, name, None, ref_type=SnapshotRefType.TAG, remove=True))
 
     def set_current_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
         """Point a branch at any known snapshot."""
-        self._stage(ref_action(self.table.metadata, branch, snapshot_id))
+        self._stage(ref_action(self._staged, branch, snapshot_id))
 
     def rollback_to_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
         """Point a branch back at one of its ancestors."""
-        md = self.table.metadata
-        head = _branch_head(md, branch)
+        md = self._staged
+        require_branch(md, branch)
+        head = branch_head(md, branch)
         ancestors = {s.snapshot_id for s in md.ancestors(head.snapshot_id if head else None)}
         if snapshot_id not in ancestors:
             raise NoSuchSnapshotError(
@@ -410,9 +481,10 @@ class Transaction:
 
     def rollback_to_time(self, when: int | str | dt.datetime, branch: str = MAIN_BRANCH) -> None:
         """Point a branch at its newest ancestor committed before ``when``."""
-        md = self.table.metadata
+        md = self._staged
         ts = _to_millis(when)
-        head = _branch_head(md, branch)
+        require_branch(md, branch)
+        head = branch_head(md, branch)
         for s in md.ancestors(head.snapshot_id if head else None):
             if s.timestamp_ms < ts:
                 self._stage(ref_action(md, branch, s.snapshot_id))

@@ -381,7 +381,14 @@ class UpdateSchema:
         """Add a column. ``path`` names the new column inside its parent struct
         (``"a.b.new"``); a list or map parent means its element / value struct. Nested
         types get fresh field ids. A required column needs a ``default`` (format v3)."""
-        segments = tuple(path.split(".")) if isinstance(path, str) else tuple(path)
+        if isinstance(path, str):
+            segments = tuple(path.split("."))
+        elif isinstance(path, (tuple, list)) and all(isinstance(p, str) for p in path):
+            segments = tuple(path)
+        else:
+            raise SchemaError(
+                f"a column is named by a string ('a.b') or a tuple of strings, not {path!r}"
+            )
         if not segments or any(not s for s in segments):
             raise SchemaError(f"invalid column name {path!r}: names must not be empty")
         holder_id: int | None = None
