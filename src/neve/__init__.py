@@ -29,9 +29,10 @@ from neve.errors import (
     UnsupportedFormatVersionError,
     ValidationError,
 )
+from neve.planning.tasks import FileScanTask
 from neve.spec.schema import Schema
 from neve.spec.types import NestedField
-from neve.table.scan import FileScanTask, TableScan
+from neve.table.scan import TableScan
 from neve.table.table import Table
 from neve.table.transaction import Transaction
 

@@ -150,7 +150,7 @@ BAD_VALUES = [
 
 def test_every_property_neve_reads_is_checked() -> None:
     """The list above covers every property of the registry (a new one needs a case)."""
-    from neve.table.properties import PROPERTIES
+    from neve.spec.properties import PROPERTIES
 
     assert set(PROPERTIES) <= {k for k, _ in BAD_VALUES}
 
@@ -287,7 +287,7 @@ def test_repair_commit_of_a_bad_value_goes_through(catalog: Catalog) -> None:
 
 
 def test_read_property_falls_back_to_defaults() -> None:
-    from neve.table.properties import PROPERTIES, read_property
+    from neve.spec.properties import PROPERTIES, read_property
 
     for key, value in STORED_BAD.items():
         assert read_property({key: value}, key) == PROPERTIES[key].default

@@ -29,7 +29,7 @@ from differential.tables import (
 )
 from neve.catalog import Catalog
 from neve.errors import ValidationError
-from neve.table.manifest_cache import manifest_cache
+from neve.planning.manifest_cache import manifest_cache
 from neve.table.table import Table
 
 pytestmark = pytest.mark.property

@@ -20,7 +20,6 @@ from neve.arrow.deletes import (
     write_equality_delete_file,
     write_position_delete_file,
 )
-from neve.arrow.name_mapping import NAME_MAPPING_PROPERTY, create_name_mapping
 from neve.arrow.writer import write_parquet_file
 from neve.expressions import (
     equal,
@@ -38,6 +37,7 @@ from neve.expressions import (
 )
 from neve.spark.reader import _spark_input_path, read, read_tasks, register_view, spark_file_uri
 from neve.spec.manifest import DataFile, FileFormat
+from neve.spec.name_mapping import NAME_MAPPING_PROPERTY, create_name_mapping
 from neve.spec.schema import Schema
 from neve.spec.types import FLOAT, INT, LONG, STRING, DecimalType, NestedField
 

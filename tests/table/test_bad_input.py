@@ -197,7 +197,7 @@ def test_damaged_metadata_files_give_typed_errors_naming_the_file(
         Path(target).write_bytes(b"not avro at all" * 10)
     else:
         os.remove(target)
-    from neve.table.manifest_cache import manifest_cache
+    from neve.planning.manifest_cache import manifest_cache
 
     manifest_cache().clear()
     fresh = cat.load_table("db.t")

@@ -14,14 +14,14 @@ import pytest
 
 import neve
 from neve.errors import NeveIOError, ValidationError
-from neve.spec import manifest_io
-from neve.spec.manifest_io import decode_manifest, decode_manifest_lazy, read_manifest_list
-from neve.table.manifest_cache import (
+from neve.planning.manifest_cache import (
     ManifestCache,
     holds_one_partition,
     load_manifests,
     manifest_cache,
 )
+from neve.spec import manifest_io
+from neve.spec.manifest_io import decode_manifest, decode_manifest_lazy, read_manifest_list
 
 
 def batch(day: int, n: int = 20) -> pa.Table:

@@ -39,8 +39,8 @@ from neve.expressions import (
 )
 from neve.expressions.expressions import And, BooleanExpression, BoundPredicate, Operation, Or
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
+from neve.planning.manifest_cache import manifest_cache
 from neve.spec.manifest import DataFile, FileFormat
-from neve.table.manifest_cache import manifest_cache
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
 FILES = 40  # in one manifest: more than planning decodes at once without metrics first

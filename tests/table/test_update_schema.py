@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neve.actions.update_schema import UpdateSchema, is_promotion_allowed
 from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.types import (
@@ -24,7 +25,6 @@ from neve.spec.types import (
     NestedField,
     StructType,
 )
-from neve.table.update_schema import UpdateSchema, is_promotion_allowed
 
 
 def base_schema() -> Schema:

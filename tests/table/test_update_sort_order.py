@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from neve.actions.update_sort_order import UpdateSortOrder, sort_order_from_terms
 from neve.errors import SchemaError
 from neve.spec.partition import UNPARTITIONED
 from neve.spec.schema import Schema
@@ -19,7 +20,6 @@ from neve.spec.types import (
     NestedField,
     StructType,
 )
-from neve.table.update_sort_order import UpdateSortOrder, sort_order_from_terms
 
 SCHEMA = Schema(
     NestedField(1, "id", LONG, required=True),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from neve.actions.update_spec import UpdateSpec, default_partition_name, spec_from_terms
 from neve.errors import SchemaError
 from neve.spec.partition import UNPARTITIONED, PartitionField, PartitionSpec
 from neve.spec.schema import Schema
@@ -30,7 +31,6 @@ from neve.spec.types import (
     NestedField,
     StructType,
 )
-from neve.table.update_spec import UpdateSpec, default_partition_name, spec_from_terms
 
 SCHEMA = Schema(
     NestedField(1, "id", LONG, required=True),

@@ -19,15 +19,15 @@ import pyarrow as pa
 from neve.arrow.reader import DeleteCache, iter_data_file_batches, read_data_file
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.expressions.binding import bind
-from neve.table.scan import FileScanTask
+from neve.planning.tasks import FileScanTask
 
 if TYPE_CHECKING:
-    from neve.table.scan import TableScan
+    from neve.planning.scan import ScanPlan
 
 __all__ = ["scan_batches", "scan_to_table"]
 
 
-def _mapping(scan: TableScan) -> NameMapping | None:
+def _mapping(scan: ScanPlan) -> NameMapping | None:
     text = scan.metadata.properties.get("schema.name-mapping.default")
     return parse_name_mapping(text) if text else None
 
@@ -44,7 +44,7 @@ def _split(task: FileScanTask) -> tuple[int, int] | None:
 
 
 def _read(
-    scan: TableScan, task: FileScanTask, cache: DeleteCache, mapping: NameMapping | None
+    scan: ScanPlan, task: FileScanTask, cache: DeleteCache, mapping: NameMapping | None
 ) -> pa.Table:
     schema = scan.table_schema
     return read_data_file(
@@ -69,7 +69,7 @@ def _concat(parts: Sequence[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables(parts).cast(schema)
 
 
-def scan_to_table(scan: TableScan, tasks: Sequence[FileScanTask]) -> pa.Table:
+def scan_to_table(scan: ScanPlan, tasks: Sequence[FileScanTask]) -> pa.Table:
     """The rows of ``tasks``, in task order; tasks are read in parallel."""
     schema = to_arrow_schema(scan.projected_schema())
     if not tasks:
@@ -84,7 +84,7 @@ def scan_to_table(scan: TableScan, tasks: Sequence[FileScanTask]) -> pa.Table:
     return _concat(parts, schema)
 
 
-def scan_batches(scan: TableScan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
+def scan_batches(scan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.RecordBatch]:
     """Stream record batches task by task (memory bounded by one task's batches)."""
     cache = DeleteCache()
     mapping = _mapping(scan)

@@ -31,14 +31,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from neve.arrow.name_mapping import (
+from neve.errors import SchemaError
+from neve.spec.name_mapping import (
     NAME_MAPPING_PROPERTY,
     MappedField,
     NameMapping,
     create_name_mapping,
     parse_name_mapping,
 )
-from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.types import (
     BINARY,

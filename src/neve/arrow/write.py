@@ -21,7 +21,7 @@ from neve.spec.schema import Schema, with_row_lineage
 from neve.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
-    from neve.table.scan import FileScanTask
+    from neve.planning.tasks import FileScanTask
     from neve.table.table import Table
 
 __all__ = ["rewrite_schema", "rewrite_tasks", "rewrite_without", "write_table_files"]

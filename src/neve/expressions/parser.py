@@ -48,7 +48,7 @@ from neve.expressions.expressions import (
 )
 from neve.expressions.text import KEYWORDS
 
-__all__ = ["KEYWORDS", "parse"]
+__all__ = ["KEYWORDS", "parse", "to_expression"]
 
 _NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _IDENT = re.compile(r"[^\W\d]\w*")
@@ -408,3 +408,17 @@ def _like_prefix(pattern: str) -> tuple[str | None, bool]:
         out.append(c)
         i += 1
     return "".join(out), False
+
+
+def to_expression(filter: str | BooleanExpression | None) -> BooleanExpression:
+    """A filter given as a string, an expression, or None (every row)."""
+    if filter is None:
+        return ALWAYS_TRUE
+    if isinstance(filter, str):
+        return parse(filter)
+    if isinstance(filter, BooleanExpression):
+        return filter
+    raise ExpressionError(
+        f'a filter is a string such as "id < 10" or a neve.expressions expression, '
+        f"not {type(filter).__name__} {filter!r}"
+    )

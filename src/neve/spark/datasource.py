@@ -81,6 +81,7 @@ from neve.catalog.sql import SqlCatalog
 from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
+from neve.planning.tasks import FileScanTask
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
 from neve.spark.writer import check_write_schema
@@ -88,7 +89,7 @@ from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
-from neve.table.scan import FileScanTask, TableScan
+from neve.table.scan import TableScan
 from neve.table.table import Table
 
 __all__ = [

@@ -43,7 +43,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neve.arrow.deletes import read_deletion_vector, read_position_deletes
-from neve.arrow.name_mapping import NAME_MAPPING_PROPERTY
 from neve.arrow.projection import merge_fields, prune_fields
 from neve.arrow.schema import (
     NameMapping,
@@ -56,15 +55,17 @@ from neve.errors import NeveIOError, SchemaError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
 from neve.io.fileio import FileIO, local_path
+from neve.planning.tasks import FileScanTask
 from neve.spark.expression import column_ref, to_spark_column, to_spark_value
 from neve.spark.schema import to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
+from neve.spec.name_mapping import NAME_MAPPING_PROPERTY
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_row_lineage_field
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import ListType, MapType, NestedField, StructType
-from neve.table.scan import FileScanTask, TableScan
+from neve.table.scan import TableScan
 
 if TYPE_CHECKING:
     from neve.table.table import Table

@@ -1,7 +1,7 @@
 """Copy-on-write row-level changes with Spark: delete, overwrite by filter and dynamic
 partition overwrite.
 
-neve plans on the driver (:func:`neve.table.operations.plan_delete`): files a filter
+neve plans on the driver (:func:`neve.actions.overwrite.plan_delete`): files a filter
 matches entirely are dropped from metadata alone; files it matches partly are read
 with Spark (each file once, whole, deletes applied), the rows where the filter is not
 true are written back as new files (in v3 with their row lineage), and everything is
@@ -19,11 +19,11 @@ from pyspark.sql import DataFrame, SparkSession
 from neve.arrow.write import rewrite_schema, rewrite_tasks
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
+from neve.expressions.parser import to_expression
 from neve.spark.session import check_session
 from neve.spark.writer import cleanup_on_failure, write_data
 from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH
-from neve.table.scan import to_expression
 from neve.table.transaction import Rewriter, Transaction
 
 if TYPE_CHECKING:

@@ -8,6 +8,9 @@ Naive datetimes are read as UTC wall-clock time.
 from __future__ import annotations
 
 import datetime as _dt
+from typing import Any
+
+from neve.errors import ValidationError
 
 __all__ = [
     "EPOCH_DATE",
@@ -24,6 +27,7 @@ __all__ = [
     "parse_iso_timestamp",
     "parse_iso_timestamp_ns",
     "time_to_micros",
+    "timestamp_millis",
 ]
 
 EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -120,3 +124,24 @@ def parse_iso_timestamp_ns(text: str, with_tz: bool) -> int:
         frac_ns = int((digits + "000000000")[:9])
         s = s[:dot] + s[end:]
     return parse_iso_timestamp(s, with_tz) * 1000 + frac_ns
+
+
+def timestamp_millis(value: Any) -> int:
+    """Milliseconds since the epoch from an int (ms), a datetime or an ISO string."""
+    if isinstance(value, bool):
+        raise ValidationError("as_of must be a timestamp, not a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_iso_timestamp(value, with_tz=True) // 1000
+        except ValueError as exc:
+            raise ValidationError(
+                f"cannot read {value!r} as a time: give an ISO-8601 timestamp such as "
+                "'2024-05-01T12:00:00+00:00', epoch milliseconds, or a datetime"
+            ) from exc
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    raise ValidationError(f"as_of must be epoch millis, a datetime or an ISO string, not {value!r}")

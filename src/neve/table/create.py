@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from neve.errors import SchemaError, UnsupportedFormatVersionError, ValidationError
 from neve.spec.partition import PARTITION_DATA_ID_START
+from neve.spec.properties import split_reserved
 from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, SortOrder
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
-from neve.table.properties import split_reserved
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,9 +88,9 @@ def new_table_metadata(
 ) -> TableMetadata:
     """Metadata of a new table. The format version is ``format_version``, else the
     reserved property ``format-version``, else 2; the reserved properties are not stored
-    (:mod:`neve.table.properties`), and the others are checked."""
-    from neve.table.update_sort_order import sort_order_from_terms
-    from neve.table.update_spec import spec_from_terms
+    (:mod:`neve.spec.properties`), and the others are checked."""
+    from neve.actions.update_sort_order import sort_order_from_terms
+    from neve.actions.update_spec import spec_from_terms
 
     props, from_property = split_reserved(properties if properties is not None else {})
     if format_version is not None and (

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from neve.arrow.schema import to_arrow_type, values_to_arrow
 from neve.errors import NoSuchSnapshotError, SchemaError
+from neve.planning.scan import live_entries
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -34,7 +35,6 @@ from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.types import IcebergType, NestedField, PrimitiveType, StructType
 from neve.spec.values import from_bytes
-from neve.table.scan import live_entries
 
 if TYPE_CHECKING:
     from neve.table.table import Table

@@ -8,6 +8,9 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from neve.actions.update_schema import UpdateSchema
+from neve.actions.update_sort_order import UpdateSortOrder
+from neve.actions.update_spec import UpdateSpec
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.spec.partition import PartitionSpec
@@ -18,9 +21,6 @@ from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.table.scan import TableScan
 from neve.table.transaction import Transaction
-from neve.table.update_schema import UpdateSchema
-from neve.table.update_sort_order import UpdateSortOrder
-from neve.table.update_spec import UpdateSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -17,41 +17,43 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, ValidationError
-from neve.expressions import BooleanExpression
-from neve.expressions.binding import bind
-from neve.spec.manifest import DataFile
-from neve.spec.metadata_builder import apply_updates
-from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
-from neve.spec.table_metadata import TableMetadata
-from neve.table.commit import Action, commit_actions
-from neve.table.metadata_actions import (
-    SchemaChange,
-    SortOrderChange,
-    SpecChange,
+from neve.actions.append import AppendFiles
+from neve.actions.base import Action
+from neve.actions.commit import commit_actions
+from neve.actions.metadata import (
+    SchemaAction,
+    SortOrderAction,
+    SpecAction,
     properties_action,
     ref_action,
     upgrade_action,
 )
-from neve.table.operations import (
-    AppendFiles,
+from neve.actions.overwrite import (
     OverwriteFiles,
     ReplacePartitions,
     plan_delete,
 )
-from neve.table.row_delta import RowDelta
-from neve.table.scan import _to_millis, to_expression
-from neve.table.snapshot_producer import (
-    SnapshotProducer,
+from neve.actions.row_delta import RowDelta
+from neve.actions.snapshot import (
+    SnapshotAction,
     branch_head,
     check_branch_target,
     check_snapshot_properties,
     require_branch,
     write_parent,
 )
-from neve.table.update_schema import UpdateSchema
-from neve.table.update_sort_order import UpdateSortOrder
-from neve.table.update_spec import UpdateSpec
+from neve.actions.update_schema import UpdateSchema
+from neve.actions.update_sort_order import UpdateSortOrder
+from neve.actions.update_spec import UpdateSpec
+from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, ValidationError
+from neve.expressions import BooleanExpression
+from neve.expressions.binding import bind
+from neve.expressions.parser import to_expression
+from neve.spec.manifest import DataFile
+from neve.spec.metadata_builder import apply_updates
+from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
+from neve.spec.table_metadata import TableMetadata
+from neve.spec.temporal import timestamp_millis
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -110,10 +112,10 @@ class Transaction:
         """Plan ``action`` against the staged metadata and apply it there. If planning
         fails, the action's files are removed and nothing is staged."""
         self._check_open()
-        if isinstance(action, SnapshotProducer):
+        if isinstance(action, SnapshotAction):
             # snapshots staged earlier in this transaction are not concurrent changes
             action.ignore_snapshot_ids = {
-                a.snapshot_id for a in self._actions if isinstance(a, SnapshotProducer)
+                a.snapshot_id for a in self._actions if isinstance(a, SnapshotAction)
             }
         try:
             updates, reqs = action.plan(self._staged)
@@ -377,7 +379,7 @@ class Transaction:
 
         def on_commit(u: UpdateSchema) -> None:
             schema, last_id = u.apply()
-            self._stage(SchemaChange(md, schema, last_id))
+            self._stage(SchemaAction(md, schema, last_id))
 
         u = UpdateSchema(
             md.schema(), md.last_column_id, md.format_version, case_sensitive, on_commit=on_commit
@@ -390,7 +392,7 @@ class Transaction:
         md = self._staged
 
         def on_commit(u: UpdateSpec) -> None:
-            self._stage(SpecChange(md, u.apply()))
+            self._stage(SpecAction(md, u.apply()))
 
         return UpdateSpec(md, case_sensitive, on_commit=on_commit)
 
@@ -398,7 +400,7 @@ class Transaction:
         md = self._staged
 
         def on_commit(u: UpdateSortOrder) -> None:
-            self._stage(SortOrderChange(u.apply()))
+            self._stage(SortOrderAction(u.apply()))
 
         return UpdateSortOrder(md, case_sensitive, on_commit=on_commit)
 
@@ -482,7 +484,7 @@ class Transaction:
     def rollback_to_time(self, when: int | str | dt.datetime, branch: str = MAIN_BRANCH) -> None:
         """Point a branch at its newest ancestor committed before ``when``."""
         md = self._staged
-        ts = _to_millis(when)
+        ts = timestamp_millis(when)
         require_branch(md, branch)
         head = branch_head(md, branch)
         for s in md.ancestors(head.snapshot_id if head else None):

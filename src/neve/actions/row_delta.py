@@ -15,31 +15,28 @@ is rejected: replacing a DV needs removing the old one, which this action does n
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
+from neve.actions.base import TableState
+from neve.actions.snapshot import SnapshotAction, write_parent
 from neve.errors import CommitConflictError, ValidationError
+from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.manifest_io import read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableRequirement, TableUpdate
-from neve.table.scan import live_entries
-from neve.table.snapshot_producer import SnapshotProducer, write_parent
-
-if TYPE_CHECKING:
-    from neve.table.table import Table
 
 __all__ = ["RowDelta"]
 
 
-class RowDelta(SnapshotProducer):
+class RowDelta(SnapshotAction):
     """Add data files and delete files as one snapshot (operation ``delete`` when it
     adds only deletes, ``overwrite`` otherwise)."""
 
     def __init__(
         self,
-        table: Table,
+        table: TableState,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from neve.actions.base import Action
 from neve.errors import NoSuchSnapshotError, SchemaError, ValidationError
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
@@ -31,19 +32,18 @@ from neve.spec.updates import (
     TableUpdate,
     UpgradeFormatVersion,
 )
-from neve.table.commit import Action
 
 __all__ = [
-    "FixedUpdates",
-    "SchemaChange",
-    "SortOrderChange",
-    "SpecChange",
+    "SchemaAction",
+    "SortOrderAction",
+    "SpecAction",
+    "UpdatesAction",
     "properties_action",
     "ref_action",
 ]
 
 
-class FixedUpdates(Action):
+class UpdatesAction(Action):
     """A fixed list of updates and requirements."""
 
     def __init__(
@@ -58,11 +58,11 @@ class FixedUpdates(Action):
 
 def properties_action(
     updates: Mapping[str, str] | None = None, removals: Sequence[str] = ()
-) -> FixedUpdates:
+) -> UpdatesAction:
     """Set and remove table properties. Values neve reads are checked here (see
-    :mod:`neve.table.properties`); ``format-version`` upgrades the table instead of being
+    :mod:`neve.spec.properties`); ``format-version`` upgrades the table instead of being
     stored, and the other reserved properties are ignored, as in Iceberg-Java."""
-    from neve.table.properties import check_property_keys, split_reserved
+    from neve.spec.properties import check_property_keys, split_reserved
 
     kept, version = split_reserved(updates if updates is not None else {})
     removed = check_property_keys(removals)
@@ -78,10 +78,10 @@ def properties_action(
         ups.append(RemoveProperties(tuple(removed)))
     if version is not None:
         ups.append(UpgradeFormatVersion(version))
-    return FixedUpdates(ups)
+    return UpdatesAction(ups)
 
 
-class SchemaChange(Action):
+class SchemaAction(Action):
     def __init__(self, base: TableMetadata, schema: Schema, last_column_id: int) -> None:
         self.base_schema_id = base.current_schema_id
         self.schema = schema
@@ -102,7 +102,7 @@ class SchemaChange(Action):
         )
 
 
-class SpecChange(Action):
+class SpecAction(Action):
     def __init__(self, base: TableMetadata, spec: PartitionSpec) -> None:
         self.base_spec_id = base.default_spec_id
         self.spec = spec
@@ -114,7 +114,7 @@ class SpecChange(Action):
         )
 
 
-class SortOrderChange(Action):
+class SortOrderAction(Action):
     def __init__(self, order: SortOrder) -> None:
         self.order = order
 
@@ -122,12 +122,12 @@ class SortOrderChange(Action):
         return [AddSortOrder(self.order), SetDefaultSortOrder(LAST_ADDED)], []
 
 
-def upgrade_action(version: int) -> FixedUpdates:
+def upgrade_action(version: int) -> UpdatesAction:
     """Upgrade the format version (a downgrade or an unknown version is refused when the
     change is applied)."""
     if isinstance(version, bool) or not isinstance(version, int):
         raise ValidationError(f"a format version is an integer (1, 2 or 3), not {version!r}")
-    return FixedUpdates([UpgradeFormatVersion(version)])
+    return UpdatesAction([UpgradeFormatVersion(version)])
 
 
 def ref_action(
@@ -141,7 +141,7 @@ def ref_action(
     min_snapshots_to_keep: int | None = None,
     max_snapshot_age_ms: int | None = None,
     max_ref_age_ms: int | None = None,
-) -> FixedUpdates:
+) -> UpdatesAction:
     """Create, move or remove a branch or tag, guarded on the ref's current value."""
     if not isinstance(name, str) or not name.strip():
         raise ValidationError(f"a branch or tag name is a non-empty string, not {name!r}")
@@ -162,7 +162,7 @@ def ref_action(
         kind = "tag" if not current.is_branch else "branch"
         if (ref_type is SnapshotRefType.TAG) != (kind == "tag"):
             raise ValidationError(f"{name!r} is a {kind}; remove it as a {kind}")
-        return FixedUpdates([RemoveSnapshotRef(name)], req)
+        return UpdatesAction([RemoveSnapshotRef(name)], req)
     if create and current is not None:
         raise ValidationError(f"a branch or tag named {name!r} exists already")
     if current is not None and current.ref_type is not ref_type:
@@ -187,4 +187,4 @@ def ref_action(
         if max_ref_age_ms is not None
         else (current.max_ref_age_ms if current else None),
     )
-    return FixedUpdates([SetSnapshotRef(name, ref)], req)
+    return UpdatesAction([SetSnapshotRef(name, ref)], req)

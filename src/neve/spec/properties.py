@@ -116,7 +116,7 @@ def _non_empty(text: str) -> str:
 
 
 def _name_mapping(text: str) -> str:
-    from neve.arrow.name_mapping import parse_name_mapping
+    from neve.spec.name_mapping import parse_name_mapping
 
     try:
         parse_name_mapping(text)

@@ -11,7 +11,7 @@ from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
-    from neve.table.snapshot_producer import SnapshotProducer
+    from neve.actions.snapshot import SnapshotAction
 
 __all__ = ["build_summary"]
 
@@ -51,7 +51,7 @@ def _count(files: Sequence[DataFile]) -> dict[str, int]:
 
 
 def build_summary(
-    producer: SnapshotProducer,
+    producer: SnapshotAction,
     md: TableMetadata,
     parent: Snapshot | None,
     manifests: Sequence[ManifestFile],

@@ -14,59 +14,27 @@ from __future__ import annotations
 
 import random
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from neve.actions.base import Action
 from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
-from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates, next_metadata
+from neve.spec.properties import read_property
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import AssertTableUUID, TableRequirement, TableUpdate
-from neve.table.properties import read_property
+from neve.spec.updates import AssertTableUUID
 
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["Action", "RetrySettings", "commit_actions"]
-
-
-class Action(ABC):
-    """One change in a transaction."""
-
-    #: True for a change that rebases onto any newer version of its branch without a
-    #: conflict check (an append): its commit keeps retrying until the total timeout.
-    always_rebases: bool = False
-
-    @abstractmethod
-    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
-        """Updates and requirements against ``md``. May write manifests (tracked by the
-        action for cleanup). Raises CommitConflictError when it cannot rebase."""
-
-    def requirements_hold_or_conflict(
-        self, reqs: Sequence[TableRequirement], md: TableMetadata
-    ) -> None:
-        for r in reqs:
-            try:
-                r.check(md)
-            except CommitFailedError as exc:
-                raise CommitConflictError(
-                    f"{exc}; the table changed concurrently in a way this change cannot "
-                    "rebase onto: reload the table and apply the change again"
-                ) from exc
-
-    def on_success(self, io: FileIO) -> None:  # noqa: B027 - optional hook
-        """Remove files written by earlier attempts that the final commit does not use."""
-
-    def on_failure(self, io: FileIO) -> None:  # noqa: B027 - optional hook
-        """Remove every file this action wrote (the commit did not happen)."""
+__all__ = ["RetrySettings", "commit_actions"]
 
 
 @dataclass(frozen=True)
 class RetrySettings:
     """Iceberg-Java's ``commit.retry.*`` properties, in seconds. A stored value that is
-    unusable falls back to its default (:func:`neve.table.properties.read_property`),
+    unusable falls back to its default (:func:`neve.spec.properties.read_property`),
     so a bad value can never block the commit that repairs it."""
 
     num_retries: int

@@ -1,4 +1,4 @@
-"""Snapshot-producing actions: append, overwrite by filter (copy-on-write delete
+"""Snapshot actions that remove files: overwrite by filter (copy-on-write delete
 included), and dynamic partition overwrite, with Iceberg-Java's conflict validation.
 
 Planning (which files to drop whole, which to rewrite) is pure and happens before any
@@ -9,39 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from neve.actions.base import TableState
+from neve.actions.snapshot import SnapshotAction, write_parent
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.evaluator import evaluator
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator, StrictMetricsEvaluator
 from neve.expressions.projection import inclusive_projection, strict_projection
 from neve.io.fileio import FileIO
+from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
 from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
-from neve.table.scan import live_entries
-from neve.table.snapshot_producer import SnapshotProducer, write_parent
-
-if TYPE_CHECKING:
-    from neve.table.table import Table
 
 __all__ = [
-    "AppendFiles",
     "DeletePlan",
     "OverwriteFiles",
     "ReplacePartitions",
     "plan_delete",
 ]
-
-
-class AppendFiles(SnapshotProducer):
-    """Add data files. Appends never conflict: on retry they rebase onto the new head."""
-
-    operation = Operation.APPEND
-    always_rebases = True
 
 
 @dataclass(frozen=True)
@@ -135,14 +124,14 @@ def _added_since(
         )
 
 
-class OverwriteFiles(SnapshotProducer):
+class OverwriteFiles(SnapshotAction):
     """Remove files (matched by a row filter, planned by :func:`plan_delete`) and add
     files, as one snapshot. Conflicts: a removed file is gone (found while rewriting
     manifests), or data was added since the base inside the filter's range."""
 
     def __init__(
         self,
-        table: Table,
+        table: TableState,
         *,
         conflict_filter: BooleanExpression = ALWAYS_TRUE,
         case_sensitive: bool = True,
@@ -178,7 +167,7 @@ class OverwriteFiles(SnapshotProducer):
                 )
 
 
-class ReplacePartitions(SnapshotProducer):
+class ReplacePartitions(SnapshotAction):
     """Dynamic partition overwrite: replace every live file in the partitions the new
     files touch. Conflicts: data added since the base in one of those partitions."""
 
@@ -186,7 +175,7 @@ class ReplacePartitions(SnapshotProducer):
 
     def __init__(
         self,
-        table: Table,
+        table: TableState,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,

@@ -11,12 +11,12 @@ import re
 from collections.abc import Callable, Iterable
 from types import TracebackType
 
+from neve.actions.update_spec import resolve_transform_source
 from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, NullOrder, SortDirection, SortField, SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import parse_partition_term
-from neve.table.update_spec import resolve_transform_source
 
 __all__ = ["UpdateSortOrder", "sort_order_from_terms"]
 

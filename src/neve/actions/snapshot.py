@@ -14,8 +14,9 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from neve.actions.base import Action, TableState
+from neve.actions.summary import build_summary
 from neve.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
 from neve.spec.manifest import (
@@ -42,14 +43,9 @@ from neve.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from neve.table.commit import Action
-from neve.table.summary import build_summary
-
-if TYPE_CHECKING:
-    from neve.table.table import Table
 
 __all__ = [
-    "SnapshotProducer",
+    "SnapshotAction",
     "branch_head",
     "check_branch_target",
     "check_snapshot_properties",
@@ -69,14 +65,14 @@ class _AttemptFiles:
     paths: set[str] = field(default_factory=set)
 
 
-class SnapshotProducer(Action):
+class SnapshotAction(Action):
     """Base of every action that commits a snapshot (append, overwrite, delete)."""
 
     operation: Operation = Operation.APPEND
 
     def __init__(
         self,
-        table: Table,
+        table: TableState,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,

@@ -1,0 +1,1 @@
+"""What to change: actions (one staged change each) and the one commit path."""

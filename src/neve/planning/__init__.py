@@ -1,0 +1,2 @@
+"""What to read: scan tasks, manifest reading and caching, the delete index, scan
+planning."""
