@@ -21,7 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import neve
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neve.catalog import connect
 from neve.spark import (
     delete,
     from_spark_schema,
@@ -32,6 +35,8 @@ from neve.spark import (
 )
 from neve.table.table import Table
 from neve.tpch import Q1, Q6, generate
+
+__all__ = ["main", "run"]
 
 T = TypeVar("T")
 
@@ -57,9 +62,6 @@ def _history(table: Table) -> None:
 
 
 def run(root: Path, scale: float, master: str) -> None:
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
-
     root = root.resolve()
     for stale in ("warehouse", "catalog.db"):
         target = root / stale
@@ -82,7 +84,7 @@ def run(root: Path, scale: float, master: str) -> None:
         ),
     )
     spark.sparkContext.setLogLevel("WARN")
-    catalog = neve.connect(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
+    catalog = connect(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
     print(f"catalog: {catalog}")
     catalog.create_namespace("tpch")
 

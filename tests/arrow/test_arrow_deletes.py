@@ -32,11 +32,12 @@ from neve.arrow.deletes import (
 )
 from neve.arrow.reader import DeleteCache, read_data_file
 from neve.arrow.schema import field_id
-from neve.arrow.writer import LocationProvider, write_data_files
+from neve.arrow.writer import write_data_files
 from neve.errors import NeveIOError, ValidationError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import less_than
 from neve.io.fileio import FileIO
+from neve.io.locations import LocationProvider
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import UNPARTITIONED
 from neve.spec.schema import Schema

@@ -17,7 +17,7 @@ from neve.arrow.reader import (
     read_data_file,
 )
 from neve.arrow.schema import create_name_mapping, parse_name_mapping, to_arrow_schema
-from neve.arrow.writer import LocationProvider, write_data_files
+from neve.arrow.writer import write_data_files
 from neve.errors import SchemaError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import (
@@ -33,6 +33,7 @@ from neve.expressions.expressions import (
 )
 from neve.expressions.visitors import rewrite_not
 from neve.io.fileio import FileIO
+from neve.io.locations import LocationProvider
 from neve.spec.manifest import DataFile, FileFormat
 from neve.spec.partition import UNPARTITIONED, PartitionField, PartitionSpec
 from neve.spec.schema import Schema

@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from neve.arrow.metrics import MetricsConfig, MetricsMode, parquet_column_paths
 from neve.arrow.schema import field_id
 from neve.arrow.writer import (
-    LocationProvider,
     ParquetWriteOptions,
     delete_written_files,
     write_data_files,
 )
 from neve.errors import DataSchemaMismatchError, NeveIOError, ValidationError
 from neve.io.fileio import FileIO
+from neve.io.locations import LocationProvider
 from neve.spec.manifest import DataFile, FileFormat
 from neve.spec.partition import UNPARTITIONED, PartitionField, PartitionSpec
 from neve.spec.schema import Schema

@@ -1,1 +1,3 @@
 """What to change: actions (one staged change each) and the one commit path."""
+
+__all__: list[str] = []

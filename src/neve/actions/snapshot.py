@@ -19,6 +19,7 @@ from neve.actions.base import Action, TableState
 from neve.actions.summary import build_summary
 from neve.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
+from neve.io.locations import manifest_list_path, manifest_path
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -126,8 +127,8 @@ class SnapshotAction(Action):
         seq = md.next_sequence_number()
         manifests = self._manifests(md, parent)
         manifests = self._merge(md, manifests)
-        list_path = self._metadata_path(
-            md, f"snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
+        list_path = manifest_list_path(
+            md.location, md.properties, self.snapshot_id, self._attempt, self.commit_uuid
         )
         first_row_id = md.next_row_id if md.format_version >= 3 else None
         write_manifest_list(
@@ -150,10 +151,9 @@ class SnapshotAction(Action):
                 if m.content is ManifestContent.DATA and m.first_row_id is None
             )
         summary = build_summary(
-            self,
-            md,
+            self.added_files,
+            list(self.removed_paths.values()),
             parent,
-            manifests,
             extra=self.snapshot_properties,
         )
         snapshot = Snapshot(
@@ -182,13 +182,9 @@ class SnapshotAction(Action):
         ]
         return updates, reqs
 
-    def _metadata_path(self, md: TableMetadata, name: str) -> str:
-        base = md.properties.get("write.metadata.path") or f"{md.location.rstrip('/')}/metadata"
-        return f"{base.rstrip('/')}/{name}"
-
     def _new_manifest_path(self, md: TableMetadata) -> str:
         self._manifest_counter += 1
-        path = self._metadata_path(md, f"{self.commit_uuid}-m{self._manifest_counter}.avro")
+        path = manifest_path(md.location, md.properties, self.commit_uuid, self._manifest_counter)
         self._written.add(path)
         return path
 

@@ -4,14 +4,9 @@ and running totals carried from its parent."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from neve.spec.manifest import DataFile, DataFileContent, ManifestFile
+from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.snapshot import Snapshot
-from neve.spec.table_metadata import TableMetadata
-
-if TYPE_CHECKING:
-    from neve.actions.snapshot import SnapshotAction
 
 __all__ = ["build_summary"]
 
@@ -51,23 +46,22 @@ def _count(files: Sequence[DataFile]) -> dict[str, int]:
 
 
 def build_summary(
-    producer: SnapshotAction,
-    md: TableMetadata,
+    added_files: Sequence[DataFile],
+    removed_files: Sequence[DataFile],
     parent: Snapshot | None,
-    manifests: Sequence[ManifestFile],
     extra: Mapping[str, str],
 ) -> dict[str, str]:
-    added = _count(producer.added_files)
-    removed = _count(list(producer.removed_paths.values()))
+    """The summary of a snapshot that adds and removes these files, with totals
+    carried from ``parent`` and the snapshot properties ``extra``."""
+    added = _count(added_files)
+    removed = _count(removed_files)
     out: dict[str, str] = {}
     for k, v in added.items():
         out[f"added-{k}"] = str(v)
     for k, v in removed.items():
         key = "deleted-" + k if k in ("data-files", "records") else "removed-" + k
         out[key] = str(v)
-    partitions = {(f.spec_id, f.partition) for f in producer.added_files} | {
-        (f.spec_id, f.partition) for f in producer.removed_paths.values()
-    }
+    partitions = {(f.spec_id, f.partition) for f in (*added_files, *removed_files)}
     out["changed-partition-count"] = str(len(partitions))
     parent_summary = parent.summary if parent is not None else {}
     for total, add_key, rem_key in _TOTALS:

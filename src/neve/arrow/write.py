@@ -13,9 +13,10 @@ import pyarrow as pa
 from neve.arrow.expression import delete_filter
 from neve.arrow.reader import DeleteCache, read_data_file
 from neve.arrow.schema import parse_name_mapping
-from neve.arrow.writer import LocationProvider, delete_written_files, write_data_files
+from neve.arrow.writer import delete_written_files, write_data_files
 from neve.errors import CommitConflictError
 from neve.expressions import BooleanExpression
+from neve.io.locations import LocationProvider
 from neve.spec.manifest import DataFile
 from neve.spec.schema import Schema, with_row_lineage
 from neve.spec.table_metadata import TableMetadata

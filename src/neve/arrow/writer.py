@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,6 @@ from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
 
 __all__ = [
-    "LocationProvider",
     "ParquetWriteOptions",
     "delete_written_files",
     "parquet_data_file",
@@ -50,39 +48,6 @@ MiB = 1024 * 1024
 
 #: Returns the path of a new data file for a partition tuple and its directory path.
 PathFactory = Callable[[tuple[Any, ...], str], str]
-
-
-class LocationProvider:
-    """Paths of new data files: ``<data dir>/<partition path>/<name>.parquet``.
-
-    The data directory is ``write.data.path`` or ``<table location>/data``; names are
-    ``00000-<n>-<write uuid>-00001.parquet`` like Iceberg-Java's, unique per writer.
-    Calling the provider with ``(partition, partition_path)`` gives a new path.
-    """
-
-    def __init__(
-        self,
-        table_location: str,
-        properties: Mapping[str, str] | None = None,
-        *,
-        write_id: str | None = None,
-    ) -> None:
-        props = properties or {}
-        self.data_location = (
-            props.get("write.data.path") or f"{table_location.rstrip('/')}/data"
-        ).rstrip("/")
-        self.write_id = write_id or str(uuid.uuid4())
-        self._count = 0
-
-    def new_file_path(self, partition_path: str = "", suffix: str = ".parquet") -> str:
-        self._count += 1
-        name = f"00000-{self._count}-{self.write_id}-00001{suffix}"
-        if partition_path:
-            return f"{self.data_location}/{partition_path}/{name}"
-        return f"{self.data_location}/{name}"
-
-    def __call__(self, partition: tuple[Any, ...], partition_path: str) -> str:
-        return self.new_file_path(partition_path)
 
 
 def _int_property(props: Mapping[str, str], key: str, default: int) -> int:

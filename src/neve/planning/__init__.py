@@ -1,2 +1,4 @@
 """What to read: scan tasks, manifest reading and caching, the delete index, scan
 planning."""
+
+__all__: list[str] = []

@@ -74,13 +74,14 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.pandas.types import to_arrow_schema as spark_arrow_schema
 
-from neve.arrow.writer import LocationProvider, delete_written_files, write_data_files
+from neve.arrow.writer import delete_written_files, write_data_files
 from neve.catalog.base import Catalog, parse_identifier
 from neve.catalog.connect import connect
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
+from neve.io.locations import LocationProvider
 from neve.planning.tasks import FileScanTask
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session

@@ -37,7 +37,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neve.arrow.writer import LocationProvider
 from neve.errors import (
     CommitStateUnknownError,
     DataSchemaMismatchError,
@@ -47,6 +46,7 @@ from neve.errors import (
 )
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO, local_path
+from neve.io.locations import LocationProvider
 from neve.spark.schema import FIELD_ID_KEY, to_spark_type
 from neve.spark.session import check_session
 from neve.spark.transforms import decode_partition_key, partition_key, transform_column

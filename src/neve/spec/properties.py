@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neve.errors import UnsupportedFormatVersionError, ValidationError
+from neve.spec.name_mapping import parse_name_mapping
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
@@ -116,8 +117,6 @@ def _non_empty(text: str) -> str:
 
 
 def _name_mapping(text: str) -> str:
-    from neve.spec.name_mapping import parse_name_mapping
-
     try:
         parse_name_mapping(text)
     except ValidationError as exc:

@@ -1,2 +1,4 @@
-"""Tables: the immutable view of one metadata version, scans, transactions and the
-builders that plan changes to a table."""
+"""Tables: the user-facing Table (an immutable view of one metadata version), its
+scans and transactions, metadata tables, and table creation."""
+
+__all__: list[str] = []

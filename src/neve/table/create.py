@@ -5,8 +5,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from neve.actions.update_sort_order import sort_order_from_terms
+from neve.actions.update_spec import spec_from_terms
+from neve.arrow.schema import from_arrow_schema
 from neve.errors import SchemaError, UnsupportedFormatVersionError, ValidationError
 from neve.spec.partition import PARTITION_DATA_ID_START
 from neve.spec.properties import split_reserved
@@ -14,9 +18,6 @@ from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, SortOrder
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 __all__ = ["DEFAULT_FORMAT_VERSION", "assign_fresh_ids", "new_table_metadata", "to_schema"]
 
@@ -27,15 +28,11 @@ def to_schema(schema: Schema | pa.Schema) -> Schema:
     """A neve schema from a neve or pyarrow schema (non-nullable fields become required)."""
     if isinstance(schema, Schema):
         return schema
-    import pyarrow as pa
-
     if not isinstance(schema, pa.Schema):
         raise SchemaError(
             f"a table schema is a neve Schema or a pyarrow Schema, not "
             f"{type(schema).__name__}; e.g. pyarrow.schema([('id', pyarrow.int64())])"
         )
-    from neve.arrow.schema import from_arrow_schema
-
     return from_arrow_schema(schema)
 
 
@@ -89,9 +86,6 @@ def new_table_metadata(
     """Metadata of a new table. The format version is ``format_version``, else the
     reserved property ``format-version``, else 2; the reserved properties are not stored
     (:mod:`neve.spec.properties`), and the others are checked."""
-    from neve.actions.update_sort_order import sort_order_from_terms
-    from neve.actions.update_spec import spec_from_terms
-
     props, from_property = split_reserved(properties if properties is not None else {})
     if format_version is not None and (
         isinstance(format_version, bool) or not isinstance(format_version, int)

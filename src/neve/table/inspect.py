@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from neve.arrow.schema import to_arrow_type, values_to_arrow
 from neve.errors import NoSuchSnapshotError, SchemaError
+from neve.io.fileio import FileIO
 from neve.planning.scan import live_entries
 from neve.spec.manifest import (
     DataFile,
@@ -36,21 +37,31 @@ from neve.spec.table_metadata import TableMetadata
 from neve.spec.types import IcebergType, NestedField, PrimitiveType, StructType
 from neve.spec.values import from_bytes
 
-if TYPE_CHECKING:
-    from neve.table.table import Table
-
-__all__ = ["InspectTable"]
+__all__ = ["InspectTable", "InspectedTable"]
 
 _TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")
 _INT_MAP = pa.map_(pa.int32(), pa.int64())
 _BYTES_MAP = pa.map_(pa.int32(), pa.binary())
 
 
+class InspectedTable(Protocol):
+    """What the metadata tables read of a table handle."""
+
+    @property
+    def io(self) -> FileIO: ...
+
+    @property
+    def metadata(self) -> TableMetadata: ...
+
+    @property
+    def metadata_location(self) -> str: ...
+
+
 class InspectTable:
     """The metadata tables of one table handle (``table.inspect``). Each method reads the
     handle's metadata as it is when called, so a refreshed handle gives fresh tables."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: InspectedTable) -> None:
         self._table = table
 
     @property

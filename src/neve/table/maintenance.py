@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO, local_path
 from neve.spec.manifest_io import read_manifest, read_manifest_list
+from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.table_metadata import TableMetadata
 
 if TYPE_CHECKING:
@@ -68,8 +69,6 @@ def reachable_files(table: Table, older_metadata: Iterable[str] = ()) -> set[str
 
 
 def _read_metadata(io: FileIO, location: str) -> TableMetadata | None:
-    from neve.spec.metadata_json import metadata_from_bytes
-
     try:
         return metadata_from_bytes(io.read_bytes(location))
     except (NeveError, OSError, ValueError):

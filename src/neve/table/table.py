@@ -19,6 +19,7 @@ from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
+from neve.table.inspect import InspectTable
 from neve.table.scan import TableScan
 from neve.table.transaction import Transaction
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from neve.catalog.base import Catalog, Identifier
-    from neve.table.inspect import InspectTable
 
 __all__ = ["Table"]
 
@@ -130,8 +130,6 @@ class Table:
     @property
     def inspect(self) -> InspectTable:
         """Metadata tables (snapshots, files, partitions ...) as Arrow tables."""
-        from neve.table.inspect import InspectTable
-
         return InspectTable(self)
 
     # -- reading -------------------------------------------------------------------------
