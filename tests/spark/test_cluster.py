@@ -133,15 +133,15 @@ def driver(master: str, work: str) -> dict[str, Any]:
     path = os.environ.get("NEVE_CLUSTER_PATH", "auto")
     if path == "auto":
         try:
+            import neve.spark.commands
             import neve.spark.reader
-            import neve.spark.writer
 
             path = "native"
         except ImportError:
             path = "datasource"
     if path == "native":
+        from neve.spark.commands import write
         from neve.spark.reader import read
-        from neve.spark.writer import write
 
         write(df, table, mode="append")
         lap("write")

@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 import neve
 from neve.errors import SchemaError
 from neve.spark import read
-from neve.spark.rowlevel import delete, overwrite, overwrite_partitions
-from neve.spark.writer import cleanup_on_failure, write_data
+from neve.spark.commands import delete, overwrite, overwrite_partitions
+from neve.spark.job import cleanup_on_failure, write_data
 
 pytestmark = pytest.mark.spark
 
@@ -113,7 +113,7 @@ def test_spark_overwrite_partitions_of_split_files(
 
 
 def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Catalog) -> None:
-    from neve.spark.rowlevel import spark_rewriter
+    from neve.spark.commands import spark_rewriter
 
     t = split_table(catalog, 3)
     before = lineage(t)

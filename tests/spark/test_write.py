@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 import neve
 from neve.catalog import Catalog
 from neve.errors import CommitConflictError, DataSchemaMismatchError, ValidationError
-from neve.spark.writer import write, write_files
+from neve.spark.commands import write, write_files
 from neve.spec.values import from_bytes
 from neve.table.table import Table
 

@@ -16,19 +16,56 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from neve.actions.base import Action
 from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
+from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates, next_metadata
 from neve.spec.properties import read_property
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import AssertTableUUID
 
-if TYPE_CHECKING:
-    from neve.table.table import Table
+__all__ = ["CommitTarget", "Committer", "RetrySettings", "TableVersion", "commit_actions"]
 
-__all__ = ["RetrySettings", "commit_actions"]
+
+class TableVersion(Protocol):
+    """One loaded version of a table: its metadata and where that metadata is."""
+
+    @property
+    def metadata(self) -> TableMetadata: ...
+
+    @property
+    def metadata_location(self) -> str: ...
+
+
+class Committer(Protocol):
+    """What the commit loop needs of a catalog (actions never import catalogs)."""
+
+    def commit_metadata(
+        self, ident: tuple[str, ...], base_location: str, metadata: TableMetadata
+    ) -> str: ...
+
+    def load_table(self, name: tuple[str, ...]) -> TableVersion: ...
+
+
+class CommitTarget(TableVersion, Protocol):
+    """The table handle a commit changes: its name, file IO, catalog, and a way to
+    point the handle at the version the commit made."""
+
+    @property
+    def identifier(self) -> tuple[str, ...]: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def io(self) -> FileIO: ...
+
+    @property
+    def catalog(self) -> Committer: ...
+
+    def set_current(self, metadata: TableMetadata, location: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -65,7 +102,7 @@ class RetrySettings:
 
 
 def commit_actions(
-    table: Table, actions: Sequence[Action], planned: TableMetadata | None = None
+    table: CommitTarget, actions: Sequence[Action], planned: TableMetadata | None = None
 ) -> None:
     """Commit ``actions`` as one new metadata version of ``table``, retrying on a lost
     compare-and-swap. ``planned`` is the metadata the actions already produced on
@@ -117,7 +154,7 @@ def commit_actions(
                 _check_same_table(same_table, fresh.metadata, table.name)
                 base_md, base_loc = fresh.metadata, fresh.metadata_location
                 continue
-            table._set_current(new_md, new_loc)
+            table.set_current(new_md, new_loc)
             break
     except CommitStateUnknownError:
         raise  # files may be referenced by a commit that did land: keep them
@@ -141,7 +178,7 @@ def _check_same_table(req: AssertTableUUID, md: TableMetadata, name: str) -> Non
         ) from exc
 
 
-def _delete_old_metadata(table: Table, previous: TableMetadata) -> None:
+def _delete_old_metadata(table: CommitTarget, previous: TableMetadata) -> None:
     """``write.metadata.delete-after-commit.enabled``: drop metadata files that fell out
     of the metadata log."""
     md = table.metadata

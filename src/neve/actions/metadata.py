@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from neve.actions.base import Action
 from neve.errors import NoSuchSnapshotError, SchemaError, ValidationError
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import check_property_keys, split_reserved
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from neve.spec.schema import Schema
 from neve.spec.sort_order import SortOrder
@@ -62,8 +63,6 @@ def properties_action(
     """Set and remove table properties. Values neve reads are checked here (see
     :mod:`neve.spec.properties`); ``format-version`` upgrades the table instead of being
     stored, and the other reserved properties are ignored, as in Iceberg-Java."""
-    from neve.spec.properties import check_property_keys, split_reserved
-
     kept, version = split_reserved(updates if updates is not None else {})
     removed = check_property_keys(removals)
     both = sorted(set(kept) & set(removed))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from neve.actions.base import TableState
 from neve.arrow.expression import delete_filter
 from neve.arrow.reader import DeleteCache, read_data_file
 from neve.arrow.schema import parse_name_mapping
@@ -17,19 +17,17 @@ from neve.arrow.writer import delete_written_files, write_data_files
 from neve.errors import CommitConflictError
 from neve.expressions import BooleanExpression
 from neve.io.locations import LocationProvider
+from neve.planning.scan import ScanPlan
+from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.schema import Schema, with_row_lineage
 from neve.spec.table_metadata import TableMetadata
-
-if TYPE_CHECKING:
-    from neve.planning.tasks import FileScanTask
-    from neve.table.table import Table
 
 __all__ = ["rewrite_schema", "rewrite_tasks", "rewrite_without", "write_table_files"]
 
 
 def write_table_files(
-    table: Table, data: pa.Table, *, schema: Schema | None = None
+    table: TableState, data: pa.Table, *, schema: Schema | None = None
 ) -> list[DataFile]:
     """Write ``data`` (columns matched to the table's by name) under the table's
     location, partitioned by its default spec. ``schema`` (default: the table's)
@@ -57,7 +55,9 @@ def rewrite_schema(md: TableMetadata) -> Schema:
     return with_row_lineage(schema) if md.format_version >= 3 else schema
 
 
-def rewrite_tasks(table: Table, snapshot_id: int, files: Sequence[DataFile]) -> list[FileScanTask]:
+def rewrite_tasks(
+    table: TableState, snapshot_id: int, files: Sequence[DataFile]
+) -> list[FileScanTask]:
     """One task per data file of ``files`` covering the whole file, with the deletes
     that apply to it at ``snapshot_id``.
 
@@ -67,7 +67,7 @@ def rewrite_tasks(table: Table, snapshot_id: int, files: Sequence[DataFile]) -> 
     :class:`CommitConflictError`."""
     wanted = {f.file_path for f in files}
     found: dict[str, FileScanTask] = {}
-    for t in table.scan(snapshot_id=snapshot_id).plan_files():
+    for t in ScanPlan(table.metadata, table.io, snapshot_id=snapshot_id).plan_files():
         path = t.file.file_path
         if path in wanted and path not in found:
             found[path] = replace(t, start=0, length=t.file.file_size_in_bytes)
@@ -81,7 +81,7 @@ def rewrite_tasks(table: Table, snapshot_id: int, files: Sequence[DataFile]) -> 
 
 
 def rewrite_without(
-    table: Table,
+    table: TableState,
     snapshot_id: int,
     files: Sequence[DataFile],
     expr: BooleanExpression,

@@ -15,7 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from neve.errors import (
+    NamespaceAlreadyExistsError,
     NeveIOError,
+    NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
@@ -25,11 +27,12 @@ from neve.io.fileio import FileIO
 from neve.spec.metadata_json import metadata_from_bytes, metadata_to_bytes
 from neve.spec.schema import Schema
 from neve.spec.table_metadata import TableMetadata
+from neve.table.create import new_table_metadata
+from neve.table.maintenance import purge_reachable, purge_table_files
+from neve.table.table import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from neve.table.table import Table
 
 __all__ = ["Catalog", "Identifier", "parse_identifier"]
 
@@ -170,14 +173,10 @@ class Catalog(ABC):
     def create_namespace_if_not_exists(
         self, namespace: str | Sequence[str], properties: Mapping[str, str] | None = None
     ) -> None:
-        from neve.errors import NamespaceAlreadyExistsError
-
         with contextlib.suppress(NamespaceAlreadyExistsError):
             self.create_namespace(namespace, properties)
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
-        from neve.errors import NoSuchNamespaceError
-
         try:
             self._namespace_properties(parse_identifier(namespace))
             return True
@@ -234,9 +233,6 @@ class Catalog(ABC):
         ``format-version`` (not stored, as in Iceberg-Java), else 2; the two must agree
         when both are given. Properties neve reads are checked (a
         :class:`ValidationError` names a bad one)."""
-        from neve.table.create import new_table_metadata
-        from neve.table.table import Table
-
         ident = _table_ident(name)
         self._namespace_properties(ident[:-1])  # NoSuchNamespaceError when missing
         if self.table_exists(ident):
@@ -255,16 +251,12 @@ class Catalog(ABC):
         return Table(ident, md, loc, self)
 
     def load_table(self, name: str | Sequence[str]) -> Table:
-        from neve.table.table import Table
-
         ident = _table_ident(name)
         loc = self._metadata_location(ident)
         return Table(ident, self.read_metadata(loc), loc, self)
 
     def register_table(self, name: str | Sequence[str], metadata_location: str) -> Table:
         """Track a table written by anyone, given its current metadata file."""
-        from neve.table.table import Table
-
         ident = _table_ident(name)
         self._namespace_properties(ident[:-1])
         try:
@@ -293,8 +285,6 @@ class Catalog(ABC):
         if not purge:
             self._drop_table(ident)
             return
-        from neve.table.maintenance import purge_reachable, purge_table_files
-
         table = self.load_table(ident)
         reachable = purge_reachable(table)
         self._drop_table(ident)

@@ -10,12 +10,11 @@ writes Parquet natively in the JVM.
 
 from __future__ import annotations
 
+from neve.spark.commands import delete, overwrite, overwrite_partitions, write, write_files
 from neve.spark.datasource import NeveDataSource, register_datasource
 from neve.spark.reader import read, read_tasks, register_view
-from neve.spark.rowlevel import delete, overwrite, overwrite_partitions
 from neve.spark.schema import from_spark_schema, to_spark_schema, to_spark_type
 from neve.spark.session import REQUIRED_CONF, check_session, configure, local_session
-from neve.spark.writer import write, write_files
 
 __all__ = [
     "REQUIRED_CONF",

@@ -50,7 +50,7 @@ Errors raised while planning or committing (a bad filter, a missing table, data 
 does not fit the table) happen in a Spark-managed Python worker; Spark re-raises them
 as its own exception types, with neve's error class name and message in the text.
 For the native, faster data plane use :mod:`neve.spark.reader` and
-:mod:`neve.spark.writer`.
+:mod:`neve.spark.job`.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider
 from neve.planning.tasks import FileScanTask
+from neve.spark.conform import check_write_schema
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
-from neve.spark.writer import check_write_schema
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
@@ -273,6 +273,7 @@ class _NeveReader(DataSourceReader):
         return [_TaskGroup(i, g) for i, g in enumerate(group_tasks(tasks, count))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # runs on Spark executors: imported there, not when the driver loads the module
         from neve.arrow.scan import scan_batches
 
         if not isinstance(partition, _TaskGroup):  # Spark's empty-scan placeholder

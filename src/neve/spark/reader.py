@@ -54,10 +54,12 @@ from neve.arrow.schema import (
 from neve.errors import NeveIOError, SchemaError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
+from neve.expressions.visitors import references
 from neve.io.fileio import FileIO, local_path
+from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.expression import column_ref, to_spark_column, to_spark_value
-from neve.spark.schema import to_spark_field, to_spark_schema, to_spark_type
+from neve.spark.schema import field_id_of, to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.name_mapping import NAME_MAPPING_PROPERTY
@@ -65,7 +67,6 @@ from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_ro
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import ListType, MapType, NestedField, StructType
-from neve.table.scan import TableScan
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -125,7 +126,7 @@ def register_view(spark: SparkSession, table: Table, view_name: str, **read_kwar
 
 def read_tasks(
     spark: SparkSession,
-    scan: TableScan,
+    scan: ScanPlan,
     tasks: Sequence[FileScanTask],
     *,
     apply_residual: bool = True,
@@ -244,7 +245,7 @@ class _Read:
     def __init__(
         self,
         spark: SparkSession,
-        scan: TableScan,
+        scan: ScanPlan,
         files: list[FileScanTask],
         residual: bool,
         projected: Schema,
@@ -313,8 +314,6 @@ class _Read:
         return out
 
     def _read_schema(self) -> Schema:
-        from neve.expressions.visitors import references
-
         need = {r.field_id for r in references(self.row_filter)} if self._has_filter else set()
         need |= {fid for fid in self.key_fields if self.table_schema.find_field_or_none(fid)}
         fields = merge_fields(self.projected.fields, prune_fields(self.table_schema, need))
@@ -671,8 +670,6 @@ def _with_private_names(schema: Schema, unsafe: set[int]) -> T.StructType:
 
 
 def _private_nested(t: T.DataType, unsafe: set[int]) -> T.DataType:
-    from neve.spark.schema import field_id_of
-
     if isinstance(t, T.StructType):
         fields = []
         for sf in t.fields:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from neve.arrow.schema import from_arrow_schema
 from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.types import (
@@ -117,10 +119,6 @@ def from_spark_schema(struct: T.StructType, *, format_version: int = 2) -> Schem
     """An Iceberg schema for a Spark schema (for example ``df.schema``), with fresh field
     ids; non-nullable fields become required. Use it to create a table shaped like a
     DataFrame: ``catalog.create_table(name, from_spark_schema(df.schema), ...)``."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from neve.arrow.schema import from_arrow_schema
-
     plain = T.StructType([_without_ids(f) for f in struct.fields])
     return from_arrow_schema(to_arrow_schema(plain, timezone="UTC"), format_version=format_version)
 

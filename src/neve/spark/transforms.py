@@ -141,6 +141,7 @@ def _truncate(source: IcebergType, col: Column, width: int) -> Column:
 
 def _bucket_udf(transform: BucketTransform, source: IcebergType) -> Callable[[Column], Column]:
     def bucket(arr: pa.Array) -> pa.Array:
+        # runs in a Spark Python worker: imported there
         from neve.arrow.transforms import transform_array
 
         return transform_array(transform, source, arr).cast(pa.int32())

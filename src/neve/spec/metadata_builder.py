@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from neve.errors import (
@@ -122,8 +123,6 @@ def _add_spec(md: TableMetadata, u: AddSpec) -> tuple[TableMetadata, int]:
         if existing.compatible_with(u.spec):
             return md, existing.spec_id
     new_id = max((s.spec_id for s in md.partition_specs), default=-1) + 1
-    from dataclasses import replace
-
     spec = replace(u.spec, spec_id=new_id)
     last = max(md.last_partition_id, spec.last_assigned_field_id)
     return md.with_(partition_specs=(*md.partition_specs, spec), last_partition_id=last), new_id
@@ -135,8 +134,6 @@ def _add_sort_order(md: TableMetadata, u: AddSortOrder) -> tuple[TableMetadata, 
     for existing in md.sort_orders:
         if existing.fields == u.sort_order.fields:
             return md, existing.order_id
-    from dataclasses import replace
-
     new_id = max((o.order_id for o in md.sort_orders), default=0) + 1
     return md.with_(sort_orders=(*md.sort_orders, replace(u.sort_order, order_id=new_id))), new_id
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from neve.actions.commit import Committer
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
@@ -26,9 +27,15 @@ from neve.table.transaction import Transaction
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from neve.catalog.base import Catalog, Identifier
+__all__ = ["Table", "TableCatalog"]
 
-__all__ = ["Table"]
+
+class TableCatalog(Committer, Protocol):
+    """What a table handle needs of the catalog it came from (tables never import
+    catalogs): its file IO, loading and committing."""
+
+    @property
+    def io(self) -> FileIO: ...
 
 
 class Table:
@@ -36,10 +43,10 @@ class Table:
 
     def __init__(
         self,
-        identifier: Identifier,
+        identifier: tuple[str, ...],
         metadata: TableMetadata,
         metadata_location: str,
-        catalog: Catalog,
+        catalog: TableCatalog,
     ) -> None:
         self.identifier = identifier
         self.catalog = catalog
@@ -53,7 +60,8 @@ class Table:
         as that version would. Committing goes through the original handle."""
         return Table(self.identifier, metadata, self._metadata_location, self.catalog)
 
-    def _set_current(self, metadata: TableMetadata, location: str) -> None:
+    def set_current(self, metadata: TableMetadata, location: str) -> None:
+        """Point this handle at a newer version (after a commit through it)."""
         self._metadata = metadata
         self._metadata_location = location
 
@@ -90,7 +98,7 @@ class Table:
     def refresh(self) -> Table:
         """Reload the current version from the catalog; returns self."""
         fresh = self.catalog.load_table(self.identifier)
-        self._set_current(fresh.metadata, fresh.metadata_location)
+        self.set_current(fresh.metadata, fresh.metadata_location)
         return self
 
     def schema(self) -> Schema:

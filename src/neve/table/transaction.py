@@ -15,11 +15,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import pyarrow as pa
 
 from neve.actions.append import AppendFiles
 from neve.actions.base import Action
-from neve.actions.commit import commit_actions
+from neve.actions.commit import CommitTarget, commit_actions
 from neve.actions.metadata import (
     SchemaAction,
     SortOrderAction,
@@ -45,6 +47,7 @@ from neve.actions.snapshot import (
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
+from neve.arrow.write import rewrite_without, write_table_files
 from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
@@ -55,23 +58,24 @@ from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from neve.table.table import Table
-
-__all__ = ["Rewriter", "Transaction"]
+__all__ = ["Rewriter", "Transaction", "TransactionTable"]
 
 #: Writes the rows of data files that a filter does not match as new data files:
 #: ``rewriter(snapshot_id, files, filter, case_sensitive) -> new files``.
 Rewriter = Callable[[int, Sequence[DataFile], BooleanExpression, bool], list[DataFile]]
 
 
+class TransactionTable(CommitTarget, Protocol):
+    """The table handle a transaction changes (a :class:`neve.table.table.Table`)."""
+
+    def with_metadata(self, metadata: TableMetadata) -> TransactionTable: ...
+
+
 class Transaction:
     """Changes staged on one table and committed together (``commit()`` or the end of
     a ``with`` block)."""
 
-    def __init__(self, table: Table, autocommit: bool = False) -> None:
+    def __init__(self, table: TransactionTable, autocommit: bool = False) -> None:
         self.table = table
         self._actions: list[Action] = []
         self._committed = False
@@ -83,7 +87,7 @@ class Transaction:
         """The table's metadata as the changes staged so far leave it."""
         return self._staged
 
-    def _view(self) -> Table:
+    def _view(self) -> TransactionTable:
         """A handle on the staged metadata, for writing and reading data files the way
         the staged table would."""
         return self.table.with_metadata(self._staged)
@@ -146,10 +150,6 @@ class Transaction:
     # -- data ----------------------------------------------------------------------
 
     def _write(self, data: pa.Table) -> list[Any]:
-        import pyarrow as pa
-
-        from neve.arrow.write import write_table_files
-
         if not isinstance(data, (pa.Table, pa.RecordBatch)):
             raise DataSchemaMismatchError(
                 f"rows to write come as a pyarrow Table or RecordBatch, not "
@@ -336,8 +336,6 @@ class Transaction:
             for f in plan.remove:
                 action.remove_file(f)
             if plan.rewrite:
-                from neve.arrow.write import rewrite_without
-
                 head = write_parent(md, branch)
                 assert head is not None
                 if rewriter is not None:

@@ -1,35 +1,94 @@
-"""Copy-on-write row-level changes with Spark: delete, overwrite by filter and dynamic
-partition overwrite.
+"""The Spark user verbs: write (append, overwrite by filter, dynamic partition
+overwrite) and delete, each committed as one snapshot.
 
-neve plans on the driver (:func:`neve.actions.overwrite.plan_delete`): files a filter
-matches entirely are dropped from metadata alone; files it matches partly are read
-with Spark (each file once, whole, deletes applied), the rows where the filter is not
-true are written back as new files (in v3 with their row lineage), and everything is
-committed as one snapshot with Iceberg-Java's conflict validation. If anything fails,
-every file written is removed.
+Row-level changes are copy-on-write: neve plans on the driver
+(:func:`neve.actions.overwrite.plan_delete`); files a filter matches entirely are
+dropped from metadata alone; files it matches partly are read with Spark (each file
+once, whole, deletes applied), the rows where the filter is not true are written back
+as new files (in v3 with their row lineage), and everything is committed as one
+snapshot with Iceberg-Java's conflict validation. If anything fails, every file
+written is removed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from neve.arrow.write import rewrite_schema, rewrite_tasks
+from neve.errors import (
+    ValidationError,
+)
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
+from neve.planning.scan import ScanPlan
+from neve.spark.expression import to_spark_column
+from neve.spark.job import cleanup_on_failure, write_data
+from neve.spark.reader import read_tasks
 from neve.spark.session import check_session
-from neve.spark.writer import cleanup_on_failure, write_data
 from neve.spec.manifest import DataFile
+from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
+from neve.table.table import Table
 from neve.table.transaction import Rewriter, Transaction
 
-if TYPE_CHECKING:
-    from neve.table.table import Table
+__all__ = [
+    "MODES",
+    "delete",
+    "overwrite",
+    "overwrite_partitions",
+    "spark_rewriter",
+    "write",
+    "write_files",
+]
 
-__all__ = ["delete", "overwrite", "overwrite_partitions"]
+MODES = ("append", "overwrite", "overwrite-partitions")
+
+
+def write_files(
+    df: DataFrame, table: Table, *, spec: PartitionSpec | None = None
+) -> list[DataFile]:
+    """Write ``df`` as data files of ``table`` (its default spec, or ``spec``) and
+    return them, uncommitted. Add them with a transaction (``add_files``,
+    ``overwrite_files``, ``replace_partitions``); delete them if you do not."""
+    return write_data(df, table, spec=spec).files
+
+
+def write(
+    df: DataFrame,
+    table: Table,
+    mode: str = "append",
+    filter: str | BooleanExpression | None = None,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``df`` to ``table`` and commit, as one snapshot.
+
+    ``mode``: ``append``; ``overwrite`` replaces the rows matching ``filter`` (all
+    rows when None; files matched partly are rewritten with Spark);
+    ``overwrite-partitions`` replaces exactly the partitions the new rows fall into.
+    """
+    if mode not in MODES:
+        raise ValidationError(f"unknown write mode {mode!r}; use one of {', '.join(MODES)}")
+    if filter is not None and mode != "overwrite":
+        raise ValidationError(f"a filter only applies to mode='overwrite', not {mode!r}")
+    if mode == "overwrite":
+        overwrite(df, table, filter, branch=branch, snapshot_properties=snapshot_properties)
+        return
+    if mode == "overwrite-partitions":
+        overwrite_partitions(df, table, branch=branch, snapshot_properties=snapshot_properties)
+        return
+    result = write_data(df, table)
+    with cleanup_on_failure(table.io, [result]):
+        txn = table.transaction()
+        txn.add_files(result.files, branch=branch, snapshot_properties=snapshot_properties)
+        txn.commit()
+
+
+# -- one Spark write ------------------------------------------------------------------
 
 
 def delete(
@@ -121,16 +180,13 @@ def spark_rewriter(
         expr: BooleanExpression,
         case_sensitive: bool,
     ) -> list[DataFile]:
-        from neve.spark.expression import to_spark_column
-        from neve.spark.reader import read_tasks
-
         view = (
             table.table.with_metadata(table.metadata) if isinstance(table, Transaction) else table
         )
         md = view.metadata
         rows_schema = rewrite_schema(md)
         tasks = rewrite_tasks(view, snapshot_id, files)
-        scan = view.scan(case_sensitive=case_sensitive)  # read with the current schema
+        scan = ScanPlan(md, view.io, case_sensitive=case_sensitive)  # the current schema
         rows = read_tasks(spark, scan, tasks, apply_residual=False, projected_schema=rows_schema)
         matches = to_spark_column(expr, md.schema(), case_sensitive)
         result = write_data(rows.filter(~matches), view, schema=rows_schema)
