@@ -19,6 +19,13 @@ from neve.spec.metadata_builder import apply_updates, next_metadata
 from neve.spec.metadata_json import metadata_from_bytes, metadata_from_json, metadata_to_json
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from neve.spec.requirements import (
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    TableRequirement,
+)
 from neve.spec.schema import Schema
 from neve.spec.snapshot import MetadataLogEntry, Operation, Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
@@ -31,10 +38,6 @@ from neve.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AddSpec,
-    AssertCurrentSchemaId,
-    AssertDefaultSpecId,
-    AssertRefSnapshotId,
-    AssertTableUUID,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
@@ -43,7 +46,6 @@ from neve.spec.updates import (
     SetDefaultSpec,
     SetProperties,
     SetSnapshotRef,
-    TableRequirement,
     UpgradeFormatVersion,
 )
 

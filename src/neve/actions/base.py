@@ -11,8 +11,9 @@ from typing import Protocol
 
 from neve.errors import CommitConflictError, CommitFailedError
 from neve.io.fileio import FileIO
+from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import TableRequirement, TableUpdate
+from neve.spec.updates import TableUpdate
 
 __all__ = ["Action", "TableState"]
 

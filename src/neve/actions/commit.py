@@ -21,12 +21,32 @@ from typing import Protocol
 from neve.actions.base import Action
 from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
 from neve.io.fileio import FileIO
-from neve.spec.metadata_builder import apply_updates, next_metadata
+from neve.spec.metadata_builder import apply_updates
 from neve.spec.properties import read_property
+from neve.spec.requirements import AssertTableUUID, TableRequirement
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import AssertTableUUID
+from neve.spec.updates import TableUpdate
 
-__all__ = ["CommitTarget", "Committer", "RetrySettings", "TableVersion", "commit_actions"]
+__all__ = [
+    "CommitTarget",
+    "Committer",
+    "PlannedChanges",
+    "RetrySettings",
+    "TableVersion",
+    "commit_actions",
+]
+
+#: The updates and requirements each action of a commit gave when it was planned.
+Changes = list[tuple[Sequence[TableUpdate], Sequence[TableRequirement]]]
+
+
+@dataclass(frozen=True)
+class PlannedChanges:
+    """What a transaction planned when it staged its actions: on ``base`` (the table
+    version it started from), each action's updates and requirements."""
+
+    base: TableMetadata
+    changes: tuple[tuple[tuple[TableUpdate, ...], tuple[TableRequirement, ...]], ...]
 
 
 class TableVersion(Protocol):
@@ -42,9 +62,12 @@ class TableVersion(Protocol):
 class Committer(Protocol):
     """What the commit loop needs of a catalog (actions never import catalogs)."""
 
-    def commit_metadata(
-        self, ident: tuple[str, ...], base_location: str, metadata: TableMetadata
-    ) -> str: ...
+    def commit(
+        self,
+        name: tuple[str, ...],
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> TableVersion: ...
 
     def load_table(self, name: tuple[str, ...]) -> TableVersion: ...
 
@@ -102,7 +125,7 @@ class RetrySettings:
 
 
 def commit_actions(
-    table: CommitTarget, actions: Sequence[Action], planned: TableMetadata | None = None
+    table: CommitTarget, actions: Sequence[Action], planned: PlannedChanges | None = None
 ) -> None:
     """Commit ``actions`` as one new metadata version of ``table``, retrying on a lost
     compare-and-swap. ``planned`` is the metadata the actions already produced on
@@ -126,7 +149,7 @@ def commit_actions(
     if not actions:
         return
     io = table.io
-    base_md, base_loc = table.metadata, table.metadata_location
+    base_md = table.metadata
     same_table = AssertTableUUID(base_md.table_uuid)
     attempt = 0
     try:
@@ -134,17 +157,19 @@ def commit_actions(
         rebases = all(a.always_rebases for a in actions)
         started = time.monotonic()
         while True:
-            if planned is not None and attempt == 0:
-                md = planned
+            if planned is not None and attempt == 0 and planned.base is base_md:
+                changes: Changes = list(planned.changes)
             else:
-                md = base_md
-                for action in actions:
-                    updates, reqs = action.plan(md)
-                    action.requirements_hold_or_conflict(reqs, md)
-                    md = apply_updates(md, updates)
-            new_md = next_metadata(md, base_md, base_loc)
+                changes = _plan(actions, base_md)
+            updates = [u for us, _ in changes for u in us]
+            # Requirements are stated on the version the change starts from; one that
+            # fails there was planned on an earlier action's result, which this same
+            # commit applies first.
+            reqs: list[TableRequirement] = [same_table]
+            for _, rs in changes:
+                reqs += [r for r in rs if r not in reqs and r.holds(base_md)]
             try:
-                new_loc = table.catalog.commit_metadata(table.identifier, base_loc, new_md)
+                result = table.catalog.commit(table.identifier, reqs, updates)
             except CommitFailedError:
                 attempt += 1
                 if not settings.may_retry(attempt, time.monotonic() - started, rebases):
@@ -152,9 +177,9 @@ def commit_actions(
                 time.sleep(settings.backoff(attempt))
                 fresh = table.catalog.load_table(table.identifier)
                 _check_same_table(same_table, fresh.metadata, table.name)
-                base_md, base_loc = fresh.metadata, fresh.metadata_location
+                base_md = fresh.metadata
                 continue
-            table.set_current(new_md, new_loc)
+            table.set_current(result.metadata, result.metadata_location)
             break
     except CommitStateUnknownError:
         raise  # files may be referenced by a commit that did land: keep them
@@ -165,6 +190,18 @@ def commit_actions(
     for action in actions:
         action.on_success(io)
     _delete_old_metadata(table, base_md)
+
+
+def _plan(actions: Sequence[Action], base: TableMetadata) -> Changes:
+    """Plan every action in turn, each on the result of the ones before it."""
+    md = base
+    changes: Changes = []
+    for action in actions:
+        updates, reqs = action.plan(md)
+        action.requirements_hold_or_conflict(reqs, md)
+        md = apply_updates(md, updates)
+        changes.append((updates, reqs))
+    return changes
 
 
 def _check_same_table(req: AssertTableUUID, md: TableMetadata, name: str) -> None:

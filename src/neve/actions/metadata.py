@@ -11,6 +11,12 @@ from neve.errors import NoSuchSnapshotError, SchemaError, ValidationError
 from neve.spec.partition import PartitionSpec
 from neve.spec.properties import check_property_keys, split_reserved
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from neve.spec.requirements import (
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertRefSnapshotId,
+    TableRequirement,
+)
 from neve.spec.schema import Schema
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
@@ -19,9 +25,6 @@ from neve.spec.updates import (
     AddSchema,
     AddSortOrder,
     AddSpec,
-    AssertCurrentSchemaId,
-    AssertDefaultSpecId,
-    AssertRefSnapshotId,
     RemoveProperties,
     RemoveSnapshotRef,
     SetCurrentSchema,
@@ -29,7 +32,6 @@ from neve.spec.updates import (
     SetDefaultSpec,
     SetProperties,
     SetSnapshotRef,
-    TableRequirement,
     TableUpdate,
     UpgradeFormatVersion,
 )

@@ -23,9 +23,10 @@ from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.manifest_io import read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
+from neve.spec.requirements import TableRequirement
 from neve.spec.snapshot import Operation
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import TableRequirement, TableUpdate
+from neve.spec.updates import TableUpdate
 
 __all__ = ["RowDelta"]
 

@@ -35,15 +35,10 @@ from neve.spec.manifest_io import (
     write_manifest_list,
 )
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
+from neve.spec.requirements import AssertRefSnapshotId, TableRequirement
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import (
-    AddSnapshot,
-    AssertRefSnapshotId,
-    SetSnapshotRef,
-    TableRequirement,
-    TableUpdate,
-)
+from neve.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 
 __all__ = [
     "SnapshotAction",

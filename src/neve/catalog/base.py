@@ -12,10 +12,13 @@ import contextlib
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neve.errors import (
+    CommitFailedError,
     NamespaceAlreadyExistsError,
+    NeveError,
     NeveIOError,
     NoSuchNamespaceError,
     NoSuchTableError,
@@ -24,9 +27,12 @@ from neve.errors import (
     ValidationError,
 )
 from neve.io.fileio import FileIO
+from neve.spec.metadata_builder import apply_updates, next_metadata
 from neve.spec.metadata_json import metadata_from_bytes, metadata_to_bytes
+from neve.spec.requirements import TableRequirement
 from neve.spec.schema import Schema
 from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import TableUpdate
 from neve.table.create import new_table_metadata
 from neve.table.maintenance import purge_reachable, purge_table_files
 from neve.table.table import Table
@@ -34,7 +40,19 @@ from neve.table.table import Table
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["Catalog", "Identifier", "parse_identifier"]
+__all__ = ["Catalog", "CommitResult", "Identifier", "parse_identifier"]
+
+#: How often :meth:`Catalog.commit` applies a change again after losing the swap.
+_SWAP_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit made: the new metadata and the location of its file."""
+
+    metadata: TableMetadata
+    metadata_location: str
+
 
 Identifier = tuple[str, ...]
 
@@ -299,10 +317,58 @@ class Catalog(ABC):
             )
         self._rename_table(s, d)
 
+    def commit(
+        self,
+        name: str | Sequence[str],
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult:
+        """Commit a change as the Iceberg REST protocol does: check ``requirements``
+        against the table's current metadata, apply ``updates`` to it, write the new
+        metadata file and swap the catalog's pointer to it atomically.
+
+        A requirement that does not hold, or updates that no longer apply to the
+        current metadata, raise :class:`CommitFailedError` and change nothing: reload
+        the table, plan the change again and retry (``neve.actions.commit`` does).
+        When the swap loses to a concurrent commit, the requirements are checked and
+        the updates applied again on the newer version, a few times."""
+        ident = _table_ident(name)
+        for attempt in range(_SWAP_ATTEMPTS):
+            base_location = self._metadata_location(ident)
+            base = self.read_metadata(base_location)
+            for r in requirements:
+                r.check(base)
+            try:
+                new = apply_updates(base, updates)
+            except NeveError as exc:
+                raise CommitFailedError(
+                    f"the updates do not apply to the current metadata of {'.'.join(ident)} "
+                    f"({exc}); reload the table and make the change again"
+                ) from exc
+            new = next_metadata(new, base, base_location)
+            try:
+                location = self.commit_metadata(ident, base_location, new)
+            except CommitFailedError:
+                if attempt + 1 < _SWAP_ATTEMPTS and self._moved(ident, base_location):
+                    continue  # another commit won the swap: check again on its version
+                raise  # the pointer did not move (a busy database ...), or too many tries
+            return CommitResult(new, location)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _moved(self, ident: Identifier, location: str) -> bool:
+        """Whether the table's pointer is no longer at ``location`` (or the table is
+        gone)."""
+        try:
+            return self._metadata_location(ident) != location
+        except NoSuchTableError:
+            return True
+
     def commit_metadata(
         self, ident: Identifier, base_location: str, metadata: TableMetadata
     ) -> str:
-        """Swap the table's metadata from ``base_location`` to ``metadata``."""
+        """The catalog's compare-and-swap under :meth:`commit`: write ``metadata`` as
+        the next version and move the pointer from ``base_location`` to it atomically
+        (:class:`CommitFailedError` when the pointer moved). Returns the new location."""
         return self._commit(ident, base_location, metadata)
 
     def __repr__(self) -> str:

@@ -38,6 +38,8 @@ __all__ = [
     "partition_fields_to_json",
     "partition_spec_from_json",
     "partition_spec_to_json",
+    "ref_from_json",
+    "ref_to_json",
     "schema_from_json",
     "schema_to_json",
     "snapshot_from_json",
@@ -283,7 +285,7 @@ def snapshot_from_json(data: Mapping[str, Any]) -> Snapshot:
     )
 
 
-def _ref_to_json(r: SnapshotRef) -> dict[str, Any]:
+def ref_to_json(r: SnapshotRef) -> dict[str, Any]:
     out: dict[str, Any] = {"snapshot-id": r.snapshot_id, "type": r.ref_type.value}
     if r.min_snapshots_to_keep is not None:
         out["min-snapshots-to-keep"] = r.min_snapshots_to_keep
@@ -294,7 +296,7 @@ def _ref_to_json(r: SnapshotRef) -> dict[str, Any]:
     return out
 
 
-def _ref_from_json(data: Mapping[str, Any]) -> SnapshotRef:
+def ref_from_json(data: Mapping[str, Any]) -> SnapshotRef:
     return SnapshotRef(
         snapshot_id=int(data["snapshot-id"]),
         ref_type=SnapshotRefType(data.get("type", "branch")),
@@ -339,7 +341,7 @@ def metadata_to_json(md: TableMetadata) -> dict[str, Any]:
     out["current-snapshot-id"] = (
         md.current_snapshot_id if md.current_snapshot_id is not None else -1
     )
-    out["refs"] = {name: _ref_to_json(r) for name, r in md.refs.items()}
+    out["refs"] = {name: ref_to_json(r) for name, r in md.refs.items()}
     out["snapshots"] = [snapshot_to_json(s, v) for s in md.snapshots]
     out["statistics"] = [dict(s) for s in md.statistics]
     out["partition-statistics"] = [dict(s) for s in md.partition_statistics]
@@ -442,7 +444,7 @@ def _metadata_from_json(version: int, data: Mapping[str, Any]) -> TableMetadata:
     snapshots = tuple(snapshot_from_json(s) for s in data.get("snapshots") or ())
     current = data.get("current-snapshot-id")
     current_id = None if current is None or int(current) == -1 else int(current)
-    refs = {name: _ref_from_json(r) for name, r in (data.get("refs") or {}).items()}
+    refs = {name: ref_from_json(r) for name, r in (data.get("refs") or {}).items()}
     if current_id is not None and MAIN_BRANCH not in refs:
         refs[MAIN_BRANCH] = SnapshotRef(current_id, SnapshotRefType.BRANCH)
     return TableMetadata(

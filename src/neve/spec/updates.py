@@ -1,9 +1,9 @@
-"""Table changes as data: updates and requirements, in the spirit of the Iceberg REST
-catalog's commit body (``add-snapshot``, ``assert-ref-snapshot-id`` ...).
+"""Table updates as data: the update kinds of the Iceberg REST catalog's commit body
+(``add-snapshot``, ``set-snapshot-ref`` ...) that neve applies.
 
-Every change to a table is a list of updates applied to a base metadata by
-:func:`neve.spec.metadata_builder.apply_updates`, guarded by requirements checked
-against that base.
+Every change to a table is a list of updates applied to the current metadata by
+:func:`neve.spec.metadata_builder.apply_updates`, guarded by requirements
+(:mod:`neve.spec.requirements`); their JSON form is in :mod:`neve.spec.commit_json`.
 """
 
 from __future__ import annotations
@@ -11,23 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from neve.errors import CommitFailedError
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import SnapshotRef
 from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot
 from neve.spec.sort_order import SortOrder
-from neve.spec.table_metadata import TableMetadata
 
 __all__ = [
     "AddSchema",
     "AddSnapshot",
     "AddSortOrder",
     "AddSpec",
-    "AssertCurrentSchemaId",
-    "AssertDefaultSpecId",
-    "AssertRefSnapshotId",
-    "AssertTableUUID",
     "RemoveProperties",
     "RemoveSnapshotRef",
     "RemoveSnapshots",
@@ -36,7 +30,6 @@ __all__ = [
     "SetDefaultSpec",
     "SetProperties",
     "SetSnapshotRef",
-    "TableRequirement",
     "TableUpdate",
     "UpgradeFormatVersion",
 ]
@@ -116,60 +109,3 @@ class SetProperties(TableUpdate):
 @dataclass(frozen=True)
 class RemoveProperties(TableUpdate):
     removals: tuple[str, ...] = ()
-
-
-class TableRequirement:
-    """A condition on the base metadata that must hold for updates to apply."""
-
-    __slots__ = ()
-
-    def check(self, base: TableMetadata) -> None:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class AssertTableUUID(TableRequirement):
-    uuid: str
-
-    def check(self, base: TableMetadata) -> None:
-        if base.table_uuid != self.uuid:
-            raise CommitFailedError(
-                f"table UUID changed from {self.uuid} to {base.table_uuid}: the table was "
-                "dropped and re-created; reload it"
-            )
-
-
-@dataclass(frozen=True)
-class AssertRefSnapshotId(TableRequirement):
-    ref: str
-    snapshot_id: int | None
-
-    def check(self, base: TableMetadata) -> None:
-        r = base.refs.get(self.ref)
-        current = r.snapshot_id if r is not None else None
-        if current != self.snapshot_id:
-            raise CommitFailedError(
-                f"branch {self.ref!r} moved from {self.snapshot_id} to {current}"
-            )
-
-
-@dataclass(frozen=True)
-class AssertCurrentSchemaId(TableRequirement):
-    schema_id: int
-
-    def check(self, base: TableMetadata) -> None:
-        if base.current_schema_id != self.schema_id:
-            raise CommitFailedError(
-                f"current schema changed from {self.schema_id} to {base.current_schema_id}"
-            )
-
-
-@dataclass(frozen=True)
-class AssertDefaultSpecId(TableRequirement):
-    spec_id: int
-
-    def check(self, base: TableMetadata) -> None:
-        if base.default_spec_id != self.spec_id:
-            raise CommitFailedError(
-                f"default partition spec changed from {self.spec_id} to {base.default_spec_id}"
-            )

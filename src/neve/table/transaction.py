@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from neve.actions.append import AppendFiles
 from neve.actions.base import Action
-from neve.actions.commit import CommitTarget, commit_actions
+from neve.actions.commit import CommitTarget, PlannedChanges, commit_actions
 from neve.actions.metadata import (
     SchemaAction,
     SortOrderAction,
@@ -55,8 +55,10 @@ from neve.expressions.parser import to_expression
 from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
+from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
+from neve.spec.updates import TableUpdate
 
 __all__ = ["Rewriter", "Transaction", "TransactionTable"]
 
@@ -80,7 +82,9 @@ class Transaction:
         self._actions: list[Action] = []
         self._committed = False
         self._autocommit = autocommit
+        self._base: TableMetadata = table.metadata
         self._staged: TableMetadata = table.metadata
+        self._changes: list[tuple[tuple[TableUpdate, ...], tuple[TableRequirement, ...]]] = []
 
     @property
     def metadata(self) -> TableMetadata:
@@ -129,6 +133,7 @@ class Transaction:
             action.on_failure(self.table.io)
             raise
         self._actions.append(action)
+        self._changes.append((tuple(updates), tuple(reqs)))
         self._staged = staged
         if self._autocommit:
             self.commit()
@@ -137,7 +142,8 @@ class Transaction:
         """Commit every staged change as one new table version."""
         if self._committed:
             return
-        commit_actions(self.table, self._actions, planned=self._staged)
+        planned = PlannedChanges(self._base, tuple(self._changes))
+        commit_actions(self.table, self._actions, planned=planned)
         self._committed = True
 
     def abort(self) -> None:
