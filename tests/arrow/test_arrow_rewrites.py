@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 import neve
 from budget import examples
 from neve.arrow.deletes import write_deletion_vector_puffin, write_position_delete_file
-from neve.errors import CommitConflictError
+from neve.expressions import parse
+from neve.planning.delete import plan_delete
 
 ROWS = 3000
 SPLIT_PROPS = {
@@ -144,31 +145,26 @@ def test_merge_on_read_deletes_stay_applied_once(table: neve.Table) -> None:
     assert content(table) == without(rows(0, ROWS), lambda r: r[0] in {*gone, 1000})
 
 
-def test_rewrite_tasks_give_one_whole_file_task_per_file(table: neve.Table) -> None:
-    from neve.arrow.write import rewrite_tasks
-
+def test_delete_planning_gives_one_whole_file_task_per_file(table: neve.Table) -> None:
     table.append(arrow(rows(ROWS, 500)))
-    snap = table.current_snapshot()
-    assert snap is not None
     planned = table.scan().plan_files()
     files = list({t.file.file_path: t.file for t in planned}.values())
     assert len(planned) > len(files) == 2
-    tasks = rewrite_tasks(table, snap.snapshot_id, [*files, files[0]])
-    assert [t.file.file_path for t in tasks] == [f.file_path for f in files]
-    assert all(t.start == 0 and t.length == t.file.file_size_in_bytes for t in tasks)
-    assert all(t.data_sequence_number is not None for t in tasks)
+    # each file holds one matching row among others: both are rewritten, once, whole
+    plan = plan_delete(table.metadata, table.io, parse("id = 5 or id = 3005"))
+    assert plan.remove == ()
+    assert [t.file.file_path for t in plan.rewrite] == [f.file_path for f in files]
+    assert all(t.start == 0 and t.length == t.file.file_size_in_bytes for t in plan.rewrite)
+    assert all(t.data_sequence_number is not None for t in plan.rewrite)
 
 
-def test_rewrite_tasks_refuse_a_file_the_snapshot_lacks(table: neve.Table) -> None:
-    from neve.arrow.write import rewrite_tasks
-
-    snap = table.current_snapshot()
-    assert snap is not None
-    (f,) = {t.file.file_path: t.file for t in table.scan().plan_files()}.values()
-    table.delete("id < 10")  # replaces f
-    with pytest.raises(CommitConflictError, match="not in snapshot"):
-        rewrite_tasks(table.refresh(), table.current_snapshot().snapshot_id, [f])  # type: ignore[union-attr]
-    assert rewrite_tasks(table, snap.snapshot_id, [f])[0].file == f
+def test_delete_planning_drops_files_the_filter_matches_entirely(table: neve.Table) -> None:
+    table.append(arrow(rows(ROWS, 500)))
+    plan = plan_delete(table.metadata, table.io, parse("id >= 3000"))
+    assert plan.rewrite == ()
+    assert [f.record_count for f in plan.remove] == [500]
+    plan = plan_delete(table.metadata, table.io, parse("id > 10000"))
+    assert (plan.remove, plan.rewrite) == ((), ())
 
 
 # -- random layouts ----------------------------------------------------------------------

@@ -8,93 +8,40 @@ data is written; the table layer then writes, and commits one of these actions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from neve.actions.base import TableState
 from neve.actions.snapshot import SnapshotAction, write_parent
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.evaluator import evaluator
-from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator, StrictMetricsEvaluator
-from neve.expressions.projection import inclusive_projection, strict_projection
+from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
+from neve.expressions.projection import inclusive_projection
 from neve.io.fileio import FileIO
 from neve.planning.scan import live_entries
-from neve.spec.manifest import DataFile, ManifestContent, ManifestEntry, ManifestEntryStatus
+from neve.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
 from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
 
 __all__ = [
-    "DeletePlan",
     "OverwriteFiles",
     "ReplacePartitions",
-    "plan_delete",
 ]
-
-
-@dataclass(frozen=True)
-class DeletePlan:
-    """Files a row filter matches entirely (dropped from metadata alone) and files it
-    matches partly (to be rewritten without the matching rows)."""
-
-    remove: tuple[DataFile, ...]
-    rewrite: tuple[DataFile, ...]
-    has_deletes: bool
 
 
 def _file_matchers(
     md: TableMetadata, expr: BooleanExpression, case_sensitive: bool
-) -> tuple[dict[int, object], dict[int, object], InclusiveMetricsEvaluator, StrictMetricsEvaluator]:
+) -> tuple[dict[int, object], InclusiveMetricsEvaluator]:
+    """Whether a data file may hold a row matching ``expr``: by partition, by metrics."""
     schema = md.schema()
     incl_part: dict[int, object] = {}
-    strict_part: dict[int, object] = {}
     for spec_id, spec in md.specs_by_id.items():
         ptype = spec.partition_type(schema)
         incl_part[spec_id] = evaluator(
             ptype, inclusive_projection(schema, spec, case_sensitive).project(expr)
         )
-        strict_part[spec_id] = evaluator(
-            ptype, strict_projection(schema, spec, case_sensitive).project(expr)
-        )
-    return (
-        incl_part,
-        strict_part,
-        InclusiveMetricsEvaluator(schema, expr, case_sensitive),
-        StrictMetricsEvaluator(schema, expr, case_sensitive),
-    )
-
-
-def plan_delete(
-    md: TableMetadata,
-    io: FileIO,
-    expr: BooleanExpression,
-    *,
-    branch: str = MAIN_BRANCH,
-    case_sensitive: bool = True,
-) -> DeletePlan:
-    """Classify the branch's live data files against a row filter."""
-    head = write_parent(md, branch)
-    if head is None:
-        return DeletePlan((), (), False)
-    manifests = read_manifest_list(io, head.manifest_list)
-    has_deletes = any(m.content is ManifestContent.DELETES for m in manifests)
-    data = [m for m in manifests if m.content is ManifestContent.DATA]
-    if expr == ALWAYS_TRUE:
-        files = tuple(e.data_file for e in live_entries(io, data, md))
-        return DeletePlan(files, (), has_deletes)
-    incl_part, strict_part, incl, strict = _file_matchers(md, expr, case_sensitive)
-    remove: list[DataFile] = []
-    rewrite: list[DataFile] = []
-    for e in live_entries(io, data, md):
-        f = e.data_file
-        if not incl_part[f.spec_id](f.partition) or not incl.eval(f):  # type: ignore[operator]
-            continue
-        if strict_part[f.spec_id](f.partition) or strict.eval(f):  # type: ignore[operator]
-            remove.append(f)
-        else:
-            rewrite.append(f)
-    return DeletePlan(tuple(remove), tuple(rewrite), has_deletes)
+    return incl_part, InclusiveMetricsEvaluator(schema, expr, case_sensitive)
 
 
 def _added_since(
@@ -125,7 +72,7 @@ def _added_since(
 
 
 class OverwriteFiles(SnapshotAction):
-    """Remove files (matched by a row filter, planned by :func:`plan_delete`) and add
+    """Remove files (matched by a row filter, planned by :func:`neve.planning.delete.plan_delete`) and add
     files, as one snapshot. Conflicts: a removed file is gone (found while rewriting
     manifests), or data was added since the base inside the filter's range."""
 
@@ -156,7 +103,7 @@ class OverwriteFiles(SnapshotAction):
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         if parent is None:
             return
-        incl_part, _, incl, _ = _file_matchers(md, self.conflict_filter, self.case_sensitive)
+        incl_part, incl = _file_matchers(md, self.conflict_filter, self.case_sensitive)
         for e in _added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
             f = e.data_file
             if incl_part[f.spec_id](f.partition) and incl.eval(f):  # type: ignore[operator]

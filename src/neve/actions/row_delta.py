@@ -2,7 +2,7 @@
 deletion vectors) to a table in one snapshot, as merge-on-read writers do.
 
 The delete files go to delete manifests (content 1) that inherit the new snapshot's
-sequence number, so (SPEC-NOTES "Delete files") a position delete or DV committed with
+sequence number, so (Iceberg spec "Scan Planning") a position delete or DV committed with
 its data file applies to it, and an equality delete committed with data does not.
 
 Checks follow Iceberg-Java's ``RowDelta``: delete files need format version 2; in v2

@@ -1,4 +1,4 @@
-"""Snapshot summaries (SPEC-NOTES "Summary keys"): what a snapshot added and removed,
+"""Snapshot summaries (Iceberg spec "Optional Snapshot Summary Fields"): what a snapshot added and removed,
 and running totals carried from its parent."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Positions are file-global row numbers of a data file (0 for its first row, acros
 row groups). Deleted positions of one data file are held as a ``pyroaring.BitMap64``.
 
 Deletion vectors (format v3) are ``deletion-vector-v1`` blobs in Puffin files
-(SPEC-NOTES "Format v3"): a 4-byte big-endian length of magic + vector, the magic
+(Iceberg spec "Deletion Vectors"; Puffin spec "deletion-vector-v1"): a 4-byte big-endian length of magic + vector, the magic
 ``D1 D3 39 64``, the positions as a Roaring bitmap in the portable 64-bit layout
 (8-byte LE count of 32-bit bitmaps, then per bitmap its 4-byte LE key and the portable
 32-bit bitmap), and a big-endian CRC-32 of magic + vector.

@@ -9,7 +9,6 @@ into the user-facing API shared by every catalog.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from neve.errors import (
     ValidationError,
 )
 from neve.io.fileio import FileIO
+from neve.io.locations import metadata_file_path
 from neve.spec.metadata_builder import apply_updates, next_metadata
 from neve.spec.metadata_json import metadata_from_bytes, metadata_to_bytes
 from neve.spec.requirements import TableRequirement
@@ -153,9 +153,7 @@ class Catalog(ABC):
 
     def new_metadata_location(self, metadata: TableMetadata, version: int) -> str:
         """``<location>/metadata/<version:05d>-<uuid>.metadata.json`` (Iceberg-Java's)."""
-        codec = metadata.properties.get("write.metadata.compression-codec", "none").lower()
-        suffix = ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
-        return f"{metadata.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}{suffix}"
+        return metadata_file_path(metadata.location, metadata.properties, version)
 
     def write_metadata(
         self, metadata: TableMetadata, location: str, exclusive: bool = False

@@ -1,4 +1,4 @@
-"""Which delete files apply to which data file (SPEC-NOTES "Delete files", v3 DVs).
+"""Which delete files apply to which data file (Iceberg spec "Scan Planning", "Delete Formats", "Deletion Vectors").
 
 - position deletes: data seq(data) <= data seq(delete), same spec and partition, or
   ``referenced_data_file`` equal to the data file's path;

@@ -1,4 +1,4 @@
-"""Scan planning (SPEC-NOTES "Scan planning as Iceberg-Java does it"): choose the
+"""Scan planning (Iceberg spec "Scan Planning"; as Iceberg-Java does it): choose the
 snapshot, prune manifests by partition summaries, prune entries by partition and column
 metrics, attach the applicable deletes and the residual filter, split large files.
 

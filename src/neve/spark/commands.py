@@ -2,7 +2,7 @@
 overwrite) and delete, each committed as one snapshot.
 
 Row-level changes are copy-on-write: neve plans on the driver
-(:func:`neve.actions.overwrite.plan_delete`); files a filter matches entirely are
+(:func:`neve.planning.delete.plan_delete`); files a filter matches entirely are
 dropped from metadata alone; files it matches partly are read with Spark (each file
 once, whole, deletes applied), the rows where the filter is not true are written back
 as new files (in v3 with their row lineage), and everything is committed as one
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from neve.arrow.write import rewrite_schema, rewrite_tasks
+from neve.arrow.write import rewrite_schema
 from neve.errors import (
     ValidationError,
 )
@@ -24,6 +24,7 @@ from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
 from neve.planning.scan import ScanPlan
+from neve.planning.tasks import FileScanTask
 from neve.spark.expression import to_spark_column
 from neve.spark.job import cleanup_on_failure, write_data
 from neve.spark.reader import read_tasks
@@ -175,8 +176,7 @@ def spark_rewriter(
     rows copied keep their ``_row_id`` and ``_last_updated_sequence_number``."""
 
     def rewrite(
-        snapshot_id: int,
-        files: Sequence[DataFile],
+        tasks: Sequence[FileScanTask],
         expr: BooleanExpression,
         case_sensitive: bool,
     ) -> list[DataFile]:
@@ -185,7 +185,6 @@ def spark_rewriter(
         )
         md = view.metadata
         rows_schema = rewrite_schema(md)
-        tasks = rewrite_tasks(view, snapshot_id, files)
         scan = ScanPlan(md, view.io, case_sensitive=case_sensitive)  # the current schema
         rows = read_tasks(spark, scan, tasks, apply_residual=False, projected_schema=rows_schema)
         matches = to_spark_column(expr, md.schema(), case_sensitive)

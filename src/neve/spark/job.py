@@ -44,7 +44,7 @@ from neve.errors import (
     ValidationError,
 )
 from neve.io.fileio import FileIO, local_path
-from neve.io.locations import LocationProvider
+from neve.io.locations import data_location
 from neve.spark.conform import NULL_MARK, conform, field_column
 from neve.spark.session import check_session
 from neve.spark.transforms import decode_partition_key, partition_key, transform_column
@@ -142,7 +142,7 @@ def write_data(
     data = conformed.select("*", *[c.alias(name) for name, c in hidden])
     data = _distribute(data, [n for n, _ in hidden], schema, spec, md.sort_order(), props)
     if directory is None:
-        base = LocationProvider(md.location, props).data_location
+        base = data_location(md.location, props)
         directory = f"{base}/{uuid.uuid4()}"
     io = table.io
     try:

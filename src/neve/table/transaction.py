@@ -33,7 +33,6 @@ from neve.actions.metadata import (
 from neve.actions.overwrite import (
     OverwriteFiles,
     ReplacePartitions,
-    plan_delete,
 )
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import (
@@ -42,7 +41,6 @@ from neve.actions.snapshot import (
     check_branch_target,
     check_snapshot_properties,
     require_branch,
-    write_parent,
 )
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
@@ -52,6 +50,8 @@ from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, Validation
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
+from neve.planning.delete import plan_delete
+from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
@@ -62,9 +62,9 @@ from neve.spec.updates import TableUpdate
 
 __all__ = ["Rewriter", "Transaction", "TransactionTable"]
 
-#: Writes the rows of data files that a filter does not match as new data files:
-#: ``rewriter(snapshot_id, files, filter, case_sensitive) -> new files``.
-Rewriter = Callable[[int, Sequence[DataFile], BooleanExpression, bool], list[DataFile]]
+#: Writes the rows of planned whole-file tasks that a filter does not match as new data
+#: files: ``rewriter(tasks, filter, case_sensitive) -> new files``.
+Rewriter = Callable[[Sequence[FileScanTask], BooleanExpression, bool], list[DataFile]]
 
 
 class TransactionTable(CommitTarget, Protocol):
@@ -342,16 +342,12 @@ class Transaction:
             for f in plan.remove:
                 action.remove_file(f)
             if plan.rewrite:
-                head = write_parent(md, branch)
-                assert head is not None
                 if rewriter is not None:
-                    kept = rewriter(head.snapshot_id, plan.rewrite, expr, case_sensitive)
+                    kept = rewriter(plan.rewrite, expr, case_sensitive)
                 else:
-                    kept = rewrite_without(
-                        self._view(), head.snapshot_id, plan.rewrite, expr, case_sensitive
-                    )
+                    kept = rewrite_without(self._view(), plan.rewrite, expr, case_sensitive)
                 action.owned_files.update(f.file_path for f in kept)
-                for f in plan.rewrite:
+                for f in plan.rewrite_files:
                     action.remove_file(f)
                 for f in kept:
                     action.add_file(f)

@@ -1,0 +1,106 @@
+"""Planning a copy-on-write change by filter (delete, overwrite by filter): one pass of
+the scan planner over the branch head gives every data file the filter may match, with
+the tasks to read it; of those, the files the filter matches entirely (by strict
+partition projection or strict metrics) are dropped from metadata alone, and the others
+are rewritten from their planned tasks. Engines rewrite exactly these tasks; nothing
+plans the table a second time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from neve.errors import ValidationError
+from neve.expressions import BooleanExpression
+from neve.expressions.evaluator import evaluator
+from neve.expressions.metrics_evaluator import StrictMetricsEvaluator
+from neve.expressions.projection import strict_projection
+from neve.io.fileio import FileIO
+from neve.planning.manifest_cache import cached_manifest_list
+from neve.planning.scan import ScanPlan
+from neve.planning.tasks import FileScanTask
+from neve.spec.manifest import DataFile, ManifestContent
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.table_metadata import TableMetadata
+
+__all__ = ["DeletePlan", "plan_delete", "whole_file_tasks"]
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    """Files a row filter matches entirely (dropped from metadata alone) and, for the
+    files it matches partly, one whole-file task each to rewrite them from (with the
+    delete files that apply to them)."""
+
+    remove: tuple[DataFile, ...]
+    rewrite: tuple[FileScanTask, ...]
+    has_deletes: bool
+
+    @property
+    def rewrite_files(self) -> tuple[DataFile, ...]:
+        return tuple(t.file for t in self.rewrite)
+
+
+def whole_file_tasks(tasks: Iterable[FileScanTask]) -> list[FileScanTask]:
+    """One task per data file covering the whole file, in first-seen order: planning
+    splits large files into several tasks, and a rewrite copies each row once."""
+    found: dict[str, FileScanTask] = {}
+    for t in tasks:
+        path = t.file.file_path
+        if path not in found:
+            found[path] = replace(t, start=0, length=t.file.file_size_in_bytes)
+    return list(found.values())
+
+
+def _strict_matcher(
+    md: TableMetadata, expr: BooleanExpression, case_sensitive: bool
+) -> Callable[[DataFile], bool]:
+    """Whether every row of a file matches ``expr``, from its partition or metrics."""
+    schema = md.schema()
+    parts: dict[int, Callable[[Any], Any]] = {}
+    for spec_id, spec in md.specs_by_id.items():
+        try:
+            ptype = spec.partition_type(schema)
+        except ValidationError:  # a spec on dropped columns proves nothing
+            parts[spec_id] = lambda _p: False
+            continue
+        parts[spec_id] = evaluator(
+            ptype, strict_projection(schema, spec, case_sensitive).project(expr)
+        )
+    metrics = StrictMetricsEvaluator(schema, expr, case_sensitive)
+    return lambda f: bool(parts[f.spec_id](f.partition)) or metrics.eval(f)
+
+
+def plan_delete(
+    md: TableMetadata,
+    io: FileIO,
+    expr: BooleanExpression,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+) -> DeletePlan:
+    """Classify the live data files of ``branch`` (of ``main`` when the branch does not
+    exist yet) against a row filter, planning them once."""
+    scan = ScanPlan(
+        md,
+        io,
+        filter=expr,
+        ref=branch if branch in md.refs else MAIN_BRANCH,
+        case_sensitive=case_sensitive,
+    )
+    head = scan.snapshot()
+    if head is None:
+        return DeletePlan((), (), False)
+    has_deletes = any(
+        m.content is ManifestContent.DELETES for m in cached_manifest_list(io, head.manifest_list)
+    )
+    matches_all = _strict_matcher(md, expr, case_sensitive)
+    remove: list[DataFile] = []
+    rewrite: list[FileScanTask] = []
+    for task in whole_file_tasks(scan.plan_files()):
+        if matches_all(task.file):
+            remove.append(task.file)
+        else:
+            rewrite.append(task)
+    return DeletePlan(tuple(remove), tuple(rewrite), has_deletes)
