@@ -36,9 +36,9 @@ from neve.expressions import (
     starts_with,
 )
 from neve.expressions.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
+from neve.expressions.metric_arrays import MetricArrays
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.visitors import references
-from neve.spec.metric_arrays import MetricArrays
 from neve.spec.schema import Schema
 from neve.spec.types import (
     DATE,

@@ -27,6 +27,12 @@ from hypothesis import strategies as st
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.planning.manifests import (
+    LazyManifest,
+    decode_manifest_lazy,
+    decode_manifests_lazy,
+    read_manifest_list,
+)
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -36,13 +42,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_io import (
-    LazyManifest,
-    decode_manifest_lazy,
-    decode_manifests_lazy,
-    read_manifest_list,
-    write_manifest,
-)
+from neve.spec.manifest_writer import write_manifest
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.schema import Schema
 from neve.spec.transforms import BucketTransform, IdentityTransform

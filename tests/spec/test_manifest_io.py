@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from neve.errors import NeveIOError, UnsupportedFormatVersionError, ValidationError
 from neve.io.fileio import FileIO
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.spec import avro_schemas, manifest_io
 from neve.spec.manifest import (
     DataFile,
@@ -33,13 +34,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_io import (
-    UNASSIGNED_SEQ,
-    read_manifest,
-    read_manifest_list,
-    write_manifest,
-    write_manifest_list,
-)
+from neve.spec.manifest_writer import UNASSIGNED_SEQ, write_manifest, write_manifest_list
 from neve.spec.metadata_json import partition_spec_from_json, schema_from_json
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.schema import Schema
@@ -1101,9 +1096,9 @@ def test_decoding_plans_are_cached_per_schema(tmp_path: Path, fio: FileIO) -> No
             )
         )
     read_manifest(fio, paths[0], specs_by_id={0: spec})
-    before = manifest_io._entry_plan.cache_info()
+    before = manifest_io.entry_plan.cache_info()
     got = [read_manifest(fio, m, specs_by_id={0: spec}) for m in paths[1:]]
-    after = manifest_io._entry_plan.cache_info()
+    after = manifest_io.entry_plan.cache_info()
     assert (after.hits - before.hits, after.misses - before.misses) == (2, 0)
     assert [g[0].data_file.partition for g in got] == [(1,), (2,)]
 

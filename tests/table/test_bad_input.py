@@ -187,7 +187,7 @@ def test_damaged_metadata_files_give_typed_errors_naming_the_file(
     assert snap is not None
     target = snap.manifest_list
     if kind == "manifest":
-        from neve.spec.manifest_io import read_manifest_list
+        from neve.planning.manifests import read_manifest_list
 
         target = read_manifest_list(table.io, snap.manifest_list)[0].manifest_path
     data = Path(target).read_bytes()

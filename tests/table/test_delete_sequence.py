@@ -32,8 +32,8 @@ from neve.arrow.write import write_table_files
 from neve.catalog import Catalog
 from neve.errors import CommitConflictError, ValidationError
 from neve.io.fileio import local_path
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
-from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.snapshot import Operation
 from neve.table.table import Table
 

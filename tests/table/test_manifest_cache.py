@@ -20,8 +20,8 @@ from neve.planning.manifest_cache import (
     load_manifests,
     manifest_cache,
 )
+from neve.planning.manifests import decode_manifest, decode_manifest_lazy, read_manifest_list
 from neve.spec import manifest_io
-from neve.spec.manifest_io import decode_manifest, decode_manifest_lazy, read_manifest_list
 
 
 def batch(day: int, n: int = 20) -> pa.Table:
@@ -127,14 +127,14 @@ def test_lazy_entries_equal_eager_and_plain_fastavro_decoding(
         unrelated = fastavro.parse_schema({"type": "record", "name": "other", "fields": []})
         for head in (None, unrelated):
             monkeypatch.setattr(manifest_io, "_head_schema", lambda _schema, h=head: h)
-            manifest_io._entry_plan.cache_clear()
+            manifest_io.entry_plan.cache_clear()
             try:
                 whole = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False)
                 assert whole._entries == eager
                 assert whole.entries() == eager
             finally:
                 monkeypatch.undo()
-                manifest_io._entry_plan.cache_clear()
+                manifest_io.entry_plan.cache_clear()
 
 
 def test_head_decoding_skips_metrics(table: neve.Table) -> None:
@@ -143,7 +143,7 @@ def test_head_decoding_skips_metrics(table: neve.Table) -> None:
     m = read_manifest_list(table.io, snap.manifest_list)[0]
     lazy = decode_manifest_lazy(table.io.read_bytes(m.manifest_path), m, columnar=False)
     assert lazy._entries == [None, None]  # nothing decoded in full yet
-    plan = manifest_io._entry_plan(
+    plan = manifest_io.entry_plan(
         fastavro.reader(io.BytesIO(table.io.read_bytes(m.manifest_path))).metadata["avro.schema"],
         None,
         None,

@@ -21,9 +21,9 @@ from pyspark.sql import SparkSession
 import neve
 from neve.io.fileio import FileIO
 from neve.planning.manifest_cache import manifest_cache
+from neve.planning.manifests import read_manifest_list
 from neve.spark import delete as spark_delete
 from neve.spec.manifest import ManifestContent
-from neve.spec.manifest_io import read_manifest_list
 
 GROUPS = 8
 

@@ -243,7 +243,7 @@ def test_manifest_merging(catalog: neve.Catalog) -> None:
     )
     for i in range(12):
         t.append(rows(i * 2, 2))
-    from neve.spec.manifest_io import read_manifest_list
+    from neve.planning.manifests import read_manifest_list
 
     snap = t.current_snapshot()
     assert snap is not None

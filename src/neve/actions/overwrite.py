@@ -17,9 +17,9 @@ from neve.expressions.evaluator import evaluator
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.projection import inclusive_projection
 from neve.io.fileio import FileIO
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.scan import live_entries
 from neve.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
-from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata

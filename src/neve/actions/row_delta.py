@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from neve.actions.base import TableState
 from neve.actions.snapshot import SnapshotAction, write_parent
 from neve.errors import CommitConflictError, ValidationError
+from neve.planning.manifests import read_manifest_list
 from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, DataFileContent
-from neve.spec.manifest_io import read_manifest_list
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.requirements import TableRequirement
 from neve.spec.snapshot import Operation

@@ -20,6 +20,7 @@ from neve.actions.summary import build_summary
 from neve.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
 from neve.io.locations import manifest_list_path, manifest_path
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -28,12 +29,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_io import (
-    read_manifest,
-    read_manifest_list,
-    write_manifest,
-    write_manifest_list,
-)
+from neve.spec.manifest_writer import write_manifest, write_manifest_list
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from neve.spec.requirements import AssertRefSnapshotId, TableRequirement
 from neve.spec.snapshot import Operation, Snapshot

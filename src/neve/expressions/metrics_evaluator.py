@@ -35,10 +35,10 @@ from neve.expressions.expressions import (
     Operation,
     Or,
 )
+from neve.expressions.metric_arrays import MetricArrays
 from neve.expressions.metrics_vectorized import compile_inclusive, eval_inclusive
 from neve.expressions.visitors import references, rewrite_not
 from neve.spec.manifest import DataFile
-from neve.spec.metric_arrays import MetricArrays
 from neve.spec.schema import Schema
 from neve.spec.types import DoubleType, FloatType, PrimitiveType
 

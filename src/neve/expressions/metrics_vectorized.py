@@ -3,7 +3,7 @@
 Planning judges every entry of a manifest that survives partition pruning; one file
 at a time that is a few microseconds of Python each. Here the same rules as
 :func:`neve.expressions.metrics_evaluator._inclusive_leaf` run as array operations
-over all the files of a manifest (:class:`~neve.spec.metric_arrays.MetricArrays`).
+over all the files of a manifest (:class:`~neve.expressions.metric_arrays.MetricArrays`).
 
 It covers what plans filter on most: null, NaN and comparison predicates (``=``,
 ``<``, ``<=``, ``>``, ``>=``, ``in``, and ``!=`` / ``not in``, which metrics never rule
@@ -32,7 +32,7 @@ from neve.expressions.expressions import (
     Operation,
     Or,
 )
-from neve.spec.metric_arrays import Bounds, Counts, MetricArrays
+from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
 from neve.spec.types import (
     DateType,
     DoubleType,

@@ -19,9 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from neve.errors import ValidationError
 from neve.io.fileio import FileIO
-from neve.spec.manifest import ManifestFile
-from neve.spec.manifest_columnar import columnar_enabled
-from neve.spec.manifest_io import (
+from neve.planning.manifest_columnar import columnar_enabled
+from neve.planning.manifests import (
     LazyManifest,
     decode_manifest_lazy,
     decode_manifests_lazy,
@@ -30,6 +29,7 @@ from neve.spec.manifest_io import (
     read_manifest_list,
     run_manifest_reads,
 )
+from neve.spec.manifest import ManifestFile
 from neve.spec.partition import PartitionSpec
 
 __all__ = [

@@ -26,6 +26,8 @@ from neve.planning.manifest_cache import (
     holds_one_partition,
     load_manifests,
 )
+from neve.planning.manifest_columnar import columnar_enabled
+from neve.planning.manifests import LazyManifest
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import (
     DataFile,
@@ -35,8 +37,6 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_columnar import columnar_enabled
-from neve.spec.manifest_io import LazyManifest
 from neve.spec.properties import read_property
 from neve.spec.schema import Schema, row_lineage_field
 from neve.spec.snapshot import Snapshot

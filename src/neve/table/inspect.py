@@ -21,6 +21,7 @@ import pyarrow as pa
 from neve.arrow.schema import to_arrow_type, values_to_arrow
 from neve.errors import NoSuchSnapshotError, SchemaError
 from neve.io.fileio import FileIO
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.scan import live_entries
 from neve.spec.manifest import (
     DataFile,
@@ -29,7 +30,6 @@ from neve.spec.manifest import (
     ManifestEntry,
     ManifestFile,
 )
-from neve.spec.manifest_io import read_manifest, read_manifest_list
 from neve.spec.partition import PartitionField
 from neve.spec.schema import walk_fields
 from neve.spec.snapshot import Snapshot

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO, local_path
-from neve.spec.manifest_io import read_manifest, read_manifest_list
+from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.table_metadata import TableMetadata
 

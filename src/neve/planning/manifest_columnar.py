@@ -36,8 +36,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
 from neve.spec.avro_container import AvroHeader
-from neve.spec.metric_arrays import Bounds, Counts, MetricArrays
 
 __all__ = [
     "HeadColumns",
