@@ -27,8 +27,6 @@ from neve.spec.transforms import (
     VoidTransform,
     WrappedRange,
     YearTransform,
-    _java_truncate,
-    _truncate_wraps,
     exact_transformer,
     hash_value,
     parse_partition_term,
@@ -36,6 +34,7 @@ from neve.spec.transforms import (
     to_human_string,
     wrapped_ranges,
 )
+from neve.spec.transforms.truncate import java_truncate, truncate_wraps
 from neve.spec.types import (
     BINARY,
     BOOLEAN,
@@ -204,8 +203,8 @@ def test_wrapped_ranges_describe_java_truncation_exactly(bits: int) -> None:
     (nothing elsewhere). The same derivation gives the 32 and 64-bit ranges."""
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     for width in range(1, hi + 1):
-        java = _java_truncate(bits)(width)
-        ranges = _truncate_wraps(bits, width)
+        java = java_truncate(bits)(width)
+        ranges = truncate_wraps(bits, width)
         for v in range(lo, hi + 1):
             offset = next((r.offset for r in ranges if r.lo <= v <= r.hi), 0)
             assert java(v) == v - v % width + offset, (width, v, ranges)
