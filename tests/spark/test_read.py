@@ -35,7 +35,8 @@ from neve.expressions import (
     not_starts_with,
     starts_with,
 )
-from neve.spark.reader import _spark_input_path, read, read_tasks, register_view, spark_file_uri
+from neve.spark.paths import spark_file_uri, spark_input_path
+from neve.spark.reader import read, read_tasks, register_view
 from neve.spec.manifest import DataFile, FileFormat
 from neve.spec.name_mapping import NAME_MAPPING_PROPERTY, create_name_mapping
 from neve.spec.schema import Schema
@@ -454,13 +455,13 @@ def test_spark_file_uri_matches_metadata_file_path(spark: Any, tmp_path: Path, n
     folder.mkdir()
     path = str(folder / name)
     pq.write_table(pa.table({"x": [1]}), path)
-    got = spark.read.parquet(_spark_input_path(path)).select("_metadata.file_path").first()[0]
+    got = spark.read.parquet(spark_input_path(path)).select("_metadata.file_path").first()[0]
     # the forms neve's FileIO opens as this file (a file:// URI ends at '?' or '#')
     forms = [path, "file:" + path.replace("/dir", "//dir")]
     if "?" not in path:
         forms.append("file://" + path)
     for given in forms:
-        assert _spark_input_path(given) == _spark_input_path(path)
+        assert spark_input_path(given) == spark_input_path(path)
         assert spark_file_uri(given) == got
 
 

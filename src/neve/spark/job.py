@@ -43,9 +43,10 @@ from neve.errors import (
     NeveIOError,
     ValidationError,
 )
-from neve.io.fileio import FileIO, local_path
+from neve.io.fileio import FileIO
 from neve.io.locations import data_location
 from neve.spark.conform import NULL_MARK, conform, field_column
+from neve.spark.paths import spark_output_path
 from neve.spark.session import check_session
 from neve.spark.transforms import decode_partition_key, partition_key, transform_column
 from neve.spec.manifest import DataFile
@@ -151,7 +152,7 @@ def write_data(
             writer = writer.option(key, value)
         if hidden:
             writer = writer.partitionBy(*[n for n, _ in hidden])
-        writer.parquet(_spark_path(directory))
+        writer.parquet(spark_output_path(directory))
         files = describe_files(
             spark,
             io,
@@ -178,14 +179,6 @@ def _translate(exc: BaseException) -> BaseException:
             "in the table"
         )
     return exc
-
-
-def _spark_path(path: str) -> str:
-    """Local paths as ``file:`` URIs, so Spark writes where neve's FileIO looks
-    whatever Hadoop's default file system is."""
-    if path.startswith("/") or path.startswith("file:"):
-        return "file:" + local_path(path)
-    return path
 
 
 # -- write options --------------------------------------------------------------------

@@ -24,15 +24,12 @@ from __future__ import annotations
 import array
 import json
 import os
-import posixpath
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,10 +52,11 @@ from neve.errors import NeveIOError, SchemaError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
 from neve.expressions.visitors import references
-from neve.io.fileio import FileIO, local_path
+from neve.io.fileio import FileIO
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.expression import column_ref, to_spark_column, to_spark_value
+from neve.spark.paths import spark_file_uri, spark_input_path
 from neve.spark.schema import field_id_of, to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
@@ -71,7 +69,7 @@ from neve.spec.types import ListType, MapType, NestedField, StructType
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["read", "read_tasks", "register_view", "spark_file_uri"]
+__all__ = ["read", "read_tasks", "register_view"]
 
 #: Position delete sets up to this many rows are broadcast to the join.
 BROADCAST_DELETE_ROWS = 2_000_000
@@ -147,66 +145,6 @@ def read_tasks(
     if not files:
         return spark.createDataFrame([], out_schema)
     return _Read(spark, scan, files, apply_residual, projected).dataframe()
-
-
-# -- paths ----------------------------------------------------------------------------
-
-# characters java.net.URI leaves unquoted in a path (besides letters, digits and
-# non-ASCII characters that are neither spaces nor controls)
-_URI_PATH_SAFE = frozenset("_-!.~'()*,;:$&+=/@")
-
-
-def _quote_path(path: str) -> str:
-    out = []
-    for ch in path:
-        if (ch.isascii() and (ch.isalnum() or ch in _URI_PATH_SAFE)) or (
-            not ch.isascii() and ch.isprintable() and not ch.isspace()
-        ):
-            out.append(ch)
-        else:
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
-    return "".join(out)
-
-
-def _normalize(path: str) -> str:
-    while "//" in path:
-        path = path.replace("//", "/")
-    norm = posixpath.normpath(path) if path else path
-    return "/" + norm.lstrip("/") if path.startswith("/") else norm
-
-
-_GLOB = re.compile(r"([\\{}\[\]*?])")
-
-
-def _spark_input_path(path: str) -> str:
-    """The path handed to ``spark.read.parquet``: local paths as ``file:`` paths, so
-    Spark opens the files neve's FileIO opens whatever Hadoop's default file system,
-    and glob characters escaped (Spark expands globs in the paths it reads)."""
-    if _is_local(path):
-        path = "file:" + _normalize(os.path.abspath(local_path(path)))
-    return _GLOB.sub(r"\\\1", path)
-
-
-def _is_local(path: str) -> bool:
-    if len(path) > 1 and path[1] == ":":
-        return True
-    return urlsplit(path).scheme in ("", "file")
-
-
-def spark_file_uri(path: str) -> str:
-    """The string Spark reports as ``_metadata.file_path`` for a data file path: a
-    Hadoop-qualified URI (``file:/tmp/a%20b/x.parquet`` for ``/tmp/a b/x.parquet``)."""
-    if _is_local(path):
-        return "file:" + _quote_path(_normalize(os.path.abspath(local_path(path))))
-    colon = path.index(":")
-    scheme, rest = path[:colon], path[colon + 1 :]
-    authority = ""
-    if rest.startswith("//") and len(rest) > 2:
-        end = rest.find("/", 2)
-        end = len(rest) if end < 0 else end
-        authority, rest = rest[2:end], rest[end:]
-    prefix = f"{scheme}://{authority}" if authority else f"{scheme}:"
-    return prefix + _quote_path(_normalize(rest))
 
 
 # -- planning the read ----------------------------------------------------------------
@@ -409,7 +347,7 @@ class _Read:
         return df.select(*[_top(f.name) for f in self.projected.fields])
 
     def _group(self, layout: _Layout, joined: bool, plans: list[_FilePlan]) -> DataFrame:
-        paths = [_spark_input_path(p.task.file.file_path) for p in plans]
+        paths = [spark_input_path(p.task.file.file_path) for p in plans]
         if layout.names is None:
             schema = _with_private_names(self.read_schema, self.unsafe)
         else:
@@ -556,7 +494,7 @@ class _Read:
             )
         )
         spark_schema = to_spark_schema(key_schema)
-        paths = [_spark_input_path(self.eq_files[j].file_path) for j in indexes]
+        paths = [spark_input_path(self.eq_files[j].file_path) for j in indexes]
         raw = self.spark.read.schema(spark_schema).parquet(*paths)
         keys = [
             column_ref(_names_to(key_schema, fid))
