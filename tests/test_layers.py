@@ -31,7 +31,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("spec",),
     ("expressions",),
     ("planning",),
-    ("engine",),
     ("actions",),
     ("arrow",),
     ("table",),
