@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from neve.arrow.scan import scan_batches, scan_to_table
 from neve.planning.scan import ScanPlan
 
 __all__ = ["TableScan"]
@@ -17,9 +16,15 @@ class TableScan(ScanPlan):
     """A scan of one snapshot of a table. Immutable; methods return new scans."""
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        # heavy: the pyarrow data path loads pyarrow.dataset and pyarrow.parquet (~80 ms);
+        # only reading and writing rows need it, not planning or metadata work
+        from neve.arrow.scan import scan_batches
+
         return scan_batches(self, self.plan_files())
 
     def to_arrow(self) -> pa.Table:
+        from neve.arrow.scan import scan_to_table  # heavy, as in to_batches
+
         return scan_to_table(self, self.plan_files())
 
     def count(self) -> int:

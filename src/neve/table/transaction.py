@@ -45,7 +45,6 @@ from neve.actions.snapshot import (
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
-from neve.arrow.write import rewrite_without, write_table_files
 from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
@@ -162,6 +161,10 @@ class Transaction:
                 f"{type(data).__name__}; convert them first, e.g. pyarrow.table(...) or "
                 "pyarrow.Table.from_pandas(df)"
             )
+        # heavy: the pyarrow data path loads pyarrow.dataset and pyarrow.parquet (~80 ms);
+        # only reading and writing rows need it, not planning or metadata work
+        from neve.arrow.write import write_table_files
+
         return write_table_files(self._view(), data)
 
     def _writable(self, branch: str, snapshot_properties: Mapping[str, str] | None = None) -> None:
@@ -345,6 +348,8 @@ class Transaction:
                 if rewriter is not None:
                     kept = rewriter(plan.rewrite, expr, case_sensitive)
                 else:
+                    from neve.arrow.write import rewrite_without  # heavy, as in _write
+
                     kept = rewrite_without(self._view(), plan.rewrite, expr, case_sensitive)
                 action.owned_files.update(f.file_path for f in kept)
                 for f in plan.rewrite_files:
