@@ -127,11 +127,13 @@ class RetrySettings:
 def commit_actions(
     table: CommitTarget, actions: Sequence[Action], planned: PlannedChanges | None = None
 ) -> None:
-    """Commit ``actions`` as one new metadata version of ``table``, retrying on a lost
-    compare-and-swap. ``planned`` is the metadata the actions already produced on
-    ``table.metadata`` (a transaction plans each change when it is staged): the first
-    attempt swaps it in as it is, and only a retry plans the actions again on the
-    refreshed table. On success the table handle points at the new version.
+    """Commit ``actions`` as one new metadata version of ``table`` through the catalog's
+    ``commit(identifier, requirements, updates)``, retrying when it fails. ``planned``
+    holds the updates and requirements a transaction planned for each action when it
+    was staged, on ``planned.base``: the first attempt sends them as they are when the
+    handle is still at that version; otherwise, and on every retry, the actions are
+    planned again on the current version. On success the table handle points at the
+    new version.
 
     Retries follow ``commit.retry.*``, with one difference from Iceberg-Java, which
     counts retries for every change: when every action always rebases (appends, see
