@@ -42,7 +42,7 @@ from neve.spec.types import (
     FixedType,
     IcebergType,
 )
-from neve.spec.values import unscaled_to_decimal
+from neve.spec.values import decimal_to_unscaled, unscaled_to_decimal
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -79,7 +79,7 @@ def check(
     if isinstance(source, DecimalType) and isinstance(transform, TruncateTransform):
         smallest = -(10**source.precision - 1)
         applied = [transform.apply(source, v) for v in values if v is not None]
-        if any(v.scaleb(source.scale) < smallest for v in applied):
+        if any(decimal_to_unscaled(v, source.scale) < smallest for v in applied):
             # truncating next to the type's minimum leaves its precision: Arrow refuses
             with pytest.raises(ValidationError, match="smallest"):
                 transform_array(transform, source, arr)
@@ -337,6 +337,23 @@ def test_decimal_bucket_at_byte_length_boundaries() -> None:
     arr = pa.array(values, pa.decimal128(18, 3))
     b = BucketTransform(2**31 - 1)
     assert transform_array(b, source, arr).to_pylist() == [b.apply(source, v) for v in values]
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(9, 2), (18, 0), (20, 10), (38, 10)])
+def test_decimal_truncate_refuses_exactly_the_values_it_rounds_below_the_type(
+    precision: int, scale: int
+) -> None:
+    """Both sides of the edge, with 38 digits (beyond Python's default decimal
+    context, which once refused the lowest value that fits)."""
+    source, tr = DecimalType(precision, scale), TruncateTransform(5)
+    arrow_type = pa.decimal128(precision, scale)
+    lowest = -((10**precision - 1) // 5) * 5
+    kept = [unscaled_to_decimal(u, scale) for u in (lowest, lowest + 1, 10**precision - 1)]
+    got = transform_array(tr, source, pa.array(kept, arrow_type)).to_pylist()
+    assert got == [tr.apply(source, v) for v in kept]
+    below = pa.array([unscaled_to_decimal(lowest - 1, scale)], arrow_type)
+    with pytest.raises(ValidationError, match=r"truncate\[5\] rounds a value below the smallest"):
+        transform_array(tr, source, below)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])

@@ -29,6 +29,8 @@ from differential.tables import (
 )
 from neve.catalog import Catalog
 from neve.errors import ValidationError
+from neve.expressions import And, BooleanExpression, Not, Or, parse
+from neve.expressions.binding import bind
 from neve.planning.manifest_cache import manifest_cache
 from neve.table.table import Table
 
@@ -68,8 +70,26 @@ def check_table(catalog: Catalog, table: Table, case: Case) -> dict[str, list[in
     return {path: file_ids(path) for path in {t.file.file_path for t in tasks}}
 
 
+def flat(expr: BooleanExpression) -> object:
+    """``expr`` with AND and OR chains flattened (they compare equal whichever way
+    they nest)."""
+    if isinstance(expr, (And, Or)):
+        kind, parts = type(expr), []
+        for child in (expr.left, expr.right):
+            sub = flat(child)
+            same = isinstance(sub, tuple) and sub[0] == kind.__name__
+            parts.extend(sub[1] if same else [sub])  # type: ignore[index]
+        return (kind.__name__, parts)
+    if isinstance(expr, Not):
+        return ("Not", [flat(expr.child)])
+    return expr
+
+
 def check_filter(table: Table, case: Case, f: Filter, files: dict[str, list[int]]) -> None:
     expr = to_neve(f)
+    # the filter's text reads back as the same filter (literals with every digit)
+    schema = table.schema()
+    assert flat(bind(schema, parse(str(expr)))) == flat(bind(schema, expr)), str(expr)
     expected = matches(f, case.all_rows)
     scan = table.scan(filter=expr, columns=["id"])
     kept = {t.file.file_path for t in scan.plan_files()}

@@ -100,6 +100,19 @@ def test_a_value_on_the_left_flips_the_comparison(text: str, expected: object) -
     assert parse(text) == expected
 
 
+@pytest.mark.parametrize(
+    "digits", ["9999999999999999999999999999.9999999995", "1234567890123456789012345678901234.5678"]
+)
+def test_long_decimal_literals_keep_every_digit(digits: str) -> None:
+    """38 digits, beyond Python's default decimal context: negating the literal must not
+    round it (it did, and ``d = -<38 digits>`` matched no row)."""
+    for sign in ("", "-"):
+        (literal,) = parse(f"d = {sign}{digits}").literals  # type: ignore[attr-defined]
+        assert str(literal) == sign + digits
+        both = parse(f"d IN ({sign}{digits}, 0, -{digits})").literals  # type: ignore[attr-defined]
+        assert {str(v) for v in both} == {sign + digits, "0", "-" + digits}
+
+
 A, B, C, D = (equal(n, 1) for n in "abcd")
 
 

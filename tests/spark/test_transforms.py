@@ -37,6 +37,7 @@ from neve.spec.types import (
     DecimalType,
     IcebergType,
 )
+from neve.spec.values import unscaled_to_decimal
 
 pytestmark = pytest.mark.spark
 
@@ -68,6 +69,11 @@ def _binaries() -> list[Any]:
 
 
 DEC = DecimalType(12, 3)
+DEC38 = DecimalType(38, 10)
+# the lowest values that truncate[50] and truncate[7] keep within their type (below it,
+# test_truncate_below_a_decimals_minimum_is_refused)
+DEC_LOW = max(-((10**12 - 1) // w) * w for w in (50, 7))
+DEC38_LOW = max(-((10**38 - 1) // w) * w for w in (50, 7))
 INT_EDGES = [0, 1, -1, 2**31 - 1, -(2**31), -(2**31) + 3, 2**31 - 2]
 LONG_EDGES = [0, -1, 2**63 - 1, -(2**63), -(2**63) + 5, 2**63 - 3]
 DAY_EDGES = [0, -1, 1, -719162, 2932896, -365, -366, 59, 58]
@@ -84,8 +90,27 @@ COLUMNS: dict[str, tuple[IcebergType, pa.DataType, list[Any]]] = {
     "dec": (
         DEC,
         pa.decimal128(12, 3),
-        [Decimal("0"), Decimal("-0.001"), Decimal("999999999.999"), Decimal("-999999999.999"), None]
+        [
+            Decimal("0"),
+            Decimal("-0.001"),
+            Decimal("999999999.999"),
+            unscaled_to_decimal(DEC_LOW, 3),
+            None,
+        ]
         + [Decimal(RNG.randint(-(10**12) + 1, 10**12 - 1)).scaleb(-3) for _ in range(N)],
+    ),
+    # beyond 28 digits (Python's default decimal context) and at the scale Spark's
+    # decimal arithmetic would round away: truncate of 1.7E-9 by 5 is 1.5E-9
+    "dec38": (
+        DEC38,
+        pa.decimal128(38, 10),
+        [
+            unscaled_to_decimal(u, 10)
+            for u in [0, 17, -17, 10**38 - 1, DEC38_LOW, DEC38_LOW + 1, 10**28 + 3]
+            + [RNG.randint(-(10**38) + 1, 10**38 - 1) for _ in range(N)]
+            + [RNG.randint(-(10**12), 10**12) for _ in range(N // 3)]
+        ]
+        + [None],
     ),
 }
 
@@ -117,6 +142,12 @@ TRANSFORMS: dict[str, list[Transform]] = {
         TruncateTransform(50),
         TruncateTransform(7),
         VoidTransform(),
+    ],
+    "dec38": [
+        IdentityTransform(),
+        BucketTransform(11),
+        TruncateTransform(50),
+        TruncateTransform(7),
     ],
 }
 
@@ -198,3 +229,24 @@ def test_hour_of_far_timestamps_wraps_like_iceberg_java(spark: SparkSession) -> 
     ).collect()
     assert [r.h for r in out] == [HourTransform().apply(TIMESTAMPTZ, v) for v in values]
     assert out[0].h == -1732919508
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(3, 2), (20, 10), (37, 0), (38, 10)])
+def test_truncate_below_a_decimals_minimum_is_refused(
+    spark: SparkSession, precision: int, scale: int
+) -> None:
+    """truncate[5] of the type's smallest value rounds below it: refused by the Spark
+    job with the same ValidationError the pyarrow engine raises; the lowest value
+    that stays in range is kept, exactly."""
+    t = DecimalType(precision, scale)
+    tr = TruncateTransform(5)
+    smallest = -(10**precision - 1)
+    lowest = -((10**precision - 1) // 5) * 5
+    kept = [unscaled_to_decimal(lowest, scale), unscaled_to_decimal(lowest + 1, scale)]
+    df = spark.createDataFrame(pa.table({"v": pa.array(kept, pa.decimal128(precision, scale))}))
+    got = [r[0] for r in df.select(transform_column(tr, t, F.col("v"))).collect()]
+    assert got == [tr.apply(t, v) for v in kept] == [kept[0], kept[0]]
+    bad = pa.array([unscaled_to_decimal(smallest, scale)], pa.decimal128(precision, scale))
+    df = spark.createDataFrame(pa.table({"v": bad}))
+    with pytest.raises(Exception, match="NEVE_INVALID_VALUE: truncate\\[5\\] rounds a value below"):
+        df.select(transform_column(tr, t, F.col("v"))).collect()

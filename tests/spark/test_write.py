@@ -24,7 +24,7 @@ import neve
 from neve.catalog import Catalog
 from neve.errors import CommitConflictError, DataSchemaMismatchError, ValidationError
 from neve.spark.commands import write, write_files
-from neve.spec.values import from_bytes
+from neve.spec.values import from_bytes, unscaled_to_decimal
 from neve.table.table import Table
 
 pytestmark = pytest.mark.spark
@@ -362,6 +362,38 @@ def test_null_in_required_nested_field_fails(
     with pytest.raises(DataSchemaMismatchError, match=r"'s\.b' is required"):
         write(bad, t)
     _assert_untouched(t, wh, before, md)
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(9, 2), (38, 10)])
+def test_decimal_truncated_below_its_type_is_refused_as_on_pyarrow(
+    spark: SparkSession, env: tuple[Catalog, Path, Path], precision: int, scale: int
+) -> None:
+    """truncate[5] rounds decimal(p, s)'s smallest value below it: the Spark write
+    refuses it with the pyarrow engine's ValidationError, leaving nothing behind; 38
+    digits (beyond Python's default decimal context) round-trip exactly."""
+    cat, _, wh = env
+    arrow_type = pa.decimal128(precision, scale)
+    t = cat.create_table(
+        f"db.dec{precision}",
+        pa.schema([pa.field("d", arrow_type)]),
+        partition_by=["truncate(5, d)"],
+    )
+    lowest = -((10**precision - 1) // 5) * 5
+    kept = [unscaled_to_decimal(u, scale) for u in (lowest, lowest + 1, 17, 10**precision - 1)]
+    write(spark.createDataFrame(pa.table({"d": pa.array(kept, arrow_type)})), t)
+    before, md = files_under(wh), t.metadata_location
+    smallest = pa.table(
+        {"d": pa.array([unscaled_to_decimal(-(10**precision - 1), scale)], arrow_type)}
+    )
+    with pytest.raises(ValidationError, match="rounds a value below the smallest") as on_spark:
+        write(spark.createDataFrame(smallest), t)
+    with pytest.raises(ValidationError) as on_arrow:
+        t.append(smallest)
+    assert str(on_spark.value).startswith(str(on_arrow.value))
+    _assert_untouched(t, wh, before, md)
+    assert sorted(t.scan().to_arrow().column("d").to_pylist()) == sorted(kept)
+    for v in kept:
+        assert t.scan(filter=f"d = {v}").to_arrow().column("d").to_pylist() == [v]
 
 
 def test_failing_job_leaves_no_files(spark: SparkSession, env: tuple[Catalog, Path, Path]) -> None:

@@ -32,6 +32,7 @@ from neve.spec.transforms import (
     TruncateTransform,
     VoidTransform,
     YearTransform,
+    decimal_truncate_overflow,
     hash_value,
 )
 from neve.spec.types import (
@@ -43,6 +44,7 @@ from neve.spec.types import (
     TimestampNsType,
     TimestamptzNsType,
 )
+from neve.spec.values import decimal_to_unscaled
 
 __all__ = ["result_arrow_type", "transform_array"]
 
@@ -432,26 +434,17 @@ def _truncate_decimals(
     if unscaled is None:  # precision > 18: value by value, exact
         fn = transform.transformer(source)
         values = [fn(v) for v in arr.to_pylist()]
-        if any(v is not None and v.scaleb(t.scale) < smallest for v in values):
-            raise _decimal_overflow(transform, t)
+        if any(v is not None and decimal_to_unscaled(v, t.scale) < smallest for v in values):
+            raise decimal_truncate_overflow(transform, source)
         return pa.array(values, t)
     w = _scalar(transform.width, pa.int64())
     # Unscaled floor-truncation cannot overflow int64 for precision <= 18.
     truncated = pc.subtract(unscaled, pc.modulo(unscaled, w))
     lowest = pc.min(truncated).as_py()
     if lowest is not None and lowest < smallest:
-        raise _decimal_overflow(transform, t)
+        raise decimal_truncate_overflow(transform, source)
     wide = pc.cast(truncated, pa.decimal128(38, 0))
     out = pa.Array.from_buffers(
         pa.decimal128(t.precision, t.scale), len(wide), wide.buffers(), offset=wide.offset
     )
     return out if out.type == t else pc.cast(out, t)
-
-
-def _decimal_overflow(transform: TruncateTransform, t: pa.DataType) -> ValidationError:
-    # Rounding down a value within the width of the type's minimum leaves the precision
-    # (decimal(4,2): truncate[50] of -99.99 is -100.00); no writer can store that.
-    return ValidationError(
-        f"{transform} rounds a value below the smallest {t}; use a smaller width or a "
-        "decimal type with more precision"
-    )

@@ -289,7 +289,9 @@ class _Parser:
             self.advance()
             if self.tok.kind != "number":
                 raise self.error("expected a number after '-'")
-            return -self.advance().value
+            value = self.advance().value
+            # copy_negate is exact; unary minus would round to the context's 28 digits
+            return value.copy_negate() if isinstance(value, Decimal) else -value
         if t.is_kw("TRUE", "FALSE"):
             self.advance()
             return t.text.upper() == "TRUE"

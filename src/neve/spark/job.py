@@ -48,7 +48,12 @@ from neve.io.locations import data_location
 from neve.spark.conform import NULL_MARK, conform, field_column
 from neve.spark.paths import spark_output_path
 from neve.spark.session import check_session
-from neve.spark.transforms import decode_partition_key, partition_key, transform_column
+from neve.spark.transforms import (
+    INVALID_MARK,
+    decode_partition_key,
+    partition_key,
+    transform_column,
+)
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
@@ -178,6 +183,10 @@ def _translate(exc: BaseException) -> BaseException:
             f"{detail}; nothing was written. Fill the nulls, or make the column optional "
             "in the table"
         )
+    if INVALID_MARK in text:
+        m = re.search(INVALID_MARK + r": ([^\n]*?)(?: SQLSTATE|\n|$)", text)
+        detail = m.group(1).strip() if m else "a value cannot be written"
+        return ValidationError(f"{detail}; nothing was written")
     return exc
 
 

@@ -41,6 +41,7 @@ from neve.spec.transforms import (
     TruncateTransform,
     VoidTransform,
     YearTransform,
+    decimal_truncate_overflow,
 )
 from neve.spec.types import (
     BinaryType,
@@ -57,15 +58,20 @@ from neve.spec.types import (
     TimestampType,
     TimestamptzType,
 )
-from neve.spec.values import unscaled_to_decimal
+from neve.spec.values import decimal_to_unscaled, unscaled_to_decimal
 
 __all__ = [
     "HIVE_NULL",
+    "INVALID_MARK",
     "bucket_column",
     "decode_partition_key",
     "partition_key",
     "transform_column",
 ]
+
+#: Marks the message of an error a Spark job raises for a value it refuses; the
+#: driver turns it back into neve's ValidationError (neve.spark.job).
+INVALID_MARK = "NEVE_INVALID_VALUE"
 
 #: The directory value Spark writes for a null partition value.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -125,35 +131,61 @@ def _truncate_integer(col: Column, width: int, is_long: bool) -> Column:
     return wrapped.otherwise(exact).cast(T.LongType())
 
 
-def _truncate(source: IcebergType, col: Column, width: int) -> Column:
+def _truncate(transform: TruncateTransform, source: IcebergType, col: Column) -> Column:
+    width = transform.width
     if isinstance(source, (IntegerType, LongType)):
         return _truncate_integer(col, width, isinstance(source, LongType))
     if isinstance(source, (StringType, BinaryType)):
         # Spark's substring counts code points of strings and bytes of binary
         return F.substring(col, 1, width)
     if isinstance(source, DecimalType):
-        step = F.lit(Decimal(width).scaleb(-source.scale))
-        # one more digit: truncating -9.99 by 5 (hundredths) gives -10.00, as in Java
-        spark_type = T.DecimalType(min(source.precision + 1, 38), source.scale)
-        return (col - F.pmod(col, step)).cast(spark_type)
+        return _truncate_decimal(transform, source, col)
     raise ValidationError(f"truncate cannot be applied to a {source} column")
 
 
-def _bucket_udf(transform: BucketTransform, source: IcebergType) -> Callable[[Column], Column]:
-    def bucket(arr: pa.Array) -> pa.Array:
+def _truncate_decimal(transform: TruncateTransform, source: DecimalType, col: Column) -> Column:
+    p, s = source.precision, source.scale
+    spark_type = T.DecimalType(p, s)
+    if p >= 38:
+        # Spark types ``col - rem`` at decimal(38) as decimal(38, s - 1) and rounds the
+        # last digit away (allowPrecisionLoss): computed exactly in Arrow instead.
+        return _arrow_udf(transform, source, spark_type)(col)
+    width = transform.width
+    rem = F.pmod(col, F.lit(unscaled_to_decimal(width, s)))
+    # Rounding down near the type's minimum leaves the precision (truncate[5] of
+    # decimal(3,2) -9.99 is -10.00, as in Java); no writer can store that, so the row is
+    # refused as the pyarrow engine refuses it. Exactly the values below the smallest
+    # multiple of the width that the type holds round below its minimum.
+    lowest = -((10**p - 1) // width) * width
+    below = col < F.lit(unscaled_to_decimal(lowest, s)).cast(spark_type)
+    refuse = F.raise_error(F.lit(f"{INVALID_MARK}: {decimal_truncate_overflow(transform, source)}"))
+    # decimal(p) - decimal(<= p, s) is typed decimal(p + 1, s) here: exact
+    return F.when(below, refuse).otherwise((col - rem).cast(spark_type))
+
+
+def _arrow_udf(
+    transform: Transform, source: IcebergType, result: T.DataType
+) -> Callable[[Column], Column]:
+    arrow_type = pa.int32() if isinstance(result, T.IntegerType) else None
+
+    def apply(arr: pa.Array) -> pa.Array:
         # runs in a Spark Python worker: imported there
         from neve.arrow.transforms import transform_array
 
-        return transform_array(transform, source, arr).cast(pa.int32())
+        try:
+            out = transform_array(transform, source, arr)
+        except ValidationError as exc:  # the driver turns it back (neve.spark.job)
+            raise ValidationError(f"{INVALID_MARK}: {exc}") from None
+        return out if arrow_type is None else out.cast(arrow_type)
 
-    udf: Callable[[Column], Column] = F.arrow_udf(bucket, T.IntegerType())  # type: ignore[attr-defined]
+    udf: Callable[[Column], Column] = F.arrow_udf(apply, result)  # type: ignore[attr-defined]
     return udf
 
 
 def bucket_column(transform: BucketTransform, source: IcebergType, col: Column) -> Column:
     """Iceberg's bucket number (Murmur3 seed 0 over the spec's bytes, then
     ``(hash & Integer.MAX_VALUE) % N``) of each value, computed by an Arrow UDF."""
-    return _bucket_udf(transform, source)(col)
+    return _arrow_udf(transform, source, T.IntegerType())(col)
 
 
 def transform_column(transform: Transform, source: IcebergType, col: Column) -> Column:
@@ -168,7 +200,7 @@ def transform_column(transform: Transform, source: IcebergType, col: Column) -> 
     if isinstance(transform, BucketTransform):
         return bucket_column(transform, source, col)
     if isinstance(transform, TruncateTransform):
-        return _truncate(source, col, transform.width)
+        return _truncate(transform, source, col)
     if isinstance(transform, HourTransform):
         # Iceberg-Java casts the hours to int, wrapping beyond 2**31 hours from 1970
         # (neve.spec.transforms.wrapped_ranges); Spark's ANSI cast would fail instead
@@ -224,7 +256,8 @@ def decode_partition_key(result: IcebergType, text: str) -> Any:
     if isinstance(result, (BinaryType, FixedType)):
         return bytes.fromhex(text[1:])
     if isinstance(result, DecimalType):
-        return unscaled_to_decimal(int(Decimal(text).scaleb(result.scale)), result.scale)
+        # exactly: Decimal.scaleb would round to the context's 28 digits
+        return unscaled_to_decimal(decimal_to_unscaled(Decimal(text), result.scale), result.scale)
     if isinstance(result, BooleanType):
         return text == "true"
     if isinstance(result, FloatType):

@@ -19,7 +19,7 @@ from neve.spec.transforms.identity import IdentityTransform
 from neve.spec.transforms.parse import parse_partition_term, parse_transform
 from neve.spec.transforms.ranges import exact_transformer, wrapped_ranges
 from neve.spec.transforms.temporal import DayTransform, HourTransform, MonthTransform, YearTransform
-from neve.spec.transforms.truncate import TruncateTransform
+from neve.spec.transforms.truncate import TruncateTransform, decimal_truncate_overflow
 from neve.spec.transforms.void import UnknownTransform, VoidTransform
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "VoidTransform",
     "WrappedRange",
     "YearTransform",
+    "decimal_truncate_overflow",
     "exact_transformer",
     "hash_value",
     "parse_partition_term",

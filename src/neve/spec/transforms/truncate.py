@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from neve.errors import ValidationError
 from neve.spec.transforms.base import Transform, Transformer, WrappedRange, check_param
 from neve.spec.types import (
     BinaryType,
@@ -20,7 +21,13 @@ from neve.spec.values import (
     unscaled_to_decimal,
 )
 
-__all__ = ["TruncateTransform", "java_truncate", "truncate_wraps", "wrap_int"]
+__all__ = [
+    "TruncateTransform",
+    "decimal_truncate_overflow",
+    "java_truncate",
+    "truncate_wraps",
+    "wrap_int",
+]
 
 
 def _java_rem(a: int, b: int) -> int:
@@ -80,6 +87,16 @@ def truncate_wraps(bits: int, width: int) -> tuple[WrappedRange, ...]:
         if max(first, split + 1) <= last:
             out.append(WrappedRange(max(first, split + 1), last, -width))
     return tuple(out)
+
+
+def decimal_truncate_overflow(transform: Transform, source: DecimalType) -> ValidationError:
+    """The error for a value that truncation rounds below the smallest value of its
+    decimal type (truncate[50] of decimal(4,2) -99.99 is -100.00): no writer can
+    store such a partition value, so both engines refuse the write."""
+    return ValidationError(
+        f"{transform} rounds a value below the smallest {source}; use a smaller width "
+        "or a decimal type with more precision"
+    )
 
 
 def wrap_int(bits: int, value: int) -> int:
