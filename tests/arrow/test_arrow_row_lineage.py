@@ -21,9 +21,11 @@ ROW_ID = "_row_id"
 SEQ = "_last_updated_sequence_number"
 ROW_ID_FIELD = 2147483540
 SEQ_FIELD = 2147483539
+COPY_ON_WRITE = {f"write.{op}.mode": "copy-on-write" for op in ("delete", "update", "merge")}
 SPLIT_PROPS = {
     "write.parquet.row-group-size-bytes": "4096",
     "read.split.target-size": "1",
+    **COPY_ON_WRITE,
 }
 
 Lineage = dict[int, tuple[int | None, int | None]]  # id -> (_row_id, seq)
@@ -227,7 +229,7 @@ def test_rows_of_a_table_upgraded_to_v3(catalog: neve.Catalog) -> None:
 
 def test_a_table_column_named_like_a_lineage_column(catalog: neve.Catalog) -> None:
     schema = pa.schema([("id", pa.int64()), ("_ROW_ID", pa.string())])
-    t = catalog.create_table("db.t", schema, format_version=3)
+    t = catalog.create_table("db.t", schema, format_version=3, properties=COPY_ON_WRITE)
     data = pa.table({"id": pa.array(range(6), pa.int64()), "_ROW_ID": [f"r{i}" for i in range(6)]})
     t.append(data)
     before = t.scan(columns=["id", SEQ]).to_arrow()

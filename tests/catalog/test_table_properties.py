@@ -17,6 +17,9 @@ from neve.errors import UnsupportedFormatVersionError, ValidationError
 from neve.spec.metadata_builder import next_metadata
 from neve.table.table import Table
 
+#: What neve stores on every table it creates at format v2 or later.
+MOR = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
+
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
 
 
@@ -48,7 +51,7 @@ def test_format_version_property_sets_the_version_and_is_not_stored(
     )
     for table in (t, sqlite_catalog.load_table("db.t")):
         assert table.format_version == version
-        assert dict(table.properties) == {"owner": "me"}
+        assert dict(table.properties) == {**(MOR if version >= 2 else {}), "owner": "me"}
     t.append(rows(0))
     assert sqlite_catalog.load_table("db.t").scan().to_arrow().num_rows == 3
 
@@ -71,10 +74,10 @@ def test_format_version_argument_and_property(sqlite_catalog: Catalog) -> None:
 def test_other_reserved_properties_are_not_stored(sqlite_catalog: Catalog) -> None:
     reserved = {"uuid": "x", "snapshot-count": "7", "current-snapshot-id": "5"}
     t = sqlite_catalog.create_table("db.t", SCHEMA, properties={**reserved, "a": "b"})
-    assert dict(t.properties) == {"a": "b"}
+    assert dict(t.properties) == {**MOR, "a": "b"}
     assert t.metadata.table_uuid != "x"
     t.set_properties(reserved)
-    assert dict(sqlite_catalog.load_table("db.t").properties) == {"a": "b"}
+    assert dict(sqlite_catalog.load_table("db.t").properties) == {**MOR, "a": "b"}
 
 
 def test_set_properties_upgrades_and_refuses_downgrades(sqlite_catalog: Catalog) -> None:
@@ -92,7 +95,7 @@ def test_set_properties_upgrades_and_refuses_downgrades(sqlite_catalog: Catalog)
     loaded = sqlite_catalog.load_table("db.t")
     assert loaded.format_version == 3
     assert loaded.metadata.next_row_id == 0
-    assert dict(loaded.properties) == {"a": "1", "b": "2"}
+    assert dict(loaded.properties) == {**MOR, "a": "1", "b": "2"}
     loaded.append(rows(10))
     assert loaded.scan().to_arrow().num_rows == 6
 
@@ -183,7 +186,7 @@ GOOD_VALUES = {
 
 def test_good_values_and_unknown_properties_are_stored(sqlite_catalog: Catalog) -> None:
     t = sqlite_catalog.create_table("db.t", SCHEMA, properties=GOOD_VALUES)
-    assert dict(sqlite_catalog.load_table("db.t").properties) == GOOD_VALUES
+    assert dict(sqlite_catalog.load_table("db.t").properties) == {**MOR, **GOOD_VALUES}
     t.append(rows(0))
     t.set_properties({"commit.retry.num-retries": "7"})
     assert sqlite_catalog.load_table("db.t").properties["commit.retry.num-retries"] == "7"
@@ -215,7 +218,7 @@ def test_non_string_properties_are_typed_errors(
         call(sqlite_catalog, t)
     loaded = sqlite_catalog.load_table("db.t")
     assert loaded.metadata_location == location
-    assert dict(loaded.properties) == {"keep": "me"}
+    assert dict(loaded.properties) == {**MOR, "keep": "me"}
     assert not sqlite_catalog.table_exists("db.u")
 
 
@@ -264,7 +267,7 @@ def test_bad_stored_values_fall_back_to_defaults_in_the_commit_path(catalog: Cat
     bricked.set_properties({"commit.retry.num-retries": "3"})
     bricked.remove_properties(*[k for k in STORED_BAD if k != "commit.retry.num-retries"])
     repaired = catalog.load_table("db.t")
-    assert dict(repaired.properties) == {"commit.retry.num-retries": "3"}
+    assert dict(repaired.properties) == {**MOR, "commit.retry.num-retries": "3"}
 
 
 def test_repair_commit_of_a_bad_value_goes_through(catalog: Catalog) -> None:
@@ -298,3 +301,16 @@ def test_read_property_falls_back_to_defaults() -> None:
         read_property({"commit.manifest-merge.enabled": "False"}, "commit.manifest-merge.enabled")
         is False
     )
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_new_tables_change_rows_merge_on_read_from_v2(
+    sqlite_catalog: Catalog, version: int
+) -> None:
+    """v2+ tables neve creates carry merge-on-read modes (so Iceberg-Java writes delete
+    files to them too); v1 has no delete files; a mode the user gives wins."""
+    t = sqlite_catalog.create_table("db.t", SCHEMA, format_version=version)
+    assert dict(t.properties) == (MOR if version >= 2 else {})
+    cow = {"write.delete.mode": "copy-on-write"}
+    u = sqlite_catalog.create_table("db.u", SCHEMA, format_version=version, properties=cow)
+    assert u.properties["write.delete.mode"] == "copy-on-write"

@@ -130,7 +130,11 @@ def test_pyiceberg_metadata_gives_the_lineage_neve_reads(tmp_path: Path) -> None
         "db.t",
         rows(0, 1).schema,
         partition_by=["grp"],
-        properties={"write.parquet.row-group-size-bytes": "2048", "read.split.target-size": "1"},
+        properties={
+            "write.parquet.row-group-size-bytes": "2048",
+            "read.split.target-size": "1",
+            "write.delete.mode": "copy-on-write",
+        },
         format_version=3,
     )
     t.append(rows(0, 600))

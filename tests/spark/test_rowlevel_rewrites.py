@@ -23,9 +23,13 @@ pytestmark = pytest.mark.spark
 
 ROW_ID = "_row_id"
 SEQ = "_last_updated_sequence_number"
+# copy-on-write: these tests are about rewrites (tables neve creates default to
+# merge-on-read from v2)
+COPY_ON_WRITE = {f"write.{op}.mode": "copy-on-write" for op in ("delete", "update", "merge")}
 SPLIT_PROPS = {
     "write.parquet.row-group-size-bytes": "4096",
     "read.split.target-size": "1",
+    **COPY_ON_WRITE,
 }
 ROWS = 3000
 

@@ -37,7 +37,8 @@ def table(tmp_path: Path) -> neve.Table:
         "db.t",
         schema,
         partition_by=["grp"],
-        properties={"commit.manifest-merge.enabled": "false"},
+        # copy-on-write: the rewrite path is what is counted here
+        properties={"commit.manifest-merge.enabled": "false", "write.delete.mode": "copy-on-write"},
     )
     for g in range(GROUPS):  # one manifest per group
         ids = list(range(g * 100, g * 100 + 100))

@@ -11,15 +11,12 @@ from collections.abc import Iterable, Mapping
 
 from neve.actions.base import TableState
 from neve.actions.snapshot import SnapshotAction, write_parent
+from neve.actions.validation import added_since, check_no_new_deletes, file_matcher
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
-from neve.expressions.evaluator import evaluator
-from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
-from neve.expressions.projection import inclusive_projection
-from neve.io.fileio import FileIO
-from neve.planning.manifests import read_manifest, read_manifest_list
+from neve.planning.manifests import read_manifest_list
 from neve.planning.scan import live_entries
-from neve.spec.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
+from neve.spec.manifest import ManifestContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
@@ -28,47 +25,6 @@ __all__ = [
     "OverwriteFiles",
     "ReplacePartitions",
 ]
-
-
-def _file_matchers(
-    md: TableMetadata, expr: BooleanExpression, case_sensitive: bool
-) -> tuple[dict[int, object], InclusiveMetricsEvaluator]:
-    """Whether a data file may hold a row matching ``expr``: by partition, by metrics."""
-    schema = md.schema()
-    incl_part: dict[int, object] = {}
-    for spec_id, spec in md.specs_by_id.items():
-        ptype = spec.partition_type(schema)
-        incl_part[spec_id] = evaluator(
-            ptype, inclusive_projection(schema, spec, case_sensitive).project(expr)
-        )
-    return incl_part, InclusiveMetricsEvaluator(schema, expr, case_sensitive)
-
-
-def _added_since(
-    md: TableMetadata,
-    io: FileIO,
-    base_snapshot_id: int | None,
-    parent: Snapshot,
-    ignore: set[int],
-) -> Iterable[ManifestEntry]:
-    """Data file entries added by the snapshots after ``base_snapshot_id`` up to
-    ``parent`` (inclusive), leaving out the snapshots in ``ignore``."""
-    for s in md.ancestors(parent.snapshot_id):
-        if s.snapshot_id == base_snapshot_id:
-            return
-        if s.snapshot_id in ignore or s.operation in (Operation.DELETE, Operation.REPLACE):
-            continue  # deletes and compactions add no new rows
-        for m in read_manifest_list(io, s.manifest_list):
-            if m.added_snapshot_id != s.snapshot_id or not m.has_added_files:
-                continue
-            for e in read_manifest(io, m, specs_by_id=md.specs_by_id):
-                if e.status is ManifestEntryStatus.ADDED and e.snapshot_id == s.snapshot_id:
-                    yield e
-    if base_snapshot_id is not None:
-        raise CommitConflictError(
-            f"snapshot {base_snapshot_id} this change was planned on is no longer an ancestor "
-            "of the branch head (rolled back or expired); reload the table and retry"
-        )
 
 
 class OverwriteFiles(SnapshotAction):
@@ -103,10 +59,13 @@ class OverwriteFiles(SnapshotAction):
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         if parent is None:
             return
-        incl_part, incl = _file_matchers(md, self.conflict_filter, self.case_sensitive)
-        for e in _added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
+        # rows a concurrent merge-on-read change deleted from a file this change
+        # rewrites would come back: Iceberg-Java's validateNoNewDeletesForDataFiles
+        check_no_new_deletes(self, md, parent, self.removed_paths.values())
+        may_match = file_matcher(md, self.conflict_filter, self.case_sensitive)
+        for e in added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
             f = e.data_file
-            if incl_part[f.spec_id](f.partition) and incl.eval(f):  # type: ignore[operator]
+            if may_match(f):
                 raise CommitConflictError(
                     f"a concurrent commit (snapshot {e.snapshot_id}) added data file "
                     f"{f.file_path} in the range this change replaces; reload the table and "
@@ -156,8 +115,9 @@ class ReplacePartitions(SnapshotAction):
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         if parent is None:
             return
+        check_no_new_deletes(self, md, parent, self.removed_paths.values())
         parts = self.partitions()
-        for e in _added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
+        for e in added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
             f = e.data_file
             if (f.spec_id, f.partition) in parts or md.spec_by_id(f.spec_id).is_unpartitioned:
                 raise CommitConflictError(

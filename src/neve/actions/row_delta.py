@@ -8,8 +8,15 @@ its data file applies to it, and an equality delete committed with data does not
 Checks follow Iceberg-Java's ``RowDelta``: delete files need format version 2; in v2
 position deletes are Parquet files and in v3 they must be deletion vectors; a data file
 gets at most one DV; data files that position deletes reference must be live in the
-branch head (or added by the same change). A DV for a data file that already has one
-is rejected: replacing a DV needs removing the old one, which this action does not do.
+branch head (or added by the same change). A new DV for a data file that already has
+one must replace it (``remove_deletes`` of the old DV, whose positions the new one
+merges), so a data file never has two.
+
+Concurrent commits (between the snapshot the change was planned on and the head it
+commits onto) are validated as Iceberg-Java's ``RowDelta`` with a conflict filter: the
+data files it deletes from and removes must still be live; no delete file may have
+been added for them; under ``serializable`` isolation no data file may have been added
+that the conflict filter may match (``snapshot`` isolation allows those).
 """
 
 from __future__ import annotations
@@ -17,18 +24,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from neve.actions.base import TableState
-from neve.actions.snapshot import SnapshotAction, write_parent
+from neve.actions.snapshot import SnapshotAction, file_key, write_parent
+from neve.actions.validation import added_since, check_no_new_deletes, file_matcher
 from neve.errors import CommitConflictError, ValidationError
+from neve.expressions import BooleanExpression
 from neve.planning.manifests import read_manifest_list
 from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.requirements import TableRequirement
-from neve.spec.snapshot import Operation
+from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
 
-__all__ = ["RowDelta"]
+__all__ = ["ISOLATION_LEVELS", "RowDelta"]
+
+ISOLATION_LEVELS = ("serializable", "snapshot")
 
 
 class RowDelta(SnapshotAction):
@@ -42,16 +53,32 @@ class RowDelta(SnapshotAction):
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         owned_files: Iterable[str] = (),
+        conflict_filter: BooleanExpression | None = None,
+        case_sensitive: bool = True,
+        isolation: str = "serializable",
     ) -> None:
         super().__init__(
             table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
         )
+        if isolation not in ISOLATION_LEVELS:
+            raise ValidationError(
+                f"isolation level {isolation!r} is unknown; use serializable or snapshot"
+            )
+        #: The rows this change reads (None: it reads none, e.g. a plain insert).
+        self.conflict_filter = conflict_filter
+        self.case_sensitive = case_sensitive
+        self.isolation = isolation
+        #: Data files this change marks rows deleted in (their new deletes merge the old).
+        self.deletes_from: dict[str, DataFile] = {}
 
     @property
     def operation(self) -> Operation:  # type: ignore[override]
         adds_data = any(f.content is DataFileContent.DATA for f in self.added_files)
         adds_deletes = any(f.content is not DataFileContent.DATA for f in self.added_files)
-        if adds_deletes and not adds_data:
+        removes_data = any(f.content is DataFileContent.DATA for f in self.removed_paths.values())
+        if adds_data and not adds_deletes and not removes_data:
+            return Operation.APPEND
+        if not adds_data:
             return Operation.DELETE
         return Operation.OVERWRITE
 
@@ -106,6 +133,27 @@ class RowDelta(SnapshotAction):
         self.add_file(f)
         return self
 
+    def remove_rows(self, f: DataFile) -> RowDelta:
+        """Remove a data file whose rows are all deleted."""
+        if f.content is not DataFileContent.DATA:
+            raise ValidationError(f"{f.file_path} is a delete file; use remove_deletes()")
+        self.remove_file(f)
+        return self
+
+    def remove_deletes(self, f: DataFile) -> RowDelta:
+        """Remove a delete file that a new one replaces (a DV merged into a new DV) or
+        that applies to no live data file any more."""
+        if f.content is DataFileContent.DATA:
+            raise ValidationError(f"{f.file_path} is a data file; use remove_rows()")
+        self.remove_file(f)
+        return self
+
+    def delete_from(self, f: DataFile) -> RowDelta:
+        """Record that this change deletes rows of the data file ``f`` (validated: ``f``
+        must still be live and have no new deletes at commit)."""
+        self.deletes_from[f.file_path] = f
+        return self
+
     def _dv_targets(self) -> set[str]:
         return {
             f.referenced_data_file
@@ -119,6 +167,22 @@ class RowDelta(SnapshotAction):
         self._check_references(md)
         return super().plan(md)
 
+    def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
+        if parent is None:
+            return
+        touched = [*self.deletes_from.values(), *self.removed_paths.values()]
+        check_no_new_deletes(self, md, parent, touched)
+        if self.conflict_filter is None or self.isolation != "serializable":
+            return
+        may_match = file_matcher(md, self.conflict_filter, self.case_sensitive)
+        for e in added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
+            if may_match(e.data_file):
+                raise CommitConflictError(
+                    f"a concurrent commit (snapshot {e.snapshot_id}) added data file "
+                    f"{e.data_file.file_path} that this change's condition may match "
+                    "(serializable isolation); reload the table and run the change again"
+                )
+
     def _check_references(self, md: TableMetadata) -> None:
         """Data files our position deletes name must be live in the branch head (or
         added here), and must not have a DV already."""
@@ -126,7 +190,7 @@ class RowDelta(SnapshotAction):
             f.referenced_data_file
             for f in self.added_files
             if f.content is DataFileContent.POSITION_DELETES and f.referenced_data_file
-        }
+        } | set(self.deletes_from)
         if not referenced:
             return
         head = write_parent(md, self.branch)
@@ -141,7 +205,11 @@ class RowDelta(SnapshotAction):
                 f = e.data_file
                 if f.content is DataFileContent.DATA:
                     live.add(f.file_path)
-                elif f.is_deletion_vector and f.referenced_data_file:
+                elif (
+                    f.is_deletion_vector
+                    and f.referenced_data_file
+                    and file_key(f) not in self.removed_paths
+                ):
                     existing_dvs.add(f.referenced_data_file)
         missing = sorted(referenced - live)
         if missing:
@@ -159,5 +227,5 @@ class RowDelta(SnapshotAction):
             error = CommitConflictError if concurrent else ValidationError
             raise error(
                 f"data file {clash[0]} has a deletion vector already; a new DV must merge "
-                "the old one's positions and replace it, which RowDelta cannot do yet"
+                "the old one's positions and replace it (remove_deletes(old_dv))"
             )

@@ -41,6 +41,7 @@ __all__ = [
     "branch_head",
     "check_branch_target",
     "check_snapshot_properties",
+    "file_key",
     "new_snapshot_id",
     "require_branch",
     "write_parent",
@@ -81,7 +82,9 @@ class SnapshotAction(Action):
         base = write_parent(table.metadata, branch)
         self.base_snapshot_id = base.snapshot_id if base is not None else None
         self.added_files: list[DataFile] = []
-        self.removed_paths: dict[str, DataFile] = {}
+        #: Files this change removes, by :func:`file_key` (delete files included: a
+        #: Puffin file holds several deletion vectors, told apart by their offsets).
+        self.removed_paths: dict[tuple[str, int | None], DataFile] = {}
         #: Data files written for this change: removed when the commit fails.
         self.owned_files = set(owned_files)
         self._added_manifests: list[ManifestFile] | None = None
@@ -98,7 +101,7 @@ class SnapshotAction(Action):
         self.added_files.append(f)
 
     def remove_file(self, f: DataFile) -> None:
-        self.removed_paths[f.file_path] = f
+        self.removed_paths[file_key(f)] = f
 
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         """Check concurrent commits between the base snapshot and ``parent``."""
@@ -220,19 +223,19 @@ class SnapshotAction(Action):
                     "change removes are gone; reload the table and retry"
                 )
             return out
-        found: set[str] = set()
+        found: set[tuple[str, int | None]] = set()
+        contents = {
+            ManifestContent.DATA if f.content is DataFileContent.DATA else ManifestContent.DELETES
+            for f in self.removed_paths.values()
+        }
         for m in read_manifest_list(self.io, parent.manifest_list):
-            if (
-                self.removed_paths
-                and m.content is ManifestContent.DATA
-                and (m.added_files_count + m.existing_files_count > 0)
-            ):
+            if m.content in contents and (m.added_files_count + m.existing_files_count > 0):
                 entries = read_manifest(self.io, m, specs_by_id=md.specs_by_id)
                 hits = [
-                    e for e in entries if e.is_live and e.data_file.file_path in self.removed_paths
+                    e for e in entries if e.is_live and file_key(e.data_file) in self.removed_paths
                 ]
                 if hits:
-                    found.update(e.data_file.file_path for e in hits)
+                    found.update(file_key(e.data_file) for e in hits)
                     out.append(self._rewrite_without(md, m, entries))
                     continue
             out.append(m)
@@ -240,8 +243,8 @@ class SnapshotAction(Action):
         if missing:
             raise CommitConflictError(
                 f"{len(missing)} file(s) this change removes are no longer in the table "
-                f"(e.g. {sorted(missing)[0]}); a concurrent commit removed them. Reload "
-                "the table and run the change again"
+                f"(e.g. {sorted(missing)[0][0]}); a concurrent commit removed or replaced "
+                "them. Reload the table and run the change again"
             )
         return out
 
@@ -252,7 +255,7 @@ class SnapshotAction(Action):
         for e in entries:
             if not e.is_live:
                 continue  # deletes recorded by older snapshots are not carried forward
-            if e.data_file.file_path in self.removed_paths:
+            if file_key(e.data_file) in self.removed_paths:
                 out.append(
                     e.with_(status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id)
                 )
@@ -325,6 +328,12 @@ class SnapshotAction(Action):
     def on_failure(self, io: FileIO) -> None:
         for p in self._written | self.owned_files:
             io.delete(p)
+
+
+def file_key(f: DataFile) -> tuple[str, int | None]:
+    """What tells a table's files apart: the path, and for a deletion vector its offset
+    in the Puffin file (one Puffin file holds the DVs of many data files)."""
+    return (f.file_path, f.content_offset if f.is_deletion_vector else None)
 
 
 def check_snapshot_properties(properties: Mapping[str, str] | None) -> dict[str, str]:

@@ -50,6 +50,7 @@ from neve.arrow.schema import (
     field_id,
     from_arrow_schema,
     has_field_ids,
+    to_arrow_field,
     to_arrow_schema,
     to_arrow_type,
 )
@@ -70,12 +71,13 @@ from neve.expressions.visitors import references, rewrite_not
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import PartitionSpec
-from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema
+from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, ROW_POSITION, Schema
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import STRING, NestedField
 
 __all__ = [
     "DeleteCache",
+    "deleted_positions",
     "identity_partition_constants",
     "iter_data_file_batches",
     "read_data_file",
@@ -144,9 +146,11 @@ class DeleteCache:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-def _deleted_positions(
+def deleted_positions(
     io: FileIO, data_file: DataFile, delete_files: Sequence[DataFile], cache: DeleteCache
 ) -> BitMap64 | None:
+    """The positions of ``data_file`` that ``delete_files`` delete (a deletion vector,
+    when there is one, replaces the position delete files); None when none do."""
     dvs = [
         d
         for d in delete_files
@@ -318,7 +322,10 @@ def iter_data_file_batches(
 
     # rows are read into projection + filter columns + equality columns, then narrowed
     need = {r.field_id for r in references(expr)} | {i for e in equality for i in e.ids}
-    read_schema = Schema(*merge_fields(projected_schema.fields, prune_fields(table_schema, need)))
+    # the row position column (``_pos``) is not in files: it is added while reading
+    with_pos = any(f.field_id == ROW_POSITION.field_id for f in projected_schema.fields)
+    stored = [f for f in projected_schema.fields if f.field_id != ROW_POSITION.field_id]
+    read_schema = Schema(*merge_fields(stored, prune_fields(table_schema, need)))
     wanted = {f.field_id for f in read_schema.fields} | need
     file_columns = [f.name for f in file_schema if _contains_any(f, wanted)]
 
@@ -329,7 +336,7 @@ def iter_data_file_batches(
         offsets = row_group_offsets(fragment.metadata)
         lo, hi = split[0], split[0] + split[1]
         row_groups = [rg for rg in row_groups if lo <= offsets[rg] < hi]
-    deleted = _deleted_positions(io, data_file, delete_files, cache) if row_groups else None
+    deleted = deleted_positions(io, data_file, delete_files, cache) if row_groups else None
     starts = _row_group_starts(fragment)
 
     for rg in row_groups:
@@ -340,7 +347,7 @@ def iter_data_file_batches(
             )
             for raw in raw_batches:
                 n = raw.num_rows
-                if lineage is not None and lineage.needs_positions:
+                if with_pos or (lineage is not None and lineage.needs_positions):
                     # file positions ride along through the position deletes
                     raw = raw.append_column(_POSITION, _positions(position, n))
                 live = apply_positions(raw, position, deleted)
@@ -350,6 +357,8 @@ def iter_data_file_batches(
                 batch = project_batch(live, file_schema, read_schema, constants)
                 if lineage is not None:
                     batch = lineage.fill(batch, live)
+                if with_pos:
+                    batch = batch.append_column(_POS_FIELD, live.column(_POSITION))
                 old_keys = _dropped_key_columns(live, file_schema, dropped)
                 for e in equality:
                     keys = _key_table(batch, table_schema, e.ids, old_keys)
@@ -369,6 +378,9 @@ def iter_data_file_batches(
 
 #: The column of file positions added to raw batches while lineage is read.
 _POSITION = "__neve_file_position"
+
+
+_POS_FIELD = to_arrow_field(ROW_POSITION)
 
 
 def _positions(start: int, n: int) -> pa.Array:

@@ -241,9 +241,17 @@ class Catalog(ABC):
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
         format_version: int | None = None,
+        primary_key: Sequence[str] = (),
     ) -> Table:
         """Create a table. ``partition_by`` takes terms such as ``"day(ts)"``,
         ``"bucket(16, id)"``, ``"truncate(4, name)"`` or a column name.
+
+        ``primary_key`` names the key columns (the schema's identifier fields; made
+        required) that ``merge`` and ``upsert`` match rows on; for large key tables
+        partition by a bucket of the key, e.g. ``partition_by=["bucket(16, id)"]``.
+        Tables of format version 2 and later change rows merge-on-read (deletion
+        vectors in v3, position delete files in v2) unless ``write.delete.mode``,
+        ``write.update.mode`` or ``write.merge.mode`` say ``copy-on-write``.
 
         The format version is ``format_version``, else the reserved property
         ``format-version`` (not stored, as in Iceberg-Java), else 2; the two must agree
@@ -262,6 +270,7 @@ class Catalog(ABC):
             location=(location or self.default_table_location(ident)).rstrip("/"),
             properties=properties or {},
             format_version=format_version,
+            primary_key=primary_key,
         )
         loc = self._create_table(ident, md)
         return Table(ident, md, loc, self)

@@ -20,11 +20,20 @@ from neve.io.fileio import FileIO
 from neve.planning.manifest_cache import cached_manifest_list
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
-from neve.spec.manifest import DataFile, ManifestContent
+from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["DeletePlan", "plan_delete", "whole_file_tasks"]
+__all__ = ["DeleteFiles", "DeletePlan", "file_scoped_deletes", "plan_delete", "whole_file_tasks"]
+
+
+@dataclass(frozen=True)
+class DeleteFiles:
+    """The delete files a merge-on-read change adds, and the ones they replace (merged
+    into them); what an engine's delete writer returns."""
+
+    added: tuple[DataFile, ...] = ()
+    replaced: tuple[DataFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,9 +46,26 @@ class DeletePlan:
     rewrite: tuple[FileScanTask, ...]
     has_deletes: bool
 
+    #: Delete files scoped to one data file of ``remove`` (a DV, a file-scoped position
+    #: delete file): they apply to nothing once that file is gone.
+    dangling: tuple[DataFile, ...] = ()
+    #: The whole-file tasks of ``remove`` (to read their rows, e.g. for an update).
+    remove_tasks: tuple[FileScanTask, ...] = ()
+
     @property
     def rewrite_files(self) -> tuple[DataFile, ...]:
         return tuple(t.file for t in self.rewrite)
+
+
+def file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
+    """The delete files of ``task`` that name its data file (DVs and file-scoped
+    position deletes), which go when the file goes or their positions are merged."""
+    return [
+        d
+        for d in task.delete_files
+        if d.content is DataFileContent.POSITION_DELETES
+        and d.referenced_data_file == task.file.file_path
+    ]
 
 
 def whole_file_tasks(tasks: Iterable[FileScanTask]) -> list[FileScanTask]:
@@ -96,11 +122,15 @@ def plan_delete(
         m.content is ManifestContent.DELETES for m in cached_manifest_list(io, head.manifest_list)
     )
     matches_all = _strict_matcher(md, expr, case_sensitive)
-    remove: list[DataFile] = []
+    remove: list[FileScanTask] = []
     rewrite: list[FileScanTask] = []
+    dangling: list[DataFile] = []
     for task in whole_file_tasks(scan.plan_files()):
         if matches_all(task.file):
-            remove.append(task.file)
+            remove.append(task)
+            dangling += file_scoped_deletes(task)
         else:
             rewrite.append(task)
-    return DeletePlan(tuple(remove), tuple(rewrite), has_deletes)
+    return DeletePlan(
+        tuple(t.file for t in remove), tuple(rewrite), has_deletes, tuple(dangling), tuple(remove)
+    )

@@ -28,6 +28,7 @@ __all__ = [
     "LAST_UPDATED_SEQUENCE_NUMBER",
     "ROW_ID",
     "ROW_LINEAGE_FIELDS",
+    "ROW_POSITION",
     "Schema",
     "is_row_lineage_field",
     "row_lineage_field",
@@ -236,6 +237,9 @@ ROW_ID = NestedField(2147483540, "_row_id", LONG, False)
 #: a data file means "inherited": the file's data sequence number.
 LAST_UPDATED_SEQUENCE_NUMBER = NestedField(2147483539, "_last_updated_sequence_number", LONG, False)
 ROW_LINEAGE_FIELDS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+#: A row's position in its data file (0 for the first row): what position deletes
+#: and deletion vectors name.
+ROW_POSITION = NestedField(2147483645, "_pos", LONG, True)
 _LINEAGE_IDS = frozenset(f.field_id for f in ROW_LINEAGE_FIELDS)
 
 

@@ -19,9 +19,16 @@ from neve.spec.sort_order import UNSORTED, SortOrder
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 
-__all__ = ["DEFAULT_FORMAT_VERSION", "assign_fresh_ids", "new_table_metadata", "to_schema"]
+__all__ = [
+    "DEFAULT_FORMAT_VERSION",
+    "assign_fresh_ids",
+    "new_table_metadata",
+    "to_schema",
+    "with_primary_key",
+]
 
 DEFAULT_FORMAT_VERSION = 2
+_ROW_LEVEL_OPS = ("delete", "update", "merge")
 
 
 def to_schema(schema: Schema | pa.Schema) -> Schema:
@@ -34,6 +41,39 @@ def to_schema(schema: Schema | pa.Schema) -> Schema:
             f"{type(schema).__name__}; e.g. pyarrow.schema([('id', pyarrow.int64())])"
         )
     return from_arrow_schema(schema)
+
+
+def with_primary_key(schema: Schema, primary_key: Sequence[str]) -> Schema:
+    """``schema`` with ``primary_key``'s columns (top-level or in required structs) as
+    its identifier fields, made required."""
+    if isinstance(primary_key, str) or not all(isinstance(n, str) for n in primary_key):
+        raise ValidationError(
+            f"primary_key is a list of column names, e.g. ['id'], not {primary_key!r}"
+        )
+    if not primary_key:
+        return schema
+    if len(set(primary_key)) != len(primary_key):
+        raise ValidationError(f"primary_key names a column twice: {list(primary_key)}")
+    ids = []
+    for name in primary_key:
+        f = schema.find_field_or_none(name)
+        if f is None:
+            raise SchemaError(
+                f"primary key column {name!r} is not in the schema; columns: "
+                f"{', '.join(x.name for x in schema.fields)}"
+            )
+        ids.append(f.field_id)
+    top = {f.field_id for f in schema.fields}
+    fields = [f.with_(required=True) if f.field_id in ids else f for f in schema.fields]
+    nested = [i for i in ids if i not in top]
+    if nested:
+        raise SchemaError(
+            f"primary key column {schema.column_name(nested[0])!r} is nested; declare it "
+            "required in its struct and set identifier fields through update_schema()"
+        )
+    out = Schema(*fields, schema_id=schema.schema_id, identifier_field_ids=ids)
+    out.validate_identifier_fields()
+    return out
 
 
 def assign_fresh_ids(schema: Schema) -> Schema:
@@ -82,10 +122,18 @@ def new_table_metadata(
     location: str,
     properties: Mapping[str, str] | None = None,
     format_version: int | None = None,
+    primary_key: Sequence[str] = (),
 ) -> TableMetadata:
     """Metadata of a new table. The format version is ``format_version``, else the
     reserved property ``format-version``, else 2; the reserved properties are not stored
-    (:mod:`neve.spec.properties`), and the others are checked."""
+    (:mod:`neve.spec.properties`), and the others are checked.
+
+    ``primary_key`` names the identifier fields (spec "Identifier Field IDs"); they are
+    made required, as Paimon makes primary key columns NOT NULL, and must be primitive
+    and not float or double. Tables of format version 2 or later get ``merge-on-read``
+    as their ``write.{delete,update,merge}.mode`` unless the properties say otherwise,
+    so every engine (Iceberg-Java too) changes rows with delete files rather than
+    rewriting them."""
     props, from_property = split_reserved(properties if properties is not None else {})
     if format_version is not None and (
         isinstance(format_version, bool) or not isinstance(format_version, int)
@@ -106,7 +154,9 @@ def new_table_metadata(
             f"format version {version} is not supported; use 1, 2 (default) or 3"
         )
     format_version = version
-    fresh = assign_fresh_ids(to_schema(schema))
+    if format_version >= 2:
+        props = {**{f"write.{op}.mode": "merge-on-read" for op in _ROW_LEVEL_OPS}, **props}
+    fresh = assign_fresh_ids(with_primary_key(to_schema(schema), primary_key))
     spec = spec_from_terms(
         fresh, list(partition_by), spec_id=0, last_partition_id=PARTITION_DATA_ID_START - 1
     )

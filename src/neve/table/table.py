@@ -204,7 +204,9 @@ class Table:
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
-        """Delete the rows matching ``filter`` (copy-on-write)."""
+        """Delete the rows matching ``filter``: deletion vectors (v3) or position delete
+        files (v2) when ``write.delete.mode`` is ``merge-on-read`` (tables neve creates
+        at v2 and later), else a copy-on-write rewrite of the files matched partly."""
         self._now().delete(
             filter,
             branch=branch,

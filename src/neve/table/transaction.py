@@ -49,21 +49,26 @@ from neve.errors import DataSchemaMismatchError, NoSuchSnapshotError, Validation
 from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
-from neve.planning.delete import plan_delete
+from neve.planning.delete import DeleteFiles, DeletePlan, file_scoped_deletes, plan_delete
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
+from neve.spec.properties import read_property
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
 from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
 from neve.spec.updates import TableUpdate
 
-__all__ = ["Rewriter", "Transaction", "TransactionTable"]
+__all__ = ["DeleteWriter", "Rewriter", "Transaction", "TransactionTable"]
 
 #: Writes the rows of planned whole-file tasks that a filter does not match as new data
 #: files: ``rewriter(tasks, filter, case_sensitive) -> new files``.
 Rewriter = Callable[[Sequence[FileScanTask], BooleanExpression, bool], list[DataFile]]
+
+#: Writes delete files marking the rows of planned whole-file tasks that a filter
+#: matches (merge-on-read): ``delete_writer(tasks, filter, case_sensitive)``.
+DeleteWriter = Callable[[Sequence[FileScanTask], BooleanExpression, bool], DeleteFiles]
 
 
 class TransactionTable(CommitTarget, Protocol):
@@ -282,21 +287,114 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
+        rewriter: Rewriter | None = None,
+        delete_writer: DeleteWriter | None = None,
     ) -> None:
         """Delete the rows matching ``filter``: files matched entirely are dropped from
-        metadata alone; files matched partly are rewritten without those rows. The
-        branch must exist. To delete every row, say so: ``delete("true")``."""
+        metadata alone. Files matched partly get deletion vectors (v3) or position
+        delete files (v2) when ``write.delete.mode`` is ``merge-on-read``, else are
+        rewritten without those rows. The branch must exist. To delete every row, say
+        so: ``delete("true")``. ``rewriter`` / ``delete_writer`` choose the engine
+        (pyarrow by default)."""
         if filter is None:
             raise ValidationError(
                 'delete needs a filter; to delete every row, pass "true" explicitly'
             )
         self._writable(branch, snapshot_properties)
         require_branch(self._staged, branch)
+        expr = to_expression(filter)
+        if self.merge_on_read("delete"):
+            self._stage(
+                self._delete_action(
+                    expr, branch, case_sensitive, snapshot_properties, delete_writer
+                )
+            )
+            return
         self._stage(
             self._overwrite_action(
-                None, to_expression(filter), branch, case_sensitive, snapshot_properties
+                None, expr, branch, case_sensitive, snapshot_properties, rewriter=rewriter
             )
         )
+
+    def merge_on_read(self, operation: str) -> bool:
+        """Whether ``operation`` (delete, update, merge) writes delete files: the table
+        property ``write.<operation>.mode`` says ``merge-on-read`` and the format
+        version has delete files (2 or later)."""
+        md = self._staged
+        mode = read_property(md.properties, f"write.{operation}.mode")
+        return bool(mode == "merge-on-read" and md.format_version >= 2)
+
+    def isolation_level(self, operation: str) -> str:
+        """``write.<operation>.isolation-level``: serializable (default) or snapshot."""
+        return str(read_property(self._staged.properties, f"write.{operation}.isolation-level"))
+
+    def _delete_action(
+        self,
+        expr: BooleanExpression,
+        branch: str,
+        case_sensitive: bool,
+        snapshot_properties: Mapping[str, str] | None,
+        delete_writer: DeleteWriter | None,
+    ) -> RowDelta:
+        md = self._staged
+        bind(md.schema(), expr, case_sensitive)  # fail early, before writing anything
+        plan = plan_delete(md, self.table.io, expr, branch=branch, case_sensitive=case_sensitive)
+        action = self.row_delta_action(
+            plan, expr, branch, case_sensitive, snapshot_properties, self.isolation_level("delete")
+        )
+        try:
+            if plan.rewrite:
+                if delete_writer is not None:
+                    deletes = delete_writer(plan.rewrite, expr, case_sensitive)
+                else:
+                    # heavy: the pyarrow data path, as in _write
+                    from neve.arrow.positions import mark_matching
+
+                    deletes = mark_matching(self._view(), plan.rewrite, expr, case_sensitive)
+                self.add_delete_files(action, plan.rewrite, deletes)
+        except BaseException:
+            action.on_failure(self.table.io)
+            raise
+        return action
+
+    def row_delta_action(
+        self,
+        plan: DeletePlan,
+        expr: BooleanExpression,
+        branch: str,
+        case_sensitive: bool,
+        snapshot_properties: Mapping[str, str] | None,
+        isolation: str,
+    ) -> RowDelta:
+        """A row delta validated against ``expr`` that removes the data files ``plan``
+        matches entirely (and the delete files only they had)."""
+        action = RowDelta(
+            self.table,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            conflict_filter=expr,
+            case_sensitive=case_sensitive,
+            isolation=isolation,
+        )
+        for f in plan.remove:
+            action.remove_rows(f)
+        for d in plan.dangling:
+            action.remove_deletes(d)
+        return action
+
+    @staticmethod
+    def add_delete_files(
+        action: RowDelta, tasks: Sequence[FileScanTask], deletes: DeleteFiles
+    ) -> None:
+        """Add ``deletes`` (written for ``tasks``) to ``action``: they are removed if the
+        change fails, and replace the delete files they merged."""
+        action.owned_files.update(d.file_path for d in deletes.added)
+        for t in tasks:
+            action.delete_from(t.file)
+        for d in deletes.added:
+            action.add_deletes(d)
+        for d in deletes.replaced:
+            action.remove_deletes(d)
 
     def overwrite(
         self,
@@ -344,6 +442,9 @@ class Transaction:
             plan = plan_delete(md, table.io, expr, branch=branch, case_sensitive=case_sensitive)
             for f in plan.remove:
                 action.remove_file(f)
+            # deletes naming a removed or rewritten file apply to nothing afterwards
+            for d in [*plan.dangling, *(d for t in plan.rewrite for d in file_scoped_deletes(t))]:
+                action.remove_file(d)
             if plan.rewrite:
                 if rewriter is not None:
                     kept = rewriter(plan.rewrite, expr, case_sensitive)
