@@ -21,6 +21,7 @@ from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.table.inspect import InspectTable
+from neve.table.merge import MergeBuilder, MergeResult
 from neve.table.scan import TableScan
 from neve.table.transaction import Transaction
 
@@ -212,6 +213,44 @@ class Table:
             branch=branch,
             case_sensitive=case_sensitive,
             snapshot_properties=snapshot_properties,
+        )
+
+    def update(
+        self,
+        set: Mapping[str, Any],
+        filter: str | BooleanExpression | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> int:
+        """Set columns to values (``set={"status": "shipped"}``) in the rows matching
+        ``filter``; returns the number of rows updated."""
+        return self._now().update(
+            set,
+            filter,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+        )
+
+    def merge(self, source: pa.Table, on: Sequence[str] | None = None) -> MergeBuilder:
+        """A MERGE of ``source`` on ``on`` (default: the primary key): add
+        ``when_...`` clauses, then ``execute()`` commits it as one snapshot."""
+        return self._now().merge(source, on)
+
+    def upsert(
+        self,
+        source: pa.Table,
+        on: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> MergeResult:
+        """Update the rows whose key (default: the primary key) is in ``source``, insert
+        the others, as one snapshot."""
+        return self._now().upsert(
+            source, on, branch=branch, snapshot_properties=snapshot_properties
         )
 
     def overwrite(

@@ -13,9 +13,10 @@ commit fails, every file the transaction wrote is removed.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -50,6 +51,7 @@ from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
 from neve.planning.delete import DeleteFiles, DeletePlan, file_scoped_deletes, plan_delete
+from neve.planning.merge import Clause
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
@@ -59,6 +61,10 @@ from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
 from neve.spec.updates import TableUpdate
+from neve.table.merge import MergeBuilder, MergeResult
+
+if TYPE_CHECKING:  # the pyarrow engine's result type; the module loads with the data path
+    from neve.arrow.rowlevel import RowChanges
 
 __all__ = ["DeleteWriter", "Rewriter", "Transaction", "TransactionTable"]
 
@@ -315,6 +321,175 @@ class Transaction:
                 None, expr, branch, case_sensitive, snapshot_properties, rewriter=rewriter
             )
         )
+
+    def update(
+        self,
+        set: Mapping[str, Any],
+        filter: str | BooleanExpression | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> int:
+        """Set columns to literal values (``set={"status": "shipped"}``) in the rows
+        matching ``filter`` (every row when None); returns the number of rows updated.
+        Merge-on-read (``write.update.mode``) writes the updated rows as new data
+        files and marks the old ones deleted; copy-on-write rewrites their files."""
+        if not isinstance(set, Mapping) or not set:
+            raise ValidationError(
+                'update needs set={column: value, ...}, e.g. set={"status": "shipped"}'
+            )
+        self._writable(branch, snapshot_properties)
+        require_branch(self._staged, branch)
+        expr = to_expression(filter)
+        md = self._staged
+        bind(md.schema(), expr, case_sensitive)  # fail early, before writing anything
+        plan = plan_delete(md, self.table.io, expr, branch=branch, case_sensitive=case_sensitive)
+        mor = self.merge_on_read("update")
+        from neve.arrow.rowlevel import update_rows  # heavy, as in _write
+
+        tasks = [*plan.remove_tasks, *plan.rewrite]
+        changes, count = update_rows(self._view(), tasks, expr, set, case_sensitive, mor)
+        if count:
+            self._stage(
+                self._changes_action(
+                    changes, expr, branch, case_sensitive, snapshot_properties, "update", mor
+                )
+            )
+        return count
+
+    def merge(self, source: pa.Table, on: Sequence[str] | None = None) -> MergeBuilder:
+        """A MERGE of ``source`` into the table on the columns ``on`` (default: the
+        primary key); add clauses, then ``execute()`` stages it."""
+        md = self._staged
+        schema = md.schema()
+        keys = (
+            list(on) if on else [schema.column_name(i) or "" for i in schema.identifier_field_ids]
+        )
+
+        def run(
+            clauses: Sequence[Clause],
+            branch: str,
+            case_sensitive: bool,
+            snapshot_properties: Mapping[str, str] | None,
+        ) -> MergeResult:
+            return self._merge(source, keys, clauses, branch, case_sensitive, snapshot_properties)
+
+        return MergeBuilder(run)
+
+    def upsert(
+        self,
+        source: pa.Table,
+        on: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> MergeResult:
+        """Update the rows whose key (default: the primary key) is in ``source`` with
+        the source's rows, and insert the others."""
+        return (
+            self.merge(source, on)
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(branch=branch, snapshot_properties=snapshot_properties)
+        )
+
+    def _merge(
+        self,
+        source: pa.Table,
+        on: Sequence[str],
+        clauses: Sequence[Clause],
+        branch: str,
+        case_sensitive: bool,
+        snapshot_properties: Mapping[str, str] | None,
+    ) -> MergeResult:
+        started = time.perf_counter()
+        self._writable(branch, snapshot_properties)
+        if not clauses:
+            raise ValidationError(
+                "this merge has no clause; add when_matched_update_all(), "
+                "when_not_matched_insert_all() or another when_... clause"
+            )
+        mor = self.merge_on_read("merge")
+        from neve.arrow.rowlevel import merge_rows  # heavy, as in _write
+
+        outcome = merge_rows(
+            self._view(),
+            source,
+            on,
+            clauses,
+            merge_on_read=mor,
+            branch=branch,
+            case_sensitive=case_sensitive,
+        )
+        changes = outcome.changes
+        committing = time.perf_counter()
+        if changes.data_files or changes.deletes.added or changes.rewritten:
+            self._stage(
+                self._changes_action(
+                    changes,
+                    outcome.conflict_filter,
+                    branch,
+                    case_sensitive,
+                    snapshot_properties,
+                    "merge",
+                    mor,
+                )
+            )
+        done = time.perf_counter()
+        return MergeResult(
+            rows_inserted=outcome.rows_inserted,
+            rows_updated=outcome.rows_updated,
+            rows_deleted=outcome.rows_deleted,
+            files_scanned=outcome.files_scanned,
+            files_skipped=outcome.files_skipped,
+            data_files_added=len(changes.data_files),
+            delete_files_added=len(changes.deletes.added),
+            seconds={**outcome.seconds, "commit": done - committing, "total": done - started},
+        )
+
+    def _changes_action(
+        self,
+        changes: RowChanges,
+        conflict_filter: BooleanExpression,
+        branch: str,
+        case_sensitive: bool,
+        snapshot_properties: Mapping[str, str] | None,
+        operation: str,
+        merge_on_read: bool,
+    ) -> SnapshotAction:
+        """The one snapshot of a row-level change: new data files with delete files
+        (merge-on-read), or with the data files they rewrite (copy-on-write)."""
+        written = changes.written_paths()
+        if merge_on_read:
+            delta = RowDelta(
+                self.table,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                owned_files=written,
+                conflict_filter=conflict_filter,
+                case_sensitive=case_sensitive,
+                isolation=self.isolation_level(operation),
+            )
+            for f in changes.data_files:
+                delta.add_rows(f)
+            self.add_delete_files(delta, changes.deleted_from, changes.deletes)
+            return delta
+        overwrite = OverwriteFiles(
+            self.table,
+            conflict_filter=conflict_filter,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=written,
+        )
+        for t in changes.rewritten:
+            overwrite.remove_file(t.file)
+            for d in file_scoped_deletes(t):
+                overwrite.remove_file(d)
+        for f in changes.data_files:
+            overwrite.add_file(f)
+        return overwrite
 
     def merge_on_read(self, operation: str) -> bool:
         """Whether ``operation`` (delete, update, merge) writes delete files: the table

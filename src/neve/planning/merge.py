@@ -1,0 +1,35 @@
+"""The clauses of a MERGE (Spark SQL's ``MERGE INTO``): what happens to source rows
+that match a target row, to source rows that match none, and to target rows that no
+source row matches. Engines execute them; the table layer builds them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["CLAUSE_KINDS", "Clause"]
+
+#: Clause kinds by the rows they apply to.
+CLAUSE_KINDS = {
+    "update_all": "matched",
+    "update": "matched",
+    "delete": "matched",
+    "insert_all": "not_matched",
+    "delete_by_source": "not_matched_by_source",
+}
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One WHEN clause of a MERGE. ``kind``: ``update_all``, ``update``, ``delete``
+    (matched), ``insert_all`` (not matched), ``delete_by_source`` (not matched by
+    source). ``condition`` and the values of ``set`` are SQL expressions."""
+
+    kind: str
+    condition: str | None = None
+    set: Mapping[str, str] | None = None
+
+    @property
+    def group(self) -> str:
+        """``matched``, ``not_matched`` or ``not_matched_by_source``."""
+        return CLAUSE_KINDS[self.kind]
