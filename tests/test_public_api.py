@@ -53,6 +53,7 @@ SPARK_API = {
     "delete",
     "from_spark_schema",
     "local_session",
+    "merge",
     "overwrite",
     "overwrite_partitions",
     "read",
@@ -61,6 +62,8 @@ SPARK_API = {
     "register_view",
     "to_spark_schema",
     "to_spark_type",
+    "update",
+    "upsert",
     "write",
     "write_files",
 }

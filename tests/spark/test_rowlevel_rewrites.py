@@ -16,8 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 import neve
 from neve.errors import SchemaError
 from neve.spark import read
-from neve.spark.commands import delete, overwrite, overwrite_partitions
+from neve.spark.commands import overwrite, overwrite_partitions
 from neve.spark.job import cleanup_on_failure, write_data
+from neve.spark.rowlevel import delete
 
 pytestmark = pytest.mark.spark
 

@@ -37,7 +37,7 @@ from neve.errors import ValidationError
 from neve.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression, and_
 from neve.expressions.expressions import greater_than_or_equal, is_in, less_than_or_equal
 from neve.planning.delete import DeleteFiles, whole_file_tasks
-from neve.planning.merge import Clause
+from neve.planning.merge import Clause, needs_target_values
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
@@ -214,12 +214,6 @@ def _key_filter(source: pa.Table, on: Sequence[str]) -> BooleanExpression:
     return and_(*parts) if len(parts) > 1 else parts[0]
 
 
-def _references_target(clauses: Sequence[Clause]) -> bool:
-    texts = [c.condition or "" for c in clauses]
-    texts += [v for c in clauses for v in (c.set or {}).values()]
-    return any("target." in t.lower() for t in texts) or any(c.kind == "update" for c in clauses)
-
-
 def _sql(text: str, what: str) -> pl.Expr:
     try:
         return pl.sql_expr(text)
@@ -276,7 +270,7 @@ def merge_rows(
 
     # the target side: key columns and positions (whole rows where clauses need them)
     cache = DeleteCache()
-    need_rows = _references_target(clauses)
+    need_rows = needs_target_values(clauses)
     lineage = [ROW_ID] if md.format_version >= 3 else []
     wanted = schema.fields if need_rows else [schema.find_field(n) for n in on]
     target_schema = Schema(*wanted, *lineage, ROW_POSITION)

@@ -4,10 +4,10 @@ source row matches. Engines execute them; the table layer builds them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CLAUSE_KINDS", "Clause"]
+__all__ = ["CLAUSE_KINDS", "Clause", "needs_target_values"]
 
 #: Clause kinds by the rows they apply to.
 CLAUSE_KINDS = {
@@ -33,3 +33,11 @@ class Clause:
     def group(self) -> str:
         """``matched``, ``not_matched`` or ``not_matched_by_source``."""
         return CLAUSE_KINDS[self.kind]
+
+
+def needs_target_values(clauses: Sequence[Clause]) -> bool:
+    """Whether some clause reads the target row's values (a ``set``, or a condition or
+    value naming ``target.``), so whole target rows must be read, not just keys."""
+    texts = [c.condition or "" for c in clauses]
+    texts += [v for c in clauses for v in (c.set or {}).values()]
+    return any(c.kind == "update" for c in clauses) or any("target." in t.lower() for t in texts)

@@ -5,14 +5,15 @@ writes Parquet natively in the JVM.
     spark = local_session()                      # or configure(SparkSession.builder)
     write(df, table)                             # append; mode="overwrite" | "overwrite-partitions"
     read(spark, table, filter="ts >= '2024-01-01'").groupBy(...).count()
-    delete(spark, table, "id < 100")             # copy-on-write on Spark
+    delete(spark, table, "id < 100")             # merge-on-read (v2+) on Spark
 """
 
 from __future__ import annotations
 
-from neve.spark.commands import delete, overwrite, overwrite_partitions, write, write_files
+from neve.spark.commands import overwrite, overwrite_partitions, write, write_files
 from neve.spark.datasource import NeveDataSource, register_datasource
 from neve.spark.reader import read, read_tasks, register_view
+from neve.spark.rowlevel import delete, merge, update, upsert
 from neve.spark.schema import from_spark_schema, to_spark_schema, to_spark_type
 from neve.spark.session import REQUIRED_CONF, check_session, configure, local_session
 
@@ -24,6 +25,7 @@ __all__ = [
     "delete",
     "from_spark_schema",
     "local_session",
+    "merge",
     "overwrite",
     "overwrite_partitions",
     "read",
@@ -32,6 +34,8 @@ __all__ = [
     "register_view",
     "to_spark_schema",
     "to_spark_type",
+    "update",
+    "upsert",
     "write",
     "write_files",
 ]

@@ -1,7 +1,8 @@
-"""The Spark user verbs: write (append, overwrite by filter, dynamic partition
-overwrite) and delete, each committed as one snapshot.
+"""The Spark user verbs for writing rows: append, overwrite by filter, dynamic
+partition overwrite, each committed as one snapshot (row-level changes by filter or
+key, merge-on-read or copy-on-write: :mod:`neve.spark.rowlevel`).
 
-Row-level changes are copy-on-write: neve plans on the driver
+An overwrite by filter is copy-on-write: neve plans on the driver
 (:func:`neve.planning.delete.plan_delete`); files a filter matches entirely are
 dropped from metadata alone; files it matches partly are read with Spark (each file
 once, whole, deletes applied), the rows where the filter is not true are written back
@@ -37,7 +38,6 @@ from neve.table.transaction import Rewriter, Transaction
 
 __all__ = [
     "MODES",
-    "delete",
     "overwrite",
     "overwrite_partitions",
     "spark_rewriter",
@@ -90,32 +90,6 @@ def write(
 
 
 # -- one Spark write ------------------------------------------------------------------
-
-
-def delete(
-    spark: SparkSession,
-    table: Table,
-    filter: str | BooleanExpression,
-    *,
-    branch: str = MAIN_BRANCH,
-    case_sensitive: bool = True,
-    snapshot_properties: Mapping[str, str] | None = None,
-) -> None:
-    """Delete the rows matching ``filter`` (copy-on-write), as one snapshot."""
-    check_session(spark)
-    expr = to_expression(filter)
-    bind(table.metadata.schema(), expr, case_sensitive)
-    with cleanup_on_failure(table.io, []) as written:
-        txn = table.transaction()
-        txn.overwrite_files(
-            [],
-            expr,
-            branch=branch,
-            case_sensitive=case_sensitive,
-            snapshot_properties=snapshot_properties,
-            rewriter=spark_rewriter(spark, table, written),
-        )
-        txn.commit()
 
 
 def overwrite(

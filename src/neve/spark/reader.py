@@ -69,13 +69,17 @@ from neve.spec.types import ListType, MapType, NestedField, StructType
 if TYPE_CHECKING:
     from neve.table.table import Table
 
-__all__ = ["read", "read_tasks", "register_view"]
+__all__ = ["ROW_FILE", "ROW_POS", "read", "read_tasks", "register_view"]
 
 #: Position delete sets up to this many rows are broadcast to the join.
 BROADCAST_DELETE_ROWS = 2_000_000
 
 _FILE = "__neve_file"
 _POS = "__neve_pos"
+#: Columns ``read_tasks(..., row_positions=True)`` adds: each row's data file (as Spark
+#: names it, :func:`neve.spark.paths.spark_file_uri`) and its position in that file.
+ROW_FILE = _FILE
+ROW_POS = _POS
 _IFILE = "__neve_ifile"
 _FIDX = "__neve_fidx"
 _EQS = "__neve_eqs"
@@ -129,6 +133,7 @@ def read_tasks(
     *,
     apply_residual: bool = True,
     projected_schema: Schema | None = None,
+    row_positions: bool = False,
 ) -> DataFrame:
     """The live rows of exactly these tasks (planned by ``scan``), deletes applied,
     with the columns of ``projected_schema`` (default: ``scan.projected_schema()``;
@@ -136,15 +141,18 @@ def read_tasks(
 
     Splits of one file are read once, as the whole file (Spark splits files itself).
     With ``apply_residual`` the tasks' residual filters are applied; without it every
-    live row of the files is returned.
+    live row of the files is returned. With ``row_positions`` the columns
+    :data:`ROW_FILE` and :data:`ROW_POS` say where each row is (for merge-on-read).
     """
     check_session(spark)
     projected = projected_schema if projected_schema is not None else scan.projected_schema()
     out_schema = to_spark_schema(projected)
     files = _whole_files(tasks)
+    if row_positions:
+        out_schema = out_schema.add(_FILE, T.StringType(), False).add(_POS, T.LongType(), False)
     if not files:
         return spark.createDataFrame([], out_schema)
-    return _Read(spark, scan, files, apply_residual, projected).dataframe()
+    return _Read(spark, scan, files, apply_residual, projected, row_positions).dataframe()
 
 
 # -- planning the read ----------------------------------------------------------------
@@ -187,8 +195,10 @@ class _Read:
         files: list[FileScanTask],
         residual: bool,
         projected: Schema,
+        row_positions: bool = False,
     ) -> None:
         self.spark = spark
+        self.row_positions = row_positions
         self.scan = scan
         self.io: FileIO = scan.io
         self.md: TableMetadata = scan.metadata
@@ -344,7 +354,8 @@ class _Read:
             df = df.filter(to_spark_column(self.row_filter, self.table_schema))
         elif self.row_filter is ALWAYS_FALSE:
             df = df.limit(0)
-        return df.select(*[_top(f.name) for f in self.projected.fields])
+        where = [F.col(_FILE), F.col(_POS)] if self.row_positions else []
+        return df.select(*[_top(f.name) for f in self.projected.fields], *where)
 
     def _group(self, layout: _Layout, joined: bool, plans: list[_FilePlan]) -> DataFrame:
         paths = [spark_input_path(p.task.file.file_path) for p in plans]
@@ -354,14 +365,14 @@ class _Read:
             schema = T.StructType.fromJson(json.loads(layout.names))
         reader = self.spark.read.schema(schema).parquet(*paths)
         cols = [self._rename(f, schema[i]) for i, f in enumerate(self.read_schema.fields)]
-        if not joined:
-            return reader.select(*cols)
-        df = reader.select(
-            *cols,
+        where = [
             F.col("_metadata.file_path").alias(_FILE),
             F.col("_metadata.row_index").alias(_POS),
-        )
-        return self._apply_joins(df, plans).drop(_FILE, _POS)
+        ]
+        if not joined:
+            return reader.select(*cols, *where) if self.row_positions else reader.select(*cols)
+        df = self._apply_joins(reader.select(*cols, *where), plans)
+        return df if self.row_positions else df.drop(_FILE, _POS)
 
     def _rename(self, f: NestedField, read_as: T.StructField) -> Column:
         target = to_spark_field(f)

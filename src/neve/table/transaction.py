@@ -352,7 +352,7 @@ class Transaction:
         changes, count = update_rows(self._view(), tasks, expr, set, case_sensitive, mor)
         if count:
             self._stage(
-                self._changes_action(
+                self.row_changes_action(
                     changes, expr, branch, case_sensitive, snapshot_properties, "update", mor
                 )
             )
@@ -426,7 +426,7 @@ class Transaction:
         committing = time.perf_counter()
         if changes.data_files or changes.deletes.added or changes.rewritten:
             self._stage(
-                self._changes_action(
+                self.row_changes_action(
                     changes,
                     outcome.conflict_filter,
                     branch,
@@ -448,7 +448,34 @@ class Transaction:
             seconds={**outcome.seconds, "commit": done - committing, "total": done - started},
         )
 
-    def _changes_action(
+    def stage_row_changes(
+        self,
+        changes: RowChanges,
+        conflict_filter: BooleanExpression,
+        operation: str,
+        merge_on_read: bool,
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        """Stage what an engine wrote for a row-level ``operation`` (update, merge):
+        new data files with delete files, or with the files they rewrite; validated
+        against ``conflict_filter`` (the rows the change read)."""
+        self._writable(branch, snapshot_properties)
+        self._stage(
+            self.row_changes_action(
+                changes,
+                conflict_filter,
+                branch,
+                case_sensitive,
+                snapshot_properties,
+                operation,
+                merge_on_read,
+            )
+        )
+
+    def row_changes_action(
         self,
         changes: RowChanges,
         conflict_filter: BooleanExpression,
