@@ -57,7 +57,11 @@ def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
         text=True,
         timeout=900,
     ).stdout
-    for step in ("load orders", "load lineitem", "RF1: insert 15 new orders", "RF2: delete 15"):
+    for step in ("load orders", "load lineitem", "RF1: upsert 15 new orders", "RF2: delete 15"):
         assert step in out
+    # RF2 is merge-on-read: rows marked in delete files, no data file rewritten
+    rf2 = out[out.index("RF2: delete 15") :]
+    assert "0 data files removed" in rf2 and "+0 rows in 0 data files" in rf2
+    assert "rows marked deleted in 0 delete files" not in rf2.split("> TPC-H")[0]
     assert "Q6 revenue:" in out and "planned" in out
     assert "history of" in out and "time travel: lineitem had 60,175 rows after the load" in out
