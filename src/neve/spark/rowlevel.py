@@ -437,6 +437,19 @@ def _merge(
     joined = s.join(t, cond, "full" if by_source else "left")
     t_pos = F.col(f"target.{ROW_POS}")
     matched = F.col("source.__s").isNotNull() & t_pos.isNotNull()
+    groups = {
+        "matched": matched,
+        "not_matched": t_pos.isNull(),
+        "not_matched_by_source": F.col("source.__s").isNull(),
+    }
+    chosen: Any = None
+    for i, c in enumerate(clauses):
+        when = groups[c.group]
+        if c.condition is not None:
+            when = when & F.coalesce(F.expr(c.condition), F.lit(False))
+        chosen = F.when(when, F.lit(i)) if chosen is None else chosen.when(when, F.lit(i))
+    # eager: the join runs once, and the plans of the checks and writes after it stay small
+    joined = joined.withColumn("__clause", chosen).localCheckpoint()
     if any(c.group == "matched" for c in clauses):
         twice = (
             joined.filter(matched)
@@ -451,19 +464,7 @@ def _merge(
                 f"a target row matches more than one source row on {list(keys)}; a MERGE "
                 "changes each target row at most once. Deduplicate the source by its key"
             )
-    groups = {
-        "matched": matched,
-        "not_matched": t_pos.isNull(),
-        "not_matched_by_source": F.col("source.__s").isNull(),
-    }
-    chosen: Any = None
-    for i, c in enumerate(clauses):
-        when = groups[c.group]
-        if c.condition is not None:
-            when = when & F.coalesce(F.expr(c.condition), F.lit(False))
-        chosen = F.when(when, F.lit(i)) if chosen is None else chosen.when(when, F.lit(i))
-    acted = joined.withColumn("__clause", chosen).filter(F.col("__clause").isNotNull())
-    acted = acted.persist()
+    acted = joined.filter(F.col("__clause").isNotNull())
     with cleanup_on_failure(table.io, []) as written:
         counts = {r["__clause"]: r["count"] for r in acted.groupBy("__clause").count().collect()}
         inserted = updated = deleted = 0
@@ -540,7 +541,7 @@ def _merge(
                 written.add(result)
                 changes.data_files = result.files
             changes.rewritten = touched
-        acted.unpersist()
+        joined.unpersist()  # the checkpointed blocks
         written_at = time.perf_counter()
         if changes.data_files or changes.deletes.added or changes.rewritten:
             txn.stage_row_changes(
