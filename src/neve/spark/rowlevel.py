@@ -28,6 +28,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from neve.arrow.deletes import write_deletion_vector_puffin, write_position_delete_file
+from neve.arrow.reader import DeleteCache, deleted_positions
 from neve.arrow.rowlevel import RowChanges
 from neve.arrow.write import rewrite_schema
 from neve.errors import ValidationError
@@ -35,7 +37,7 @@ from neve.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression, and_
 from neve.expressions.binding import bind
 from neve.expressions.expressions import greater_than_or_equal, is_in, less_than_or_equal
 from neve.expressions.visitors import references
-from neve.io.locations import data_location
+from neve.io.locations import LocationProvider, data_location
 from neve.planning.delete import DeleteFiles, file_scoped_deletes, plan_delete, whole_file_tasks
 from neve.planning.merge import Clause, needs_target_values
 from neve.planning.scan import ScanPlan
@@ -93,11 +95,7 @@ def mark_positions(
     targets = {uri: (t.file, tuple(t.delete_files)) for uri, t in by_uri.items()}
 
     def build_one(uri: str, new: BitMap64) -> bytes:
-        # runs on an executor: the pyarrow delete writers, imported there
-        from neve.arrow.deletes import write_deletion_vector_puffin, write_position_delete_file
-        from neve.arrow.reader import DeleteCache, deleted_positions
-        from neve.io.locations import LocationProvider
-
+        # runs on an executor, with the pyarrow engine's delete writers
         f, deletes = targets[uri]
         own = [
             d

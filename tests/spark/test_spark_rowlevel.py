@@ -1,0 +1,129 @@
+"""Merge-on-read row-level changes on Spark (issue 11): the delete files the executors
+write are the ones the pyarrow engine writes (v3: one DV per data file, merged and
+replaced; v2: file-scoped position deletes), pyiceberg reads the same rows, and a
+refused MERGE leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
+from pyspark.sql import SparkSession
+
+import neve
+import neve.spark as ns
+from neve.errors import ValidationError
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("v", pa.string()),
+        pa.field("q", pa.int64()),
+    ]
+)
+
+
+def rows(ids: range | list[int], tag: str = "r") -> pa.Table:
+    return pa.table(
+        {"id": list(ids), "v": [f"{tag}{i}" for i in ids], "q": [i % 7 for i in ids]},
+        schema=SCHEMA,
+    )
+
+
+def files_under(path: Path) -> set[str]:
+    return {os.path.join(r, n) for r, _, ns_ in os.walk(path) for n in ns_}
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> tuple[neve.Catalog, str, Path]:
+    uri = f"sqlite:///{tmp_path}/c.db"
+    cat = neve.connect(uri, warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    return cat, uri, tmp_path / "wh"
+
+
+def content(t: neve.Table) -> dict[int, tuple[str, int]]:
+    return {r["id"]: (r["v"], r["q"]) for r in t.refresh().scan().to_arrow().to_pylist()}
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_executors_write_merged_delete_files(
+    spark: SparkSession, env: tuple[neve.Catalog, str, Path], version: int
+) -> None:
+    cat, uri, wh = env
+    t = cat.create_table(
+        "db.t", SCHEMA, partition_by=["bucket(2, id)"], format_version=version, primary_key=["id"]
+    )
+    t.append(rows(range(200)))
+    expected = {i: (f"r{i}", i % 7) for i in range(200)}
+    for lo in (0, 50, 100):  # three deletes hitting the same data files
+        ns.delete(spark, t.refresh(), f"id >= {lo} AND id < {lo + 5}")
+        for i in range(lo, lo + 5):
+            expected.pop(i)
+    assert ns.update(spark, t.refresh(), {"q": "q * 100", "v": "concat(v, '!')"}, "id >= 190") == 10
+    for i in range(190, 200):
+        expected[i] = (f"r{i}!", (i % 7) * 100)
+    assert content(t) == expected
+
+    tasks = t.refresh().scan().plan_files()
+    for task in tasks:
+        deletes = task.delete_files
+        if version == 3:
+            assert len(deletes) <= 1 and all(d.is_deletion_vector for d in deletes)
+        else:
+            assert all(d.referenced_data_file == task.file.file_path for d in deletes)
+            assert len(deletes) <= 1  # earlier file-scoped deletes were merged and replaced
+    assert any(task.delete_files for task in tasks)
+
+    py = PyIcebergSqlCatalog("neve", uri=uri, warehouse=str(wh)).load_table("db.t")
+    got = {r["id"]: (r["v"], r["q"]) for r in py.scan().to_arrow().to_pylist()}
+    assert got == expected
+
+
+def test_spark_merge_with_conditions_equals_the_pyarrow_merge(
+    spark: SparkSession, env: tuple[neve.Catalog, str, Path]
+) -> None:
+    cat, _, _ = env
+    tables = []
+    for name in ("a", "b"):
+        t = cat.create_table(f"db.{name}", SCHEMA, format_version=3, primary_key=["id"])
+        t.append(rows(range(50)))
+        tables.append(t)
+    source = rows([3, 4, 5, 6, 70, 71], "s")
+
+    def clauses(b: neve.table.merge.MergeBuilder) -> neve.table.merge.MergeBuilder:
+        return (
+            b.when_matched_delete("target.q = 3")
+            .when_matched_update({"q": "target.q + source.q"}, "source.id > 4")
+            .when_matched_update_all()
+            .when_not_matched_insert_all("source.id < 71")
+            .when_not_matched_by_source_delete("target.id >= 45")
+        )
+
+    r1 = clauses(tables[0].merge(source)).execute()
+    r2 = clauses(ns.merge(spark, spark.createDataFrame(source), tables[1])).execute()
+    assert content(tables[0]) == content(tables[1])
+    for field in ("rows_inserted", "rows_updated", "rows_deleted"):
+        assert getattr(r1, field) == getattr(r2, field), field
+    assert (r1.rows_inserted, r1.rows_deleted) == (1, 6)
+
+
+def test_refused_spark_merge_leaves_nothing(
+    spark: SparkSession, env: tuple[neve.Catalog, str, Path]
+) -> None:
+    cat, _, wh = env
+    t = cat.create_table("db.t", SCHEMA, format_version=3, primary_key=["id"])
+    t.append(rows(range(20)))
+    before, md = files_under(wh), t.metadata_location
+    dup = spark.createDataFrame(rows([3, 3, 30], "d"))
+    with pytest.raises(ValidationError, match="more than one source row"):
+        ns.upsert(spark, dup, t)
+    with pytest.raises(ValidationError, match="no key column"):
+        ns.upsert(spark, spark.createDataFrame(pa.table({"v": ["x"]})), t)
+    assert t.refresh().metadata_location == md
+    assert files_under(wh) == before
