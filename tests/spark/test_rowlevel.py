@@ -71,8 +71,9 @@ def test_overwrites_match_pyarrow(spark: SparkSession, cat: Catalog) -> None:
     assert canon(t.scan().to_arrow()) == canon(rows(300, 3))
 
 
-def test_rewrite_keeps_merge_on_read_deletes(spark: SparkSession, cat: Catalog) -> None:
-    t = cat.create_table("db.mor", SCHEMA)
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_rewrite_keeps_merge_on_read_deletes(spark: SparkSession, cat: Catalog, mode: str) -> None:
+    t = cat.create_table("db.mor", SCHEMA, properties={"write.delete.mode": mode})
     t.append(rows(0, 20))
     (f,) = data_files(t)
     dels = write_position_delete_file(
@@ -82,9 +83,16 @@ def test_rewrite_keeps_merge_on_read_deletes(spark: SparkSession, cat: Catalog) 
     expected = [r for r in canon(rows(0, 20)) if r["id"] not in (0, 1, 2, 15)]
     assert canon(t.scan().to_arrow()) == expected
 
-    delete(spark, t, "id > 16")  # rewrites the file: deleted rows must stay deleted
+    delete(spark, t, "id > 16")  # deleted rows must stay deleted either way
     assert canon(t.scan().to_arrow()) == [r for r in expected if r["id"] <= 16]
-    assert all(not task.delete_files for task in t.scan().plan_files())
+    tasks = t.scan().plan_files()
+    if mode == "copy-on-write":  # the file was rewritten without its deleted rows
+        assert all(not task.delete_files for task in tasks)
+    else:  # the old position deletes were merged into one file-scoped delete file
+        assert [len(task.delete_files) for task in tasks] == [1]
+        (merged,) = tasks[0].delete_files
+        assert merged.file_path != dels.file_path
+        assert merged.record_count == 4 + 3
 
 
 def test_delete_on_a_branch_leaves_main(spark: SparkSession, cat: Catalog) -> None:
