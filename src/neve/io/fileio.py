@@ -198,6 +198,19 @@ class FileIO:
         except OSError as exc:
             raise NeveIOError(f"cannot delete {path}: {exc}") from exc
 
+    def list_file_infos(self, path: str) -> list[tuple[str, int]]:
+        """All files below a directory, recursively, with their modification times in
+        milliseconds (paths as :meth:`list_files` gives them)."""
+        fs, inner = self.filesystem(path)
+        info = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
+        prefix = path.rstrip("/")
+        base = inner.rstrip("/")
+        return [
+            (prefix + i.path[len(base) :], (i.mtime_ns or 0) // 1_000_000)
+            for i in info
+            if i.type == pafs.FileType.File
+        ]
+
     def list_files(self, path: str) -> list[str]:
         """All files below a directory, recursively, as paths with the same prefix style."""
         fs, inner = self.filesystem(path)

@@ -148,6 +148,11 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     PropertyDef("commit.manifest.min-count-to-merge", 100, _int_at_least(0), _NON_NEGATIVE),
     PropertyDef("commit.manifest.target-size-bytes", 8 * _MIB, _int_at_least(1), _POSITIVE),
     PropertyDef("write.metadata.previous-versions-max", 100, _int_at_least(0), _NON_NEGATIVE),
+    PropertyDef(
+        "history.expire.max-snapshot-age-ms", 5 * 24 * 3600 * 1000, _int_at_least(0), _NON_NEGATIVE
+    ),
+    PropertyDef("history.expire.min-snapshots-to-keep", 1, _int_at_least(1), _POSITIVE),
+    PropertyDef("history.expire.max-ref-age-ms", 2**63 - 1, _int_at_least(0), _NON_NEGATIVE),
     PropertyDef("write.metadata.delete-after-commit.enabled", False, _boolean, _BOOLEAN),
     PropertyDef(
         "write.metadata.compression-codec", "none", _one_of("none", "gzip"), "none or gzip"

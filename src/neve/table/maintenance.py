@@ -1,30 +1,73 @@
-"""Table maintenance that removes files: purge on drop."""
+"""Table maintenance that removes files: snapshot expiration, orphan file removal, and
+purge on drop.
+
+Each action is planned first (what would go, printable as a dry run), then carried out:
+metadata changes go through the one commit path, and files are deleted only after
+the commit that made them unreachable has landed."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import gzip
 import json
 import os
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from neve.errors import NeveError, NeveIOError
+from neve.actions.expire import ExpireSnapshots
+from neve.errors import NeveError, NeveIOError, ValidationError
 from neve.io.fileio import FileIO, local_path
 from neve.planning.manifests import read_manifest, read_manifest_list
+from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
+from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.table_metadata import TableMetadata
+from neve.spec.temporal import timestamp_millis
+from neve.table.transaction import Transaction
 
-if TYPE_CHECKING:
-    from neve.table.table import Table
 
-__all__ = ["purge_reachable", "purge_roots", "purge_table_files", "reachable_files"]
+class MaintainedTable(Protocol):
+    """What maintenance needs of a table handle (``neve.table.table.Table``)."""
+
+    @property
+    def io(self) -> FileIO: ...
+
+    @property
+    def metadata(self) -> TableMetadata: ...
+
+    @property
+    def metadata_location(self) -> str: ...
+
+    def transaction(self) -> Transaction: ...
+
+    def refresh(self) -> Any: ...
+
+
+__all__ = [
+    "ExpireResult",
+    "Maintenance",
+    "OrphanResult",
+    "purge_reachable",
+    "purge_roots",
+    "purge_table_files",
+    "reachable_files",
+]
 
 _METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
+_VERSION_HINT = "version-hint.text"  # the filesystem catalog's pointer file
 
 
 def _metadata_reaches(io: FileIO, md: TableMetadata, out: set[str], seen: set[str]) -> None:
-    """Add the manifest lists, manifests, data and delete files ``md`` reaches."""
+    """Add the statistics files, manifest lists, manifests, data and delete files
+    ``md`` reaches."""
+    for stats in (*md.statistics, *md.partition_statistics):
+        path = stats.get("statistics-path")
+        if isinstance(path, str):
+            out.add(path)
     for s in md.snapshots:
         out.add(s.manifest_list)
         try:
@@ -44,7 +87,7 @@ def _metadata_reaches(io: FileIO, md: TableMetadata, out: set[str], seen: set[st
                 out.add(e.data_file.file_path)
 
 
-def reachable_files(table: Table, older_metadata: Iterable[str] = ()) -> set[str]:
+def reachable_files(table: MaintainedTable, older_metadata: Iterable[str] = ()) -> set[str]:
     """Every file the table's metadata reaches: data and delete files, manifests,
     manifest lists, and metadata files (current and logged). ``older_metadata`` names
     further metadata files whose snapshots count too when they are the table's (same
@@ -142,7 +185,7 @@ def _foreign_tables(
     return foreign
 
 
-def purge_reachable(table: Table) -> set[str]:
+def purge_reachable(table: MaintainedTable) -> set[str]:
     """The files a purge deletes outside the table's location: everything the current
     and logged metadata reach, and every metadata file of the table found in its
     location (older than the log). Computed before the catalog entry goes, since the
@@ -151,7 +194,7 @@ def purge_reachable(table: Table) -> set[str]:
     return reachable_files(table, [p for p in listed if _is_metadata_json(p)])
 
 
-def purge_table_files(table: Table, reachable: set[str] | None = None) -> list[str]:
+def purge_table_files(table: MaintainedTable, reachable: set[str] | None = None) -> list[str]:
     """Delete every file that belongs to the table (``drop_table(purge=True)``); returns
     the paths deleted.
 
@@ -197,3 +240,227 @@ def _remove_empty_folders(io: FileIO, root: str) -> None:
     for folder, _dirs, _files in os.walk(top, topdown=False):
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+# -- expire snapshots and remove orphan files ---------------------------------------------
+
+#: ``remove_orphan_files``' default cut-off, as Iceberg-Java's: files younger than this
+#: may belong to a write in progress.
+ORPHAN_MIN_AGE_MS = 3 * 24 * 3600 * 1000
+#: Iceberg-Java's default scheme equivalences for orphan removal.
+DEFAULT_EQUAL_SCHEMES = {"s3n": "s3", "s3a": "s3"}
+PREFIX_MISMATCH_MODES = ("error", "ignore", "delete")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _rows(pairs: Sequence[tuple[str, object]]) -> str:
+    width = max(len(k) for k, _ in pairs)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in pairs)
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """What ``expire_snapshots`` removed (or, with ``dry_run``, would remove). Counts
+    are by kind, named as Iceberg-Java's procedure names them."""
+
+    expired_snapshot_ids: tuple[int, ...]
+    removed_refs: tuple[str, ...]
+    deleted: Mapping[str, int]
+    files: tuple[str, ...]
+    failed: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        pairs: list[tuple[str, object]] = [
+            ("expired snapshots", len(self.expired_snapshot_ids)),
+            ("removed refs", ", ".join(self.removed_refs) or "-"),
+        ]
+        pairs += [(f"{verb} {k.replace('_', ' ')}", self.deleted[k]) for k in FILE_KINDS]
+        if self.failed:
+            pairs.append(("could not delete", len(self.failed)))
+        return _rows(pairs)
+
+
+@dataclass(frozen=True)
+class OrphanResult:
+    """The files ``remove_orphan_files`` deleted (or would delete)."""
+
+    orphan_file_locations: tuple[str, ...]
+    failed: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        pairs: list[tuple[str, object]] = [
+            (f"{verb} orphan files", len(self.orphan_file_locations))
+        ]
+        pairs += [("", p) for p in self.orphan_file_locations[:10]]
+        if len(self.orphan_file_locations) > 10:
+            pairs.append(("", f"... {len(self.orphan_file_locations) - 10} more"))
+        if self.failed:
+            pairs.append(("could not delete", len(self.failed)))
+        return _rows(pairs)
+
+
+def _delete_all(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
+    """Delete ``paths`` in parallel; returns those that could not be deleted."""
+
+    def one(path: str) -> str | None:
+        try:
+            io.delete(path)
+        except NeveIOError:
+            return path
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return tuple(p for p in pool.map(one, paths) if p is not None)
+
+
+def _split_uri(path: str) -> tuple[str, str, str]:
+    """(scheme, authority, path) of a file location; local paths have scheme ``file``."""
+    if "://" in path:
+        scheme, rest = path.split("://", 1)
+        authority, _, inner = rest.partition("/")
+        return scheme.lower(), authority, "/" + inner
+    if path.startswith("file:"):
+        return "file", "", "/" + path[len("file:") :].lstrip("/")
+    return "file", "", path
+
+
+class Maintenance:
+    """Maintenance actions of one table (``table.maintenance``). Names and options
+    follow Iceberg-Java's Spark procedures."""
+
+    def __init__(self, table: MaintainedTable) -> None:
+        self.table = table
+
+    def expire_snapshots(
+        self,
+        older_than: int | str | dt.datetime | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Sequence[int] = (),
+        dry_run: bool = False,
+        max_concurrent_deletes: int = 8,
+    ) -> ExpireResult:
+        """Remove snapshots by the retention rules of :mod:`neve.actions.expire` and
+        delete the files only they reached: data and delete files, manifests, manifest
+        lists and statistics files. ``older_than`` (a time; default: the table's
+        ``history.expire.max-snapshot-age-ms``, 5 days ago), ``retain_last`` (keep at
+        least this many ancestors of each branch) and ``snapshot_ids`` (expire these
+        too) combine as in Iceberg-Java. With ``dry_run`` nothing changes and the
+        result says what would go."""
+        table = self.table
+        now = _now_ms()
+        older_ms = timestamp_millis(older_than) if older_than is not None else None
+        if dry_run:
+            action = ExpireSnapshots(now, older_ms, retain_last, snapshot_ids)
+            before = table.metadata
+            updates, _ = action.plan(before)
+            after = apply_updates(before, updates)
+            files = expired_files(table.io, before, after, max_concurrent_deletes)
+            return self._expire_result(action, files, (), dry_run=True)
+        txn = table.transaction()
+        action = txn.expire_snapshots(now, older_ms, retain_last, snapshot_ids)
+        txn.commit()
+        assert action.planned_on is not None  # planned by the commit that landed
+        files = expired_files(table.io, action.planned_on, table.metadata, max_concurrent_deletes)
+        failed = _delete_all(table.io, files.paths(), max_concurrent_deletes)
+        return self._expire_result(action, files, failed, dry_run=False)
+
+    @staticmethod
+    def _expire_result(
+        action: ExpireSnapshots, files: FileSets, failed: tuple[str, ...], dry_run: bool
+    ) -> ExpireResult:
+        assert action.planned is not None
+        return ExpireResult(
+            expired_snapshot_ids=action.planned.snapshot_ids,
+            removed_refs=action.planned.refs,
+            deleted=files.counts(),
+            files=tuple(files.paths()),
+            failed=failed,
+            dry_run=dry_run,
+        )
+
+    def remove_orphan_files(
+        self,
+        older_than: int | str | dt.datetime | None = None,
+        location: str | None = None,
+        dry_run: bool = False,
+        equal_schemes: Mapping[str, str] | None = None,
+        equal_authorities: Mapping[str, str] | None = None,
+        prefix_mismatch_mode: str = "error",
+        max_concurrent_deletes: int = 8,
+    ) -> OrphanResult:
+        """Delete the files below ``location`` (default: the table's) that no snapshot
+        or metadata file of the table reaches and that are older than ``older_than``
+        (default: 3 days ago; younger files may belong to a write in progress, so a
+        cut-off later than the start of any running write is unsafe). Files of another
+        table nested below the location are left alone.
+
+        A listed file whose path is reachable under another scheme or authority is a
+        prefix mismatch: ``prefix_mismatch_mode`` ``error`` (default) refuses and lists
+        them, ``ignore`` keeps them, ``delete`` treats them as orphans.
+        ``equal_schemes`` / ``equal_authorities`` (``{"s3a": "s3"}``) name equivalent
+        ones; the scheme map extends Iceberg-Java's default (``s3n``, ``s3a`` = ``s3``).
+        """
+        if prefix_mismatch_mode not in PREFIX_MISMATCH_MODES:
+            raise ValidationError(
+                f"prefix_mismatch_mode must be one of {', '.join(PREFIX_MISMATCH_MODES)}, "
+                f"not {prefix_mismatch_mode!r}"
+            )
+        table = self.table
+        io = table.io
+        md = table.metadata
+        cutoff = (
+            timestamp_millis(older_than)
+            if older_than is not None
+            else _now_ms() - ORPHAN_MIN_AGE_MS
+        )
+        root = (location or md.location).rstrip("/")
+        listed = io.list_file_infos(root)
+        paths = [p for p, _ in listed]
+        reachable = reachable_files(table, [p for p in paths if _is_metadata_json(p)])
+        reachable.add(table.metadata_location)
+        foreign = _foreign_tables(io, root, paths, md.table_uuid, reachable)
+        schemes = {**DEFAULT_EQUAL_SCHEMES, **(equal_schemes or {})}
+        authorities = dict(equal_authorities or {})
+
+        def key(path: str) -> tuple[str, str, str]:
+            scheme, authority, inner = _split_uri(path)
+            return schemes.get(scheme, scheme), authorities.get(authority, authority), inner
+
+        valid: dict[str, set[tuple[str, str]]] = {}
+        for p in reachable:
+            scheme, authority, inner = key(p)
+            valid.setdefault(inner, set()).add((scheme, authority))
+        orphans: list[str] = []
+        mismatched: list[str] = []
+        for path, mtime_ms in listed:
+            if mtime_ms >= cutoff or any(_under(path, f) for f in foreign):
+                continue
+            if path.rsplit("/", 1)[-1] == _VERSION_HINT:
+                continue
+            scheme, authority, inner = key(path)
+            prefixes = valid.get(inner)
+            if prefixes is None:
+                orphans.append(path)
+            elif (scheme, authority) not in prefixes:
+                mismatched.append(path)
+        if mismatched and prefix_mismatch_mode == "error":
+            raise ValidationError(
+                f"{len(mismatched)} files are reachable under another scheme or authority "
+                f"(e.g. {mismatched[0]}); name equivalent ones with equal_schemes= / "
+                "equal_authorities=, or pass prefix_mismatch_mode='ignore' (keep them) or "
+                "'delete' (remove them)"
+            )
+        if prefix_mismatch_mode == "delete":
+            orphans += mismatched
+        orphans.sort()
+        failed: tuple[str, ...] = ()
+        if not dry_run:
+            failed = _delete_all(io, orphans, max_concurrent_deletes)
+        return OrphanResult(tuple(orphans), failed, dry_run)

@@ -21,6 +21,7 @@ from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.table.inspect import InspectTable
+from neve.table.maintenance import Maintenance
 from neve.table.merge import MergeBuilder, MergeResult
 from neve.table.scan import TableScan
 from neve.table.transaction import Transaction
@@ -135,6 +136,11 @@ class Table:
 
     def refs(self) -> dict[str, SnapshotRef]:
         return dict(self._metadata.refs)
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """Expire snapshots, remove orphan files (``table.maintenance.<action>(...)``)."""
+        return Maintenance(self)
 
     @property
     def inspect(self) -> InspectTable:

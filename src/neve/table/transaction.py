@@ -23,6 +23,7 @@ import pyarrow as pa
 from neve.actions.append import AppendFiles
 from neve.actions.base import Action
 from neve.actions.commit import CommitTarget, PlannedChanges, commit_actions
+from neve.actions.expire import ExpireSnapshots
 from neve.actions.metadata import (
     SchemaAction,
     SortOrderAction,
@@ -775,6 +776,20 @@ class Transaction:
     def set_current_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
         """Point a branch at any known snapshot."""
         self._stage(ref_action(self._staged, branch, snapshot_id))
+
+    def expire_snapshots(
+        self,
+        now_ms: int,
+        older_than_ms: int | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Sequence[int] = (),
+    ) -> ExpireSnapshots:
+        """Stage the removal of expired snapshots and refs (metadata only; the files
+        they alone reached are deleted by ``table.maintenance.expire_snapshots``).
+        Returns the action, whose ``planned_on`` is the version it was last planned on."""
+        action = ExpireSnapshots(now_ms, older_than_ms, retain_last, snapshot_ids)
+        self._stage(action)
+        return action
 
     def rollback_to_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
         """Point a branch back at one of its ancestors."""

@@ -1,0 +1,146 @@
+"""Snapshot expiration: which snapshots and refs go, decided on one metadata version
+by Iceberg's retention rules, and the action that removes them.
+
+The rules (as Iceberg-Java's ``ExpireSnapshots``):
+
+- A tag or branch other than ``main`` whose snapshot is older than its
+  ``max-ref-age-ms`` (default: the table's ``history.expire.max-ref-age-ms``, forever)
+  is removed; ``main`` never is.
+- Each remaining branch keeps its head's ancestors while fewer than its
+  ``min-snapshots-to-keep`` are kept or while they are newer than the cut-off (its own
+  ``max-snapshot-age-ms``, else ``older_than``, else the table's
+  ``history.expire.max-snapshot-age-ms``, 5 days); ``retain_last`` stands in for the
+  table's ``history.expire.min-snapshots-to-keep`` (1).
+- Each remaining tag keeps its snapshot.
+- A snapshot no ref reaches is kept while it is newer than the cut-off.
+- ``snapshot_ids`` expire whatever their age, unless a ref points at one (an error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from neve.actions.base import Action
+from neve.errors import ValidationError
+from neve.spec.properties import read_property
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.requirements import AssertRefSnapshotId, TableRequirement
+from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
+
+__all__ = ["ExpirePlan", "ExpireSnapshots", "plan_expiration"]
+
+
+@dataclass(frozen=True)
+class ExpirePlan:
+    """What an expiration removes from one metadata version."""
+
+    snapshot_ids: tuple[int, ...]
+    refs: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.snapshot_ids and not self.refs
+
+
+def plan_expiration(
+    md: TableMetadata,
+    now_ms: int,
+    older_than_ms: int | None = None,
+    retain_last: int | None = None,
+    snapshot_ids: Iterable[int] = (),
+) -> ExpirePlan:
+    """The snapshots and refs that expire from ``md`` at ``now_ms`` (module rules)."""
+    if retain_last is not None and retain_last < 1:
+        raise ValidationError(f"retain_last must be at least 1, not {retain_last}")
+    explicit = set(snapshot_ids)
+    unknown = sorted(explicit - {s.snapshot_id for s in md.snapshots})
+    if unknown:
+        raise ValidationError(f"snapshots {unknown} are not in the table; list them with history")
+    max_age = int(read_property(md.properties, "history.expire.max-snapshot-age-ms"))
+    cutoff = older_than_ms if older_than_ms is not None else now_ms - max_age
+    min_keep = (
+        retain_last
+        if retain_last is not None
+        else int(read_property(md.properties, "history.expire.min-snapshots-to-keep"))
+    )
+    max_ref_age = int(read_property(md.properties, "history.expire.max-ref-age-ms"))
+
+    expired_refs: list[str] = []
+    kept_refs = {}
+    for name, ref in sorted(md.refs.items()):
+        snap = md.snapshot_by_id(ref.snapshot_id) if md.has_snapshot(ref.snapshot_id) else None
+        age_limit = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else max_ref_age
+        too_old = snap is not None and now_ms - snap.timestamp_ms > age_limit
+        if name != MAIN_BRANCH and too_old:
+            expired_refs.append(name)
+        else:
+            kept_refs[name] = ref
+
+    retained: set[int] = set()
+    for ref in kept_refs.values():
+        if not ref.is_branch:
+            retained.add(ref.snapshot_id)
+            continue
+        keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else min_keep
+        branch_cutoff = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms else cutoff
+        kept = 0
+        for s in md.ancestors(ref.snapshot_id):
+            if kept < keep or s.timestamp_ms >= branch_cutoff:
+                retained.add(s.snapshot_id)
+                kept += 1
+            else:
+                break
+
+    referenced = {s.snapshot_id for r in md.refs.values() for s in md.ancestors(r.snapshot_id)}
+    for s in md.snapshots:
+        if s.snapshot_id not in referenced and s.timestamp_ms >= cutoff:
+            retained.add(s.snapshot_id)
+
+    heads = {r.snapshot_id: n for n, r in kept_refs.items()}
+    pinned = sorted(explicit & set(heads))
+    if pinned:
+        names = sorted(heads[i] for i in pinned)
+        raise ValidationError(
+            f"cannot expire snapshots {pinned}: refs {names} point at them; "
+            "remove or move those refs first"
+        )
+    retained -= explicit
+    gone = tuple(sorted(s.snapshot_id for s in md.snapshots if s.snapshot_id not in retained))
+    return ExpirePlan(snapshot_ids=gone, refs=tuple(expired_refs))
+
+
+class ExpireSnapshots(Action):
+    """Remove the expired snapshots and refs. Planned again on every attempt, on the
+    metadata it commits against; it requires every ref to be where it was planned, so
+    a concurrent ref change makes it plan again rather than remove something a new
+    ref reaches."""
+
+    def __init__(
+        self,
+        now_ms: int,
+        older_than_ms: int | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Iterable[int] = (),
+    ) -> None:
+        self.now_ms = now_ms
+        self.older_than_ms = older_than_ms
+        self.retain_last = retain_last
+        self.snapshot_ids = tuple(snapshot_ids)
+        self.planned: ExpirePlan | None = None
+        self.planned_on: TableMetadata | None = None
+
+    def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
+        plan = plan_expiration(
+            md, self.now_ms, self.older_than_ms, self.retain_last, self.snapshot_ids
+        )
+        self.planned = plan
+        self.planned_on = md
+        updates: list[TableUpdate] = [RemoveSnapshotRef(name) for name in plan.refs]
+        if plan.snapshot_ids:
+            updates.append(RemoveSnapshots(plan.snapshot_ids))
+        requirements: list[TableRequirement] = [
+            AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in sorted(md.refs.items())
+        ]
+        return updates, requirements
