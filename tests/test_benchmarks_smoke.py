@@ -65,3 +65,31 @@ def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
     assert "rows marked deleted in 0 delete files" not in rf2.split("> TPC-H")[0]
     assert "Q6 revenue:" in out and "planned" in out
     assert "history of" in out and "time travel: lineitem had 60,175 rows after the load" in out
+
+
+def test_bench_merge_quick_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_merge.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout
+    for section in ("== (a) Spark upsert", "== (b) pyarrow upsert", "== (c) delete 1%"):
+        assert out.count(section) == 1
+    # (a) Spark: neve merge-on-read, Iceberg-Java MERGE INTO, neve copy-on-write
+    lines = [line for line in out.splitlines() if "neve/Java" in line]
+    assert [line.split("  ")[1].strip() for line in lines] == [
+        "neve merge-on-read",
+        "Iceberg-Java MERGE INTO",
+        "neve copy-on-write",
+    ]
+    # (b) both libraries upserted 300 changed and 300 new rows into SF0.01 and agree
+    assert "TPC-H lineitem SF0.01: 60,175 rows; upsert 600 rows" in out
+    assert "  neve table.upsert" in out
+    assert out.count("pyiceberg/neve") == 1
+    assert "both end with 60,475 rows" in out
+    # (c) ~1% deleted both ways, then the scans agreed
+    assert "delete l_suppkey <= 1: 615 rows (1.02%)" in out
+    assert "copy-on-write/merge-on-read" in out
+    assert out.count("with-deletes/clean") == 1

@@ -127,3 +127,34 @@ def test_refused_spark_merge_leaves_nothing(
         ns.upsert(spark, spark.createDataFrame(pa.table({"v": ["x"]})), t)
     assert t.refresh().metadata_location == md
     assert files_under(wh) == before
+
+
+@pytest.mark.parametrize("n_keys", [999, 1000, 1001, 2500])
+def test_spark_merge_locates_keys_by_list_or_by_range(
+    spark: SparkSession, env: tuple[neve.Catalog, str, Path], n_keys: int
+) -> None:
+    """Sources around the key-list limit (1,000 distinct keys), with a null key that
+    matches nothing: the same rows as the pyarrow MERGE."""
+    cat, _, _ = env
+    props = {"write.merge.mode": "merge-on-read"}
+    t = cat.create_table("db.k", SCHEMA, partition_by=["bucket(4, id)"], properties=props)
+    twin = cat.create_table("db.ktwin", SCHEMA, partition_by=["bucket(4, id)"], properties=props)
+    base = rows(range(0, 4000, 2))
+    t.append(base)
+    twin.append(base)
+    ids = list(range(1000, 1000 + n_keys))  # half existing (even), half new (odd)
+    source = [*rows(ids, tag="s").to_pylist(), {"id": None, "v": "null-key", "q": 1}]
+    nullable = pa.schema(
+        [SCHEMA.field("id").with_nullable(True), SCHEMA.field("v"), SCHEMA.field("q")]
+    )
+    insert_if = "source.id IS NOT NULL"
+
+    df = spark.createDataFrame(source, "id long, v string, q long")
+    ns.merge(spark, df, t, on=["id"]).when_matched_update_all().when_not_matched_insert_all(
+        insert_if
+    ).execute()
+    twin.merge(
+        pa.Table.from_pylist(source, nullable), on=["id"]
+    ).when_matched_update_all().when_not_matched_insert_all(insert_if).execute()
+    assert content(t) == content(twin)
+    assert len(content(t)) == 2000 + n_keys // 2

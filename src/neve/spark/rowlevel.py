@@ -347,17 +347,23 @@ def upsert(
 
 
 def _key_filter(source: DataFrame, keys: Sequence[str]) -> BooleanExpression:
+    # One pass: bounds and an estimate of the distinct count (no shuffle); the exact
+    # values are collected only when the estimate says the list is short.
     aggs = []
     for k in keys:
-        aggs += [F.countDistinct(k), F.min(k), F.max(k)]
+        aggs += [F.approx_count_distinct(k, 0.05), F.min(k), F.max(k)]
     stats = source.agg(*aggs).collect()[0]
     parts: list[BooleanExpression] = []
     for i, k in enumerate(keys):
-        count, low, high = stats[3 * i], stats[3 * i + 1], stats[3 * i + 2]
-        if not count:
+        estimate, low, high = stats[3 * i], stats[3 * i + 1], stats[3 * i + 2]
+        if low is None:  # no row, or only null keys: nothing can match
             return ALWAYS_FALSE
-        if count <= _IN_LIST_LIMIT:
-            values = [r[0] for r in source.select(k).distinct().collect() if r[0] is not None]
+        values = None
+        if estimate <= 2 * _IN_LIST_LIMIT:
+            col = F.col(f"`{k}`")
+            found = source.select(col).where(col.isNotNull()).distinct()
+            values = [r[0] for r in found.limit(_IN_LIST_LIMIT + 1).collect()]
+        if values is not None and len(values) <= _IN_LIST_LIMIT:
             parts.append(is_in(k, values))
         else:
             parts += [greater_than_or_equal(k, low), less_than_or_equal(k, high)]
@@ -426,6 +432,13 @@ def _merge(
     )
     if not by_source:
         target = target.filter(to_spark_column(key_filter, schema, case_sensitive))
+        # Only target rows whose key is in the source can match: a semi join against the
+        # source's keys (broadcast, so the large side is streamed, never shuffled) leaves
+        # the outer join below two small sides.
+        probe = source.select(*[F.col(f"`{k}`") for k in keys]).where(
+            " AND ".join(f"`{k}` IS NOT NULL" for k in keys)
+        )
+        target = target.join(F.broadcast(probe), list(keys), "left_semi")
     s = source.withColumn("__s", F.lit(True)).alias("source")
     t = target.alias("target")
     on_keys = [F.col(f"source.`{k}`") == F.col(f"target.`{k}`") for k in keys]

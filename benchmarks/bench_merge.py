@@ -1,0 +1,339 @@
+"""Row-level changes: neve's upsert and delete next to the reference engines, in one run.
+
+(a) Spark upsert: neve merge-on-read vs Iceberg-Java 1.10.2's MERGE INTO vs neve
+    copy-on-write (benchmarks/bench_merge_spark.py, TPC-H lineitem at ``--scale``).
+(b) pyarrow upsert: TPC-H lineitem at ``--pyarrow-scale`` (SF0.1 = 600k rows) as a
+    primary-key table on (l_orderkey, l_linenumber), bucket(16, l_orderkey), format v2,
+    in neve and in pyiceberg (its own SQLite catalog, the same rows, identifier fields
+    set). Source: 6,000 rows at SF0.1 (scaled): half existing keys with l_quantity + 1,
+    half new keys. ``table.upsert`` (neve, merge-on-read: position delete files) against
+    pyiceberg's ``tbl.upsert`` (copy-on-write); each run starts from the loaded snapshot,
+    runs alternate, best of ``--runs``; both must end with the same rows.
+(c) delete 1%: lineitem at ``--scale`` in two neve v3 tables, bucket(16, l_orderkey), one
+    merge-on-read (deletion vectors), one copy-on-write. Delete ``l_suppkey <= N`` (N =
+    1% of the suppliers, so ~1% of the rows, spread over every file) in each, best of
+    ``--runs``. Then a full-scan aggregate (sum of l_quantity and l_extendedprice by
+    l_returnflag, l_linestatus) on the merge-on-read table with its deletion vectors
+    against the copy-on-write table after its delete (the same rows, no delete files).
+
+A script, not a test: it checks results agree, never times.
+
+    .venv/bin/python benchmarks/bench_merge.py [--scale 1] [--pyarrow-scale 0.1]
+        [--runs 3] [--skip-spark] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+KEYS = ("l_orderkey", "l_linenumber")
+BUCKET = "bucket(16, l_orderkey)"
+GROUP = ("l_returnflag", "l_linestatus")
+SUMS = ("l_quantity", "l_extendedprice")
+
+
+def timed(fn: Callable[..., Any], *args: Any) -> float:
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def lineitem(scale: float) -> pa.Table:
+    """TPC-H lineitem at ``scale`` (generated once under benchmarks/data), with plain
+    string columns and no Parquet field ids, so both libraries take the same schema."""
+    from neve.tpch import generate
+
+    folder = generate(DATA / "tpch", scale, ("lineitem",))["lineitem"]
+    data = pq.read_table(folder)
+    fields = [
+        pa.field(
+            f.name,
+            pa.large_string() if pa.types.is_string_view(f.type) else f.type,
+            nullable=f.nullable,
+        )
+        for f in data.schema
+    ]
+    return data.cast(pa.schema(fields))
+
+
+def upsert_source(data: pa.Table, half: int) -> pa.Table:
+    """``half`` existing rows with l_quantity + 1 and ``half`` rows under new keys
+    (l_orderkey + the largest key), drawn at random (fixed seed)."""
+    rng = np.random.default_rng(7)
+    picks = rng.choice(data.num_rows, size=2 * half, replace=False)
+    changed = data.take(pa.array(np.sort(picks[:half])))
+    qty_type = data.schema.field("l_quantity").type
+    assert data.schema.names[4] == "l_quantity" and data.schema.names[0] == "l_orderkey"
+    qty = pc.cast(pc.add(changed.column("l_quantity"), pa.scalar(Decimal(1))), qty_type)
+    changed = changed.set_column(4, data.schema.field("l_quantity"), qty)
+    fresh = data.take(pa.array(np.sort(picks[half:])))
+    max_key = pc.max(data.column("l_orderkey"))
+    keys = pc.add(fresh.column("l_orderkey"), max_key)
+    fresh = fresh.set_column(0, data.schema.field("l_orderkey"), keys)
+    return pa.concat_tables([changed, fresh])
+
+
+def checksum(rows: pa.Table) -> tuple[int, Decimal, int]:
+    """Row count, sum of l_quantity (exact), sum of l_orderkey."""
+    return (
+        rows.num_rows,
+        pc.sum(rows.column("l_quantity")).as_py(),
+        pc.sum(rows.column("l_orderkey")).as_py(),
+    )
+
+
+# -- (b) pyarrow upsert: neve against pyiceberg ------------------------------------------
+
+
+def bench_upsert(root: Path, scale: float, runs: int) -> tuple[float, float]:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.transforms import BucketTransform
+
+    import neve
+
+    data = lineitem(scale)
+    rows = data.num_rows
+    half = max(1, int(30_000 * scale))
+    source = upsert_source(data, half)
+
+    cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "neve-wh"))
+    cat.create_namespace("bench")
+    table = cat.create_table(
+        "bench.lineitem",
+        data.schema,
+        partition_by=[BUCKET],
+        primary_key=list(KEYS),
+        format_version=2,
+    )
+    load_neve = timed(table.append, data)
+    base = table.refresh().current_snapshot()
+    assert base is not None
+
+    pcat = SqlCatalog(
+        "bench", uri=f"sqlite:///{root}/pyiceberg.db", warehouse=f"file://{root}/pyiceberg-wh"
+    )
+    pcat.create_namespace("bench")
+    ptbl = pcat.create_table(
+        "bench.lineitem", schema=data.schema, properties={"format-version": "2"}
+    )
+    with ptbl.update_schema() as us:
+        us.set_identifier_fields(*KEYS)
+    with ptbl.update_spec() as sp:
+        sp.add_field("l_orderkey", BucketTransform(16), "l_orderkey_bucket")
+    # pyiceberg checks the arrow schema against its own (large types, required keys)
+    parrow = ptbl.schema().as_arrow()
+    pdata = data.cast(parrow)
+    psource = source.cast(parrow)
+    load_pyi = timed(ptbl.append, pdata)
+    pbase = ptbl.current_snapshot()
+    assert pbase is not None
+    del data, pdata
+
+    print(
+        f"TPC-H lineitem SF{scale:g}: {rows:,} rows; upsert {source.num_rows:,} rows "
+        f"({half:,} changed, {half:,} new); format v2, {BUCKET}, primary key "
+        f"({', '.join(KEYS)}); neve merge-on-read, pyiceberg copy-on-write; loaded in "
+        f"{load_neve:.1f} s (neve), {load_pyi:.1f} s (pyiceberg); best of {runs}, alternating",
+        flush=True,
+    )
+
+    columns = ["l_orderkey", "l_quantity"]
+    neve_check: list[tuple[int, Decimal, int]] = []
+    pyi_check: list[tuple[int, Decimal, int]] = []
+
+    def neve_run() -> float:
+        t = cat.load_table("bench.lineitem")
+        took = timed(t.upsert, source)
+        neve_check.append(
+            checksum(cat.load_table("bench.lineitem").scan(columns=columns).to_arrow())
+        )
+        cat.load_table("bench.lineitem").set_current_snapshot(base.snapshot_id)
+        return took
+
+    def pyi_run() -> float:
+        t = pcat.load_table("bench.lineitem")
+        took = timed(t.upsert, psource)
+        pyi_check.append(
+            checksum(
+                pcat.load_table("bench.lineitem").scan(selected_fields=tuple(columns)).to_arrow()
+            )
+        )
+        with pcat.load_table("bench.lineitem").manage_snapshots() as ms:
+            ms.set_current_snapshot(snapshot_id=pbase.snapshot_id)
+        return took
+
+    neve_times, pyi_times = [], []
+    for _ in range(runs):
+        neve_times.append(neve_run())
+        pyi_times.append(pyi_run())
+    assert len(set(neve_check)) == 1 and len(set(pyi_check)) == 1, (neve_check, pyi_check)
+    assert neve_check[0] == pyi_check[0], (neve_check[0], pyi_check[0])
+    assert neve_check[0][0] == rows + half, (neve_check[0], rows, half)
+
+    n, p = min(neve_times), min(pyi_times)
+    print(f"  neve table.upsert          {n:7.2f} s", flush=True)
+    print(f"  pyiceberg upsert           {p:7.2f} s   pyiceberg/neve {p / n:5.1f}x", flush=True)
+    print(
+        f"  both end with {neve_check[0][0]:,} rows, sum(l_quantity) {neve_check[0][1]}, "
+        f"sum(l_orderkey) {neve_check[0][2]:,}",
+        flush=True,
+    )
+    return n, p
+
+
+# -- (c) delete 1%: merge-on-read against copy-on-write, then a scan ---------------------
+
+
+def aggregate(table: Any) -> pa.Table:
+    """Sum of l_quantity and l_extendedprice by (l_returnflag, l_linestatus), scanned
+    in full to Arrow."""
+    rows = table.scan(columns=[*GROUP, *SUMS]).to_arrow()
+    out = rows.group_by(list(GROUP)).aggregate([(c, "sum") for c in SUMS])
+    return out.sort_by([(c, "ascending") for c in GROUP])
+
+
+def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, float, float]:
+    import neve
+
+    data = lineitem(scale)
+    rows = data.num_rows
+    # TPC-H has 10,000 suppliers per scale factor, l_suppkey uniform over them
+    n_supp = max(1, round(100 * scale))
+    where = f"l_suppkey <= {n_supp}"
+    matched = int(pc.sum(pc.less_equal(data.column("l_suppkey"), n_supp)).as_py())
+
+    cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "neve-wh"))
+    cat.create_namespace("bench")
+    tables = {}
+    loads = {}
+    for mode in ("merge-on-read", "copy-on-write"):
+        name = f"bench.lineitem_{mode.replace('-', '_')}"
+        t = cat.create_table(
+            name,
+            data.schema,
+            partition_by=[BUCKET],
+            format_version=3,
+            properties={"write.delete.mode": mode},
+        )
+        loads[mode] = timed(t.append, data)
+        tables[mode] = name
+    del data
+    mor, cow = tables["merge-on-read"], tables["copy-on-write"]
+    bases = {}
+    for name in (mor, cow):
+        snap = cat.load_table(name).current_snapshot()
+        assert snap is not None
+        bases[name] = snap.snapshot_id
+    n_files = len(cat.load_table(mor).scan().plan_files())
+    print(
+        f"TPC-H lineitem SF{scale:g}: {rows:,} rows in {n_files} data files per table "
+        f"(v3, {BUCKET}; loaded in {loads['merge-on-read']:.1f} s and "
+        f"{loads['copy-on-write']:.1f} s); delete {where}: {matched:,} rows "
+        f"({100 * matched / rows:.2f}%); best of {runs}, alternating",
+        flush=True,
+    )
+
+    def delete(name: str, first: bool) -> float:
+        if not first:
+            cat.load_table(name).set_current_snapshot(bases[name])
+        t = cat.load_table(name)
+        return timed(t.delete, where)
+
+    mor_times, cow_times = [], []
+    for i in range(runs):  # the last run's deletes stay for the scans
+        mor_times.append(delete(mor, i == 0))
+        cow_times.append(delete(cow, i == 0))
+    dvs = cat.load_table(mor).inspect.delete_files().num_rows
+    cow_deletes = cat.load_table(cow).inspect.delete_files().num_rows
+    assert cow_deletes == 0, cow_deletes
+    m, c = min(mor_times), min(cow_times)
+    print(f"  neve merge-on-read delete  {m:7.2f} s   ({dvs} deletion vectors)", flush=True)
+    print(
+        f"  neve copy-on-write delete  {c:7.2f} s   copy-on-write/merge-on-read {c / m:5.1f}x",
+        flush=True,
+    )
+
+    counts = [
+        cat.load_table(n).scan(columns=["l_orderkey"]).to_arrow().num_rows for n in (mor, cow)
+    ]
+    assert counts == [rows - matched] * 2, (counts, rows, matched)
+    print(
+        f"full-scan aggregate, sum({', '.join(SUMS)}) by {', '.join(GROUP)}: the "
+        f"merge-on-read table with its deletion vectors against the copy-on-write table "
+        f"after its delete (the same {rows - matched:,} rows, no delete files); after one "
+        f"untimed scan of each, best of {runs}",
+        flush=True,
+    )
+    results: dict[str, list[pa.Table]] = {mor: [], cow: []}
+
+    def scan(name: str) -> float:
+        t = cat.load_table(name)
+        t0 = time.perf_counter()
+        results[name].append(aggregate(t))
+        return time.perf_counter() - t0
+
+    for name in (mor, cow):  # warm up (imports, page cache) before timing
+        results[name].append(aggregate(cat.load_table(name)))
+    dirty_times, clean_times = [], []
+    for _ in range(runs):
+        dirty_times.append(scan(mor))
+        clean_times.append(scan(cow))
+    first = results[mor][0]
+    assert first.num_rows > 0
+    for got in (*results[mor], *results[cow]):
+        assert got.equals(first), (got, first)
+    d, k = min(dirty_times), min(clean_times)
+    print(f"  with deletion vectors      {d:7.2f} s", flush=True)
+    print(f"  clean (copy-on-write)      {k:7.2f} s   with-deletes/clean {d / k:5.2f}x", flush=True)
+    return m, c, d, k
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale: Spark and delete")
+    p.add_argument("--pyarrow-scale", type=float, default=0.1, help="TPC-H scale: pyarrow upsert")
+    p.add_argument("--runs", type=int, default=3, help="runs per measurement (best taken)")
+    p.add_argument("--master", default="local[2]", help="Spark master for (a)")
+    p.add_argument("--skip-spark", action="store_true", help="skip (a), the Spark upsert")
+    p.add_argument("--quick", action="store_true", help="smoke run: scale 0.01 everywhere, 1 run")
+    args = p.parse_args()
+    if args.quick:
+        args.scale = args.pyarrow_scale = 0.01
+        args.runs = 1
+    warnings.simplefilter("ignore")
+    root = Path(tempfile.mkdtemp(prefix="neve-bench-merge-"))
+    try:
+        if not args.skip_spark:
+            print("== (a) Spark upsert: neve against Iceberg-Java MERGE INTO ==", flush=True)
+            sys.path.insert(0, str(HERE))
+            import bench_merge_spark
+
+            bench_merge_spark.run(args.scale, args.runs, args.master)
+        print("== (b) pyarrow upsert: neve table.upsert against pyiceberg upsert ==", flush=True)
+        (root / "upsert").mkdir()
+        bench_upsert(root / "upsert", args.pyarrow_scale, args.runs)
+        print("== (c) delete 1%: merge-on-read against copy-on-write, then a full scan ==")
+        (root / "delete").mkdir()
+        bench_delete(root / "delete", args.scale, args.runs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
