@@ -69,6 +69,7 @@ bench: setup
 	$(PY) benchmarks/bench_commits.py
 	$(PY) benchmarks/bench_scan.py
 	$(PY) benchmarks/bench_spark.py
+	$(PY) benchmarks/bench_merge.py
 
 clean:
 	rm -rf $(VENV) $(JAVA_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
