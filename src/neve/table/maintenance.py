@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from neve.actions.expire import ExpireSnapshots
 from neve.errors import NeveError, NeveIOError, ValidationError
@@ -43,8 +43,6 @@ class MaintainedTable(Protocol):
     def metadata_location(self) -> str: ...
 
     def transaction(self) -> Transaction: ...
-
-    def refresh(self) -> Any: ...
 
 
 __all__ = [
@@ -424,7 +422,6 @@ class Maintenance:
         listed = io.list_file_infos(root)
         paths = [p for p, _ in listed]
         reachable = reachable_files(table, [p for p in paths if _is_metadata_json(p)])
-        reachable.add(table.metadata_location)
         foreign = _foreign_tables(io, root, paths, md.table_uuid, reachable)
         schemes = {**DEFAULT_EQUAL_SCHEMES, **(equal_schemes or {})}
         authorities = dict(equal_authorities or {})
