@@ -110,3 +110,34 @@ def test_java_and_pyiceberg_read_what_neve_expired(
         assert canon_rows(theirs.scan(snapshot_id=sid).to_arrow().to_pylist()) == before[sid]
     java_snapshots = iceberg_java.sql(f"SELECT snapshot_id FROM neve.{java_ns}.t.snapshots").rows
     assert {r[0] for r in java_snapshots} == {s.snapshot_id for s in t.snapshots()}
+
+
+def test_java_cleans_the_specs_and_schemas_neve_plans_to_clean(
+    iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str
+) -> None:
+    t = java_catalog.create_table((java_ns, "t"), SCHEMA, partition_by=["cat"])
+    t.append(rows(range(0, 12)))
+    with t.update_spec() as u:
+        u.add_field("bucket(2, id)")
+    with t.update_schema() as s:
+        s.add_column("extra", "long")
+    t = java_catalog.load_table((java_ns, "t"))
+    t.overwrite(rows(range(20, 26)))
+    t.append(rows(range(30, 33)))
+    t = java_catalog.load_table((java_ns, "t"))
+    now = int(time.time() * 1000) + 1
+    plan = t.maintenance.expire_snapshots(
+        older_than=now, retain_last=1, clean_expired_metadata=True, dry_run=True
+    )
+    assert (plan.removed_spec_ids, plan.removed_schema_ids) == ((0,), (0,))
+    out = iceberg_java.sql(
+        f"CALL neve.system.expire_snapshots(table => '{java_ns}.t', "
+        f"older_than => {java_timestamp(now)}, retain_last => 1, clean_expired_metadata => true)"
+    ).dicts()[0]
+    java_counts = {
+        k.removeprefix("deleted_").removesuffix("_count"): int(v) for k, v in out.items()
+    }
+    assert java_counts == dict(plan.deleted)
+    after = java_catalog.load_table((java_ns, "t"))
+    assert sorted(after.specs()) == [1] and sorted(after.schemas()) == [1]
+    assert [s.snapshot_id for s in after.snapshots()] == [t.snapshots()[-1].snapshot_id]

@@ -39,7 +39,9 @@ from neve.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AddSpec,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -132,6 +134,8 @@ REST_UPDATES: list[dict[str, Any]] = [
     },
     {"action": "remove-snapshot-ref", "ref-name": "audit"},
     {"action": "remove-snapshots", "snapshot-ids": [1, 2]},
+    {"action": "remove-partition-specs", "spec-ids": [0, 2]},
+    {"action": "remove-schemas", "schema-ids": [1]},
     {"action": "set-properties", "updates": {"commit.retry.num-retries": "8"}},
     {"action": "remove-properties", "removals": ["owner", "comment"]},
 ]
@@ -210,6 +214,8 @@ UPDATES: list[TableUpdate] = [
     SetSnapshotRef("dev", SnapshotRef(10, min_snapshots_to_keep=2, max_snapshot_age_ms=9)),
     RemoveSnapshotRef("dev"),
     RemoveSnapshots((1, 2, 3)),
+    RemovePartitionSpecs((0, 2)),
+    RemoveSchemas((1,)),
     SetProperties({"a": "1", "b": ""}),
     RemoveProperties(("a",)),
 ]

@@ -38,7 +38,9 @@ from neve.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AddSpec,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -586,3 +588,11 @@ def test_updates_on_a_golden_table_round_trip_through_json() -> None:
     ]
     assert len(out.metadata_log) == 3
     assert metadata_from_json(metadata_to_json(out)) == out
+
+
+def test_the_default_spec_and_the_current_schema_cannot_be_removed() -> None:
+    md = new_table()
+    with pytest.raises(ValidationError, match="default spec"):
+        apply_updates(md, [RemovePartitionSpecs((md.default_spec_id,))])
+    with pytest.raises(ValidationError, match="current schema"):
+        apply_updates(md, [RemoveSchemas((md.current_schema_id,))])

@@ -236,3 +236,42 @@ def test_expire_rebases_over_a_concurrent_append(catalog: neve.Catalog) -> None:
         102,
     ]
     assert on_disk(t) == needed(t)
+
+
+def test_clean_expired_metadata_removes_specs_and_schemas_only_expired_snapshots_used(
+    catalog: neve.Catalog,
+) -> None:
+    t = catalog.create_table("db.t", SCHEMA, partition_by=["cat"], format_version=2)
+    t.append(rows(range(0, 12)))
+    with t.update_spec() as u:
+        u.add_field("bucket(2, id)")
+    with t.update_schema() as s:
+        s.add_column("extra", "long")
+    t = catalog.load_table("db.t")
+    t.overwrite(rows(range(20, 26)))  # every old file replaced under the new spec
+    t.append(rows(range(30, 33)))
+    t = catalog.load_table("db.t")
+    assert sorted(t.specs()) == [0, 1] and sorted(t.schemas()) == [0, 1]
+    want = canon(t.scan().to_arrow())
+    now = int(time.time() * 1000) + 1
+
+    kept_all = t.maintenance.expire_snapshots(older_than=now, retain_last=2, dry_run=True)
+    assert kept_all.removed_spec_ids == () and kept_all.removed_schema_ids == ()
+
+    dry = t.maintenance.expire_snapshots(
+        older_than=now, retain_last=1, clean_expired_metadata=True, dry_run=True
+    )
+    assert (dry.removed_spec_ids, dry.removed_schema_ids) == ((0,), (0,))
+    assert sorted(catalog.load_table("db.t").specs()) == [0, 1]  # a dry run changes nothing
+
+    done = t.maintenance.expire_snapshots(
+        older_than=now, retain_last=1, clean_expired_metadata=True
+    )
+    assert (done.removed_spec_ids, done.removed_schema_ids) == ((0,), (0,))
+    assert "removed specs" in str(done)
+    t = catalog.load_table("db.t")
+    assert sorted(t.specs()) == [1] and sorted(t.schemas()) == [1]
+    assert canon(t.scan().to_arrow()) == want
+    assert on_disk(t) == needed(t)
+    t.append(rows(range(40, 41)))  # the table still takes writes
+    assert len(t.scan().to_arrow()) == len(want) + 1

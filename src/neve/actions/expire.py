@@ -14,6 +14,10 @@ The rules (as Iceberg-Java's ``ExpireSnapshots``):
 - Each remaining tag keeps its snapshot.
 - A snapshot no ref reaches is kept while it is newer than the cut-off.
 - ``snapshot_ids`` expire whatever their age, unless a ref points at one (an error).
+
+With ``clean_expired_metadata`` the partition specs no kept snapshot's manifests use
+and the schemas no kept snapshot names are removed too (never the default spec or the
+current schema), as Iceberg-Java's ``cleanExpiredMetadata`` does.
 """
 
 from __future__ import annotations
@@ -23,11 +27,24 @@ from dataclasses import dataclass
 
 from neve.actions.base import Action
 from neve.errors import ValidationError
+from neve.io.fileio import FileIO
+from neve.planning.manifests import read_manifest_list
 from neve.spec.properties import read_property
 from neve.spec.refs import MAIN_BRANCH
-from neve.spec.requirements import AssertRefSnapshotId, TableRequirement
+from neve.spec.requirements import (
+    AssertCurrentSchemaId,
+    AssertDefaultSpecId,
+    AssertRefSnapshotId,
+    TableRequirement,
+)
 from neve.spec.table_metadata import TableMetadata
-from neve.spec.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
+from neve.spec.updates import (
+    RemovePartitionSpecs,
+    RemoveSchemas,
+    RemoveSnapshotRef,
+    RemoveSnapshots,
+    TableUpdate,
+)
 
 __all__ = ["ExpirePlan", "ExpireSnapshots", "plan_expiration"]
 
@@ -123,13 +140,19 @@ class ExpireSnapshots(Action):
         older_than_ms: int | None = None,
         retain_last: int | None = None,
         snapshot_ids: Iterable[int] = (),
+        clean_expired_metadata: FileIO | None = None,
     ) -> None:
+        """``clean_expired_metadata``: the table's file IO, to also remove unused specs
+        and schemas (it reads the kept snapshots' manifest lists); None keeps them."""
+        self.clean_io = clean_expired_metadata
         self.now_ms = now_ms
         self.older_than_ms = older_than_ms
         self.retain_last = retain_last
         self.snapshot_ids = tuple(snapshot_ids)
         self.planned: ExpirePlan | None = None
         self.planned_on: TableMetadata | None = None
+        self.removed_specs: tuple[int, ...] = ()
+        self.removed_schemas: tuple[int, ...] = ()
 
     def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
         plan = plan_expiration(
@@ -143,4 +166,31 @@ class ExpireSnapshots(Action):
         requirements: list[TableRequirement] = [
             AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in sorted(md.refs.items())
         ]
+        specs: tuple[int, ...] = ()
+        schemas: tuple[int, ...] = ()
+        if self.clean_io is not None:
+            specs, schemas = self._unused(md, set(plan.snapshot_ids), self.clean_io)
+            if specs:
+                updates.append(RemovePartitionSpecs(specs))
+                requirements.append(AssertDefaultSpecId(md.default_spec_id))
+            if schemas:
+                updates.append(RemoveSchemas(schemas))
+                requirements.append(AssertCurrentSchemaId(md.current_schema_id))
+        self.removed_specs, self.removed_schemas = specs, schemas
         return updates, requirements
+
+    @staticmethod
+    def _unused(
+        md: TableMetadata, expired: set[int], io: FileIO
+    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The spec ids and schema ids nothing kept uses once ``expired`` are gone. A
+        concurrent commit only adds manifests of kept snapshots or of the default spec
+        (asserted), so the answer holds for it too."""
+        kept = [s for s in md.snapshots if s.snapshot_id not in expired]
+        spec_ids = {md.default_spec_id}
+        for s in kept:
+            spec_ids.update(m.partition_spec_id for m in read_manifest_list(io, s.manifest_list))
+        schema_ids = {md.current_schema_id} | {s.schema_id for s in kept if s.schema_id is not None}
+        specs = tuple(sorted(s.spec_id for s in md.partition_specs if s.spec_id not in spec_ids))
+        schemas = tuple(sorted(s.schema_id for s in md.schemas if s.schema_id not in schema_ids))
+        return specs, schemas

@@ -238,6 +238,11 @@ class SnapshotAction(Action):
                     found.update(file_key(e.data_file) for e in hits)
                     out.append(self._rewrite_without(md, m, entries))
                     continue
+            if m.added_files_count + m.existing_files_count == 0:
+                # only deletes an earlier snapshot recorded: not carried forward (as
+                # Iceberg-Java's MergingSnapshotProducer), so the manifest, and the spec
+                # it was written with, can be expired with that snapshot
+                continue
             out.append(m)
         missing = set(self.removed_paths) - found
         if missing:

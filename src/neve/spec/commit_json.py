@@ -42,7 +42,9 @@ from neve.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AddSpec,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -71,8 +73,6 @@ UNSUPPORTED_UPDATES = frozenset(
         "remove-statistics",
         "set-partition-statistics",
         "remove-partition-statistics",
-        "remove-partition-specs",
-        "remove-schemas",
         "enable-row-lineage",
         "add-encryption-key",
         "remove-encryption-key",
@@ -190,6 +190,10 @@ def update_to_json(u: TableUpdate) -> dict[str, Any]:
         return {"action": "remove-snapshot-ref", "ref-name": u.ref_name}
     if isinstance(u, RemoveSnapshots):
         return {"action": "remove-snapshots", "snapshot-ids": list(u.snapshot_ids)}
+    if isinstance(u, RemovePartitionSpecs):
+        return {"action": "remove-partition-specs", "spec-ids": list(u.spec_ids)}
+    if isinstance(u, RemoveSchemas):
+        return {"action": "remove-schemas", "schema-ids": list(u.schema_ids)}
     if isinstance(u, SetProperties):
         return {"action": "set-properties", "updates": dict(u.updates)}
     if isinstance(u, RemoveProperties):
@@ -242,6 +246,8 @@ _UPDATE_READERS: dict[str, Callable[[Mapping[str, Any], str], TableUpdate]] = {
     ),
     "remove-snapshot-ref": lambda d, k: RemoveSnapshotRef(_str(d, "ref-name", k)),
     "remove-snapshots": lambda d, k: RemoveSnapshots(_ints(d, "snapshot-ids", k)),
+    "remove-partition-specs": lambda d, k: RemovePartitionSpecs(_ints(d, "spec-ids", k)),
+    "remove-schemas": lambda d, k: RemoveSchemas(_ints(d, "schema-ids", k)),
     "set-properties": lambda d, k: SetProperties(_string_map(d, "updates", k)),
     "remove-properties": lambda d, k: RemoveProperties(_strings(d, "removals", k)),
 }

@@ -28,7 +28,9 @@ from neve.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AddSpec,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -84,6 +86,10 @@ def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate]) -> TableM
             md = _remove_ref(md, u.ref_name)
         elif isinstance(u, RemoveSnapshots):
             md = _remove_snapshots(md, set(u.snapshot_ids))
+        elif isinstance(u, RemovePartitionSpecs):
+            md = _remove_specs(md, set(u.spec_ids))
+        elif isinstance(u, RemoveSchemas):
+            md = _remove_schemas(md, set(u.schema_ids))
         elif isinstance(u, SetProperties):
             props = dict(md.properties)
             props.update(u.updates)
@@ -228,6 +234,22 @@ def _remove_snapshots(md: TableMetadata, ids: set[int]) -> TableMetadata:
             s for s in md.partition_statistics if s.get("snapshot-id") not in ids
         ),
     )
+
+
+def _remove_specs(md: TableMetadata, ids: set[int]) -> TableMetadata:
+    if md.default_spec_id in ids:
+        raise ValidationError(
+            f"cannot remove partition spec {md.default_spec_id}: it is the default spec"
+        )
+    return md.with_(partition_specs=tuple(s for s in md.partition_specs if s.spec_id not in ids))
+
+
+def _remove_schemas(md: TableMetadata, ids: set[int]) -> TableMetadata:
+    if md.current_schema_id in ids:
+        raise ValidationError(
+            f"cannot remove schema {md.current_schema_id}: it is the current schema"
+        )
+    return md.with_(schemas=tuple(s for s in md.schemas if s.schema_id not in ids))
 
 
 def _upgrade(md: TableMetadata, version: int) -> TableMetadata:

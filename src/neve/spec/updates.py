@@ -22,7 +22,9 @@ __all__ = [
     "AddSnapshot",
     "AddSortOrder",
     "AddSpec",
+    "RemovePartitionSpecs",
     "RemoveProperties",
+    "RemoveSchemas",
     "RemoveSnapshotRef",
     "RemoveSnapshots",
     "SetCurrentSchema",
@@ -99,6 +101,20 @@ class RemoveSnapshotRef(TableUpdate):
 @dataclass(frozen=True)
 class RemoveSnapshots(TableUpdate):
     snapshot_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemovePartitionSpecs(TableUpdate):
+    """Drop partition specs no manifest uses any more (never the default spec)."""
+
+    spec_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemoveSchemas(TableUpdate):
+    """Drop schemas no snapshot uses any more (never the current schema)."""
+
+    schema_ids: tuple[int, ...]
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,8 @@ class ExpireResult:
     files: tuple[str, ...]
     failed: tuple[str, ...] = ()
     dry_run: bool = False
+    removed_spec_ids: tuple[int, ...] = ()
+    removed_schema_ids: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
@@ -277,6 +279,9 @@ class ExpireResult:
             ("expired snapshots", len(self.expired_snapshot_ids)),
             ("removed refs", ", ".join(self.removed_refs) or "-"),
         ]
+        if self.removed_spec_ids or self.removed_schema_ids:
+            pairs.append(("removed specs", list(self.removed_spec_ids)))
+            pairs.append(("removed schemas", list(self.removed_schema_ids)))
         pairs += [(f"{verb} {k.replace('_', ' ')}", self.deleted[k]) for k in FILE_KINDS]
         if self.failed:
             pairs.append(("could not delete", len(self.failed)))
@@ -341,6 +346,7 @@ class Maintenance:
         older_than: int | str | dt.datetime | None = None,
         retain_last: int | None = None,
         snapshot_ids: Sequence[int] = (),
+        clean_expired_metadata: bool = False,
         dry_run: bool = False,
         max_concurrent_deletes: int = 8,
     ) -> ExpireResult:
@@ -349,20 +355,24 @@ class Maintenance:
         lists and statistics files. ``older_than`` (a time; default: the table's
         ``history.expire.max-snapshot-age-ms``, 5 days ago), ``retain_last`` (keep at
         least this many ancestors of each branch) and ``snapshot_ids`` (expire these
-        too) combine as in Iceberg-Java. With ``dry_run`` nothing changes and the
-        result says what would go."""
+        too) combine as in Iceberg-Java; ``clean_expired_metadata`` also removes the
+        partition specs and schemas only expired snapshots used. With ``dry_run``
+        nothing changes and the result says what would go."""
         table = self.table
         now = _now_ms()
         older_ms = timestamp_millis(older_than) if older_than is not None else None
         if dry_run:
-            action = ExpireSnapshots(now, older_ms, retain_last, snapshot_ids)
+            clean = table.io if clean_expired_metadata else None
+            action = ExpireSnapshots(now, older_ms, retain_last, snapshot_ids, clean)
             before = table.metadata
             updates, _ = action.plan(before)
             after = apply_updates(before, updates)
             files = expired_files(table.io, before, after, max_concurrent_deletes)
             return self._expire_result(action, files, (), dry_run=True)
         txn = table.transaction()
-        action = txn.expire_snapshots(now, older_ms, retain_last, snapshot_ids)
+        action = txn.expire_snapshots(
+            now, older_ms, retain_last, snapshot_ids, clean_expired_metadata
+        )
         txn.commit()
         assert action.planned_on is not None  # planned by the commit that landed
         files = expired_files(table.io, action.planned_on, table.metadata, max_concurrent_deletes)
@@ -381,6 +391,8 @@ class Maintenance:
             files=tuple(files.paths()),
             failed=failed,
             dry_run=dry_run,
+            removed_spec_ids=action.removed_specs,
+            removed_schema_ids=action.removed_schemas,
         )
 
     def remove_orphan_files(

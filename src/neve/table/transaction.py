@@ -783,11 +783,15 @@ class Transaction:
         older_than_ms: int | None = None,
         retain_last: int | None = None,
         snapshot_ids: Sequence[int] = (),
+        clean_expired_metadata: bool = False,
     ) -> ExpireSnapshots:
-        """Stage the removal of expired snapshots and refs (metadata only; the files
-        they alone reached are deleted by ``table.maintenance.expire_snapshots``).
-        Returns the action, whose ``planned_on`` is the version it was last planned on."""
-        action = ExpireSnapshots(now_ms, older_than_ms, retain_last, snapshot_ids)
+        """Stage the removal of expired snapshots and refs, and with
+        ``clean_expired_metadata`` of the specs and schemas only they used (metadata
+        only; the files they alone reached are deleted by
+        ``table.maintenance.expire_snapshots``). Returns the action, whose
+        ``planned_on`` is the version it was last planned on."""
+        clean = self.table.io if clean_expired_metadata else None
+        action = ExpireSnapshots(now_ms, older_than_ms, retain_last, snapshot_ids, clean)
         self._stage(action)
         return action
 
