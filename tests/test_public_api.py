@@ -53,6 +53,7 @@ SPARK_API = {
     "delete",
     "from_spark_schema",
     "local_session",
+    "maintenance",
     "merge",
     "overwrite",
     "overwrite_partitions",

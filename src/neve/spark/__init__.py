@@ -6,10 +6,12 @@ writes Parquet natively in the JVM.
     write(df, table)                             # append; mode="overwrite" | "overwrite-partitions"
     read(spark, table, filter="ts >= '2024-01-01'").groupBy(...).count()
     delete(spark, table, "id < 100")             # merge-on-read (v2+) on Spark
+    maintenance.expire_snapshots(spark, table, older_than=...)  # deletes on the executors
 """
 
 from __future__ import annotations
 
+from neve.spark import maintenance
 from neve.spark.commands import overwrite, overwrite_partitions, write, write_files
 from neve.spark.datasource import NeveDataSource, register_datasource
 from neve.spark.reader import read, read_tasks, register_view
@@ -25,6 +27,7 @@ __all__ = [
     "delete",
     "from_spark_schema",
     "local_session",
+    "maintenance",
     "merge",
     "overwrite",
     "overwrite_partitions",

@@ -13,7 +13,7 @@ import gzip
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -47,8 +47,10 @@ class MaintainedTable(Protocol):
 
 __all__ = [
     "ExpireResult",
+    "FileDeleter",
     "Maintenance",
     "OrphanResult",
+    "delete_files",
     "purge_reachable",
     "purge_roots",
     "purge_table_files",
@@ -309,8 +311,14 @@ class OrphanResult:
         return _rows(pairs)
 
 
-def _delete_all(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
-    """Delete ``paths`` in parallel; returns those that could not be deleted."""
+#: Deletes files and returns those it could not delete: threads on the driver by
+#: default, Spark tasks with ``neve.spark.maintenance``.
+FileDeleter = Callable[[FileIO, Sequence[str], int], tuple[str, ...]]
+
+
+def delete_files(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
+    """Delete ``paths`` with ``workers`` threads; returns those that could not be
+    deleted (missing files count as deleted)."""
 
     def one(path: str) -> str | None:
         try:
@@ -338,8 +346,9 @@ class Maintenance:
     """Maintenance actions of one table (``table.maintenance``). Names and options
     follow Iceberg-Java's Spark procedures."""
 
-    def __init__(self, table: MaintainedTable) -> None:
+    def __init__(self, table: MaintainedTable, deleter: FileDeleter | None = None) -> None:
         self.table = table
+        self.deleter: FileDeleter = deleter if deleter is not None else delete_files
 
     def expire_snapshots(
         self,
@@ -376,7 +385,7 @@ class Maintenance:
         txn.commit()
         assert action.planned_on is not None  # planned by the commit that landed
         files = expired_files(table.io, action.planned_on, table.metadata, max_concurrent_deletes)
-        failed = _delete_all(table.io, files.paths(), max_concurrent_deletes)
+        failed = self.deleter(table.io, files.paths(), max_concurrent_deletes)
         return self._expire_result(action, files, failed, dry_run=False)
 
     @staticmethod
@@ -471,5 +480,5 @@ class Maintenance:
         orphans.sort()
         failed: tuple[str, ...] = ()
         if not dry_run:
-            failed = _delete_all(io, orphans, max_concurrent_deletes)
+            failed = self.deleter(io, orphans, max_concurrent_deletes)
         return OrphanResult(tuple(orphans), failed, dry_run)
