@@ -141,3 +141,47 @@ def test_java_cleans_the_specs_and_schemas_neve_plans_to_clean(
     after = java_catalog.load_table((java_ns, "t"))
     assert sorted(after.specs()) == [1] and sorted(after.schemas()) == [1]
     assert [s.snapshot_id for s in after.snapshots()] == [t.snapshots()[-1].snapshot_id]
+
+
+@pytest.mark.parametrize("upgrade", [False, True])
+def test_neve_merges_javas_partition_scoped_position_deletes(
+    iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str, upgrade: bool
+) -> None:
+    """Iceberg-Java writes v2 position deletes per partition (several per data file);
+    neve merges them into one file-scoped file per data file (or DVs after an upgrade to
+    v3), and Java reads the same rows at every snapshot."""
+    name = f"neve.{java_ns}.t"
+    iceberg_java.sql(
+        f"CREATE TABLE {name} (id bigint NOT NULL, cat string, v int) USING iceberg "
+        "PARTITIONED BY (cat) TBLPROPERTIES ('format-version'='2', "
+        "'write.delete.mode'='merge-on-read', 'write.delete.granularity'='partition')"
+    )
+    for start in (0, 30):
+        values = ", ".join(f"({i}, '{'ab'[i % 2]}', {i})" for i in range(start, start + 30))
+        iceberg_java.sql(f"INSERT INTO {name} VALUES {values}")
+    for where in ("id % 7 = 0", "id % 5 = 1", "id > 55"):
+        iceberg_java.sql(f"DELETE FROM {name} WHERE {where}")
+    t = java_catalog.load_table((java_ns, "t"))
+    kinds = iceberg_java.sql(f"SELECT referenced_data_file FROM {name}.delete_files").rows
+    assert len(kinds) >= 4 and all(r[0] is None for r in kinds)  # partition-scoped
+    before = {s.snapshot_id: neve_rows(t, s.snapshot_id) for s in t.snapshots()}
+    if upgrade:
+        t.upgrade_format_version(3)
+        t = java_catalog.load_table((java_ns, "t"))
+    result = t.maintenance.rewrite_position_delete_files()
+    assert result.data_files == 4
+    t = java_catalog.load_table((java_ns, "t"))
+    after = iceberg_java.sql(
+        f"SELECT file_format, referenced_data_file FROM {name}.delete_files"
+    ).rows
+    data = {r[0] for r in iceberg_java.sql(f"SELECT file_path FROM {name}.data_files").rows}
+    assert sorted(r[1] for r in after) == sorted(data)  # one per data file, file-scoped
+    assert {r[0] for r in after} == ({"PUFFIN"} if upgrade else {"PARQUET"})
+    for sid, want in before.items():
+        got = iceberg_java.sql(f"SELECT id, cat, v FROM {name} VERSION AS OF {sid}").rows
+        assert canon_rows(got) == want
+        assert neve_rows(t, sid) == want
+    assert (
+        canon_rows(iceberg_java.sql(f"SELECT id, cat, v FROM {name}").rows)
+        == max(before.items(), key=lambda kv: t.snapshot_by_id(kv[0]).sequence_number)[1]
+    )

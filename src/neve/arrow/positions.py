@@ -33,10 +33,17 @@ from neve.expressions.binding import bind
 from neve.io.locations import LocationProvider
 from neve.planning.delete import DeleteFiles, file_scoped_deletes
 from neve.planning.tasks import FileScanTask
-from neve.spec.manifest import DataFile
+from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.schema import ROW_POSITION, Schema
 
-__all__ = ["mark_matching", "matching_positions", "positions_of", "read_task", "write_deletes"]
+__all__ = [
+    "mark_matching",
+    "matching_positions",
+    "merge_deletes",
+    "positions_of",
+    "read_task",
+    "write_deletes",
+]
 
 
 def read_task(
@@ -162,3 +169,19 @@ def _unique(files: Sequence[DataFile]) -> list[DataFile]:
     for f in files:
         seen.setdefault((f.file_path, f.content_offset), f)
     return list(seen.values())
+
+
+def merge_deletes(
+    table: TableState, tasks: Iterable[FileScanTask], cache: DeleteCache | None = None
+) -> DeleteFiles:
+    """One delete file per task's data file holding every position its position
+    deletes delete (a DV in v3, a file-scoped position delete file in v2);
+    ``replaced`` lists the file-scoped deletes merged in."""
+    cache = cache or DeleteCache()
+    marks = []
+    for t in tasks:
+        positions = [d for d in t.delete_files if d.content is DataFileContent.POSITION_DELETES]
+        found = deleted_positions(table.io, t.file, positions, cache)
+        if found:
+            marks.append((t, found))
+    return write_deletes(table, marks, cache)

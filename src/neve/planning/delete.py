@@ -3,7 +3,8 @@ the scan planner over the branch head gives every data file the filter may match
 the tasks to read it; of those, the files the filter matches entirely (by strict
 partition projection or strict metrics) are dropped from metadata alone, and the others
 are rewritten from their planned tasks. Engines rewrite exactly these tasks; nothing
-plans the table a second time."""
+plans the table a second time. Also planned here: merging each data file's position
+deletes into one (``rewrite_position_delete_files``)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,21 @@ from neve.expressions.metrics_evaluator import StrictMetricsEvaluator
 from neve.expressions.projection import strict_projection
 from neve.io.fileio import FileIO
 from neve.planning.manifest_cache import cached_manifest_list
-from neve.planning.scan import ScanPlan
+from neve.planning.scan import ScanPlan, live_entries
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["DeleteFiles", "DeletePlan", "file_scoped_deletes", "plan_delete", "whole_file_tasks"]
+__all__ = [
+    "DeleteFiles",
+    "DeletePlan",
+    "PositionDeleteRewrite",
+    "file_scoped_deletes",
+    "plan_delete",
+    "plan_position_delete_rewrite",
+    "whole_file_tasks",
+]
 
 
 @dataclass(frozen=True)
@@ -134,3 +143,71 @@ def plan_delete(
     return DeletePlan(
         tuple(t.file for t in remove), tuple(rewrite), has_deletes, tuple(dangling), tuple(remove)
     )
+
+
+@dataclass(frozen=True)
+class PositionDeleteRewrite:
+    """What ``rewrite_position_delete_files`` changes: the data files whose position
+    deletes are merged into one delete file each (a DV in v3, a file-scoped position
+    delete file in v2), the position delete files that merging replaces, and those that
+    apply to no live data file (dangling)."""
+
+    tasks: tuple[FileScanTask, ...]
+    replaced: tuple[DataFile, ...]
+    dangling: tuple[DataFile, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.tasks and not self.dangling
+
+
+def _position_deletes(task: FileScanTask) -> list[DataFile]:
+    return [d for d in task.delete_files if d.content is DataFileContent.POSITION_DELETES]
+
+
+def _needs_merging(task: FileScanTask, v3: bool) -> bool:
+    deletes = _position_deletes(task)
+    if len(deletes) > 1:
+        return True
+    if v3:  # a Parquet position delete file on a table upgraded to v3: becomes a DV
+        return any(not d.is_deletion_vector for d in deletes)
+    return any(d.referenced_data_file != task.file.file_path for d in deletes)
+
+
+def plan_position_delete_rewrite(
+    md: TableMetadata, io: FileIO, *, branch: str = MAIN_BRANCH
+) -> PositionDeleteRewrite:
+    """Plan the merge of every data file's position deletes into one file-scoped delete
+    file, on the head of ``branch``: a data file qualifies when several position delete
+    files apply to it, when one of them covers other files too (v2), or when it is a
+    Parquet file on a v3 table. A replaced file is removed only when every data file it
+    applies to is merged; position delete files that apply to no live data file are
+    removed as dangling. Equality deletes are left as they are."""
+    scan = ScanPlan(md, io, ref=branch if branch in md.refs else MAIN_BRANCH)
+    head = scan.snapshot()
+    if head is None:
+        return PositionDeleteRewrite((), (), ())
+    v3 = md.format_version >= 3
+    tasks = whole_file_tasks(scan.plan_files())
+    chosen = [t for t in tasks if _needs_merging(t, v3)]
+    chosen_paths = {t.file.file_path for t in chosen}
+    users: dict[tuple[str, int | None], set[str]] = {}
+    by_key: dict[tuple[str, int | None], DataFile] = {}
+    for t in tasks:
+        for d in _position_deletes(t):
+            key = (d.file_path, d.content_offset)
+            users.setdefault(key, set()).add(t.file.file_path)
+            by_key[key] = d
+    replaced = [by_key[k] for k in sorted(users, key=str) if users[k] and users[k] <= chosen_paths]
+    manifests = [
+        m
+        for m in cached_manifest_list(io, head.manifest_list)
+        if m.content is ManifestContent.DELETES
+    ]
+    dangling = [
+        e.data_file
+        for e in live_entries(io, manifests, md)
+        if e.data_file.content is DataFileContent.POSITION_DELETES
+        and (e.data_file.file_path, e.data_file.content_offset) not in users
+    ]
+    return PositionDeleteRewrite(tuple(chosen), tuple(replaced), tuple(dangling))

@@ -19,12 +19,16 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from neve.actions.expire import ExpireSnapshots
+from neve.arrow.positions import merge_deletes
+from neve.arrow.writer import delete_written_files
 from neve.errors import NeveError, NeveIOError, ValidationError
 from neve.io.fileio import FileIO, local_path
+from neve.planning.delete import plan_position_delete_rewrite
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_from_bytes
+from neve.spec.refs import MAIN_BRANCH
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
 from neve.table.transaction import Transaction
@@ -50,6 +54,7 @@ __all__ = [
     "FileDeleter",
     "Maintenance",
     "OrphanResult",
+    "RewriteDeletesResult",
     "delete_files",
     "purge_reachable",
     "purge_roots",
@@ -316,6 +321,27 @@ class OrphanResult:
 FileDeleter = Callable[[FileIO, Sequence[str], int], tuple[str, ...]]
 
 
+@dataclass(frozen=True)
+class RewriteDeletesResult:
+    """What ``rewrite_position_delete_files`` did (or, with ``dry_run``, would do)."""
+
+    data_files: int
+    added_delete_files: int
+    removed_delete_files: int
+    dangling_delete_files: int
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        return _rows(
+            [
+                ("data files with merged deletes", self.data_files),
+                ("delete files added", self.added_delete_files),
+                ("delete files removed", self.removed_delete_files),
+                ("of them dangling", self.dangling_delete_files),
+            ]
+        )
+
+
 def delete_files(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
     """Delete ``paths`` with ``workers`` threads; returns those that could not be
     deleted (missing files count as deleted)."""
@@ -482,3 +508,40 @@ class Maintenance:
         if not dry_run:
             failed = self.deleter(io, orphans, max_concurrent_deletes)
         return OrphanResult(tuple(orphans), failed, dry_run)
+
+    def rewrite_position_delete_files(
+        self, branch: str = MAIN_BRANCH, dry_run: bool = False
+    ) -> RewriteDeletesResult:
+        """Merge each data file's position deletes into one delete file (a deletion
+        vector in v3, also converting Parquet position deletes of a table upgraded to v3;
+        a file-scoped position delete file in v2) and drop position delete files that
+        apply to no live data file, in one ``replace`` snapshot; rows do not change
+        (:func:`neve.planning.delete.plan_position_delete_rewrite` says what qualifies).
+        A concurrent commit that adds deletes for a merged data file makes it fail with
+        :class:`~neve.errors.CommitConflictError`, leaving no file behind."""
+        table = self.table
+        md = table.metadata
+        plan = plan_position_delete_rewrite(md, table.io, branch=branch)
+        if dry_run or plan.empty:
+            return RewriteDeletesResult(
+                len(plan.tasks),
+                len(plan.tasks),
+                len(plan.replaced) + len(plan.dangling),
+                len(plan.dangling),
+                dry_run=dry_run,
+            )
+        merged = merge_deletes(table, plan.tasks)
+        written = sorted({f.file_path for f in merged.added})
+        removed = {(f.file_path, f.content_offset): f for f in (*plan.replaced, *plan.dangling)}
+        try:
+            txn = table.transaction()
+            txn.rewrite_delete_files(
+                merged.added, list(removed.values()), [t.file for t in plan.tasks], branch
+            )
+            txn.commit()
+        except BaseException:
+            delete_written_files(table.io, written)
+            raise
+        return RewriteDeletesResult(
+            len(plan.tasks), len(merged.added), len(removed), len(plan.dangling)
+        )

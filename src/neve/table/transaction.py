@@ -36,6 +36,7 @@ from neve.actions.overwrite import (
     OverwriteFiles,
     ReplacePartitions,
 )
+from neve.actions.rewrite_deletes import RewriteDeleteFiles
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import (
     SnapshotAction,
@@ -776,6 +777,21 @@ class Transaction:
     def set_current_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> None:
         """Point a branch at any known snapshot."""
         self._stage(ref_action(self._staged, branch, snapshot_id))
+
+    def rewrite_delete_files(
+        self,
+        added: Sequence[DataFile],
+        removed: Sequence[DataFile],
+        data_files: Sequence[DataFile],
+        branch: str = MAIN_BRANCH,
+    ) -> None:
+        """Replace delete files by equivalent ones (a ``replace`` snapshot): ``added``
+        hold the positions of ``removed`` for ``data_files``."""
+        self._writable(branch, None)
+        action = RewriteDeleteFiles(
+            self.table, branch=branch, owned_files=[f.file_path for f in added]
+        )
+        self._stage(action.rewrite(added, removed, data_files))
 
     def expire_snapshots(
         self,
