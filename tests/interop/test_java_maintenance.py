@@ -185,3 +185,27 @@ def test_neve_merges_javas_partition_scoped_position_deletes(
         canon_rows(iceberg_java.sql(f"SELECT id, cat, v FROM {name}").rows)
         == max(before.items(), key=lambda kv: t.snapshot_by_id(kv[0]).sequence_number)[1]
     )
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_java_reads_the_manifests_neve_rewrote(
+    iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str, version: int
+) -> None:
+    t = java_catalog.create_table(
+        (java_ns, "t"),
+        SCHEMA,
+        partition_by=["cat"],
+        format_version=version,
+        properties={"commit.manifest-merge.enabled": "false"},
+    )
+    for i in range(6):
+        t.append(rows(range(i * 10, i * 10 + 10)))
+    t.delete("id in (3, 14, 25)")
+    name = f"neve.{java_ns}.t"
+    cols = "id, cat, v" + (", _row_id, _last_updated_sequence_number" if version >= 3 else "")
+    before = canon_rows(iceberg_java.sql(f"SELECT {cols} FROM {name}").rows)
+    result = java_catalog.load_table((java_ns, "t")).maintenance.rewrite_manifests()
+    assert result.rewritten_manifests_count >= 6 and result.added_manifests_count == 1
+    assert canon_rows(iceberg_java.sql(f"SELECT {cols} FROM {name}").rows) == before
+    manifests = iceberg_java.sql(f"SELECT content FROM {name}.manifests").rows
+    assert [r[0] for r in manifests].count(0) == 1  # one data manifest

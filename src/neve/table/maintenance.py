@@ -55,6 +55,7 @@ __all__ = [
     "Maintenance",
     "OrphanResult",
     "RewriteDeletesResult",
+    "RewriteManifestsResult",
     "delete_files",
     "purge_reachable",
     "purge_roots",
@@ -342,6 +343,22 @@ class RewriteDeletesResult:
         )
 
 
+@dataclass(frozen=True)
+class RewriteManifestsResult:
+    """Counts as Iceberg-Java's ``rewrite_manifests`` procedure reports them."""
+
+    rewritten_manifests_count: int
+    added_manifests_count: int
+
+    def __str__(self) -> str:
+        return _rows(
+            [
+                ("manifests rewritten", self.rewritten_manifests_count),
+                ("manifests added", self.added_manifests_count),
+            ]
+        )
+
+
 def delete_files(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
     """Delete ``paths`` with ``workers`` threads; returns those that could not be
     deleted (missing files count as deleted)."""
@@ -545,3 +562,14 @@ class Maintenance:
         return RewriteDeletesResult(
             len(plan.tasks), len(merged.added), len(removed), len(plan.dangling)
         )
+
+    def rewrite_manifests(
+        self, spec_id: int | None = None, branch: str = MAIN_BRANCH
+    ) -> RewriteManifestsResult:
+        """Rewrite the data manifests of ``branch``'s head (of ``spec_id``, or all)
+        clustered by partition into manifests of ``commit.manifest.target-size-bytes``
+        (a ``replace`` snapshot; rows, sequence numbers and row ids do not change)."""
+        txn = self.table.transaction()
+        action = txn.rewrite_manifests(spec_id, branch)
+        txn.commit()
+        return RewriteManifestsResult(len(action.replaced), len(action.written))

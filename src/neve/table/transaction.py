@@ -37,6 +37,7 @@ from neve.actions.overwrite import (
     ReplacePartitions,
 )
 from neve.actions.rewrite_deletes import RewriteDeleteFiles
+from neve.actions.rewrite_manifests import RewriteManifests
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import (
     SnapshotAction,
@@ -792,6 +793,16 @@ class Transaction:
             self.table, branch=branch, owned_files=[f.file_path for f in added]
         )
         self._stage(action.rewrite(added, removed, data_files))
+
+    def rewrite_manifests(
+        self, spec_id: int | None = None, branch: str = MAIN_BRANCH
+    ) -> RewriteManifests:
+        """Stage the rewrite of the head's data manifests, clustered by partition;
+        returns the action (its ``replaced`` and ``written`` manifests after the commit)."""
+        self._writable(branch, None)
+        action = RewriteManifests(self.table, spec_id=spec_id, branch=branch)
+        self._stage(action)
+        return action
 
     def expire_snapshots(
         self,
