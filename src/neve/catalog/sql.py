@@ -621,10 +621,20 @@ class SqlCatalog(Catalog):
     def _list_tables(self, namespace: Identifier) -> list[Identifier]:
         dotted = _dotted(namespace)
         with self._read(f"listing tables of {dotted}") as conn:
-            if not self._namespace_exists(conn, dotted):
-                raise NoSuchNamespaceError(
-                    f"namespace {dotted} does not exist; list_namespaces() shows those that do"
+            exists = self._namespace_exists(conn, dotted)
+        if not exists:
+            others = self._other_catalog_names(
+                and_(_T.table_namespace == dotted, _T.catalog_name != self.name), _T.catalog_name
+            )
+            raise NoSuchNamespaceError(
+                f"namespace {dotted} does not exist in catalog {self.name!r}"
+                + (
+                    self._elsewhere_hint(others)
+                    if others
+                    else "; list_namespaces() shows those that do"
                 )
+            )
+        with self._read(f"listing tables of {dotted}") as conn:
             cond = and_(_T.catalog_name == self.name, _T.table_namespace == dotted)
             type_filter = self._type_filter()
             if type_filter is not None:
@@ -638,11 +648,39 @@ class SqlCatalog(Catalog):
                 select(_T.metadata_location).where(self._table_where(ident))
             ).scalar_one_or_none()
         if not loc:
+            others = self._other_catalog_names(
+                and_(
+                    _T.table_namespace == _dotted(ident[:-1]),
+                    _T.table_name == ident[-1],
+                    _T.catalog_name != self.name,
+                ),
+                _T.catalog_name,
+            )
             raise NoSuchTableError(
-                f"table {'.'.join(ident)} does not exist; "
-                f"list_tables({'.'.join(ident[:-1])!r}) shows the tables there"
+                f"table {'.'.join(ident)} does not exist in catalog {self.name!r}"
+                + (
+                    self._elsewhere_hint(others)
+                    if others
+                    else f"; list_tables({'.'.join(ident[:-1])!r}) shows the tables there"
+                )
             )
         return str(loc)
+
+    def _other_catalog_names(self, where: Any, column: Any) -> list[str]:
+        """Catalog names other than this one with rows matching ``where`` (tables
+        written by another tool under its own catalog name, e.g. pyiceberg's
+        ``default``)."""
+        with self._read("looking for other catalog names") as conn:
+            found = conn.execute(select(column).where(where).distinct()).scalars().all()
+        return sorted(str(n) for n in found)
+
+    def _elsewhere_hint(self, names: list[str]) -> str:
+        listed = ", ".join(repr(n) for n in names)
+        return (
+            f"; this database holds it under catalog name {listed} (pyiceberg's SqlCatalog "
+            f"stores rows under the name it was given). Connect with "
+            f"neve.connect(uri, warehouse, name={names[0]!r})"
+        )
 
     def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
         try:
