@@ -91,3 +91,50 @@ def rewrite_without(
         delete_written_files(table.io, written)
         raise
     return written
+
+
+def compact_groups(
+    table: TableState, groups: Sequence[Sequence[FileScanTask]], target_size: int
+) -> list[DataFile]:
+    """New data files holding the live rows of each group of whole-file tasks, written
+    together (partitioned by the current spec, ``target_size`` bytes per file); in v3
+    the rows keep their row lineage. Nothing is left behind when writing fails."""
+    md = table.metadata
+    schema = md.schema()
+    rows_schema = rewrite_schema(md)
+    properties = {**md.properties, "write.target-file-size-bytes": str(target_size)}
+    mapping_text = md.properties.get("schema.name-mapping.default")
+    mapping = parse_name_mapping(mapping_text) if mapping_text else None
+    cache = DeleteCache()
+    written: list[DataFile] = []
+    try:
+        for group in groups:
+            parts = [
+                read_data_file(
+                    table.io,
+                    task.file,
+                    rows_schema,
+                    table_schema=schema,
+                    spec=md.spec_by_id(task.spec_id),
+                    delete_files=task.delete_files,
+                    name_mapping=mapping,
+                    cache=cache,
+                    data_sequence_number=task.data_sequence_number,
+                )
+                for task in group
+            ]
+            rows = pa.concat_tables(parts) if parts else None
+            if rows is not None and rows.num_rows:
+                written += write_data_files(
+                    table.io,
+                    rows_schema,
+                    md.spec(),
+                    rows,
+                    LocationProvider(md.location, md.properties),
+                    properties,
+                    sort_order_id=md.default_sort_order_id or None,
+                )
+    except BaseException:
+        delete_written_files(table.io, written)
+        raise
+    return written

@@ -20,10 +20,15 @@ from typing import Protocol
 
 from neve.actions.expire import ExpireSnapshots
 from neve.arrow.positions import merge_deletes
+from neve.arrow.write import compact_groups
 from neve.arrow.writer import delete_written_files
 from neve.errors import NeveError, NeveIOError, ValidationError
+from neve.expressions import ALWAYS_TRUE, BooleanExpression
+from neve.expressions.binding import bind
+from neve.expressions.parser import to_expression
 from neve.io.fileio import FileIO, local_path
-from neve.planning.delete import plan_position_delete_rewrite
+from neve.planning.compaction import plan_compaction
+from neve.planning.delete import file_scoped_deletes, plan_position_delete_rewrite
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
 from neve.spec.metadata_builder import apply_updates
@@ -54,6 +59,7 @@ __all__ = [
     "FileDeleter",
     "Maintenance",
     "OrphanResult",
+    "RewriteDataResult",
     "RewriteDeletesResult",
     "RewriteManifestsResult",
     "delete_files",
@@ -344,6 +350,30 @@ class RewriteDeletesResult:
 
 
 @dataclass(frozen=True)
+class RewriteDataResult:
+    """Counts as Iceberg-Java's ``rewrite_data_files`` procedure reports them."""
+
+    rewritten_data_files_count: int
+    added_data_files_count: int
+    rewritten_bytes_count: int
+    removed_delete_files_count: int
+    file_groups: int
+    dry_run: bool = False
+
+    def __str__(self) -> str:
+        verb = "would rewrite" if self.dry_run else "rewrote"
+        return _rows(
+            [
+                (f"{verb} data files", self.rewritten_data_files_count),
+                ("in file groups", self.file_groups),
+                ("bytes rewritten", f"{self.rewritten_bytes_count:,}"),
+                ("data files added", self.added_data_files_count),
+                ("delete files removed", self.removed_delete_files_count),
+            ]
+        )
+
+
+@dataclass(frozen=True)
 class RewriteManifestsResult:
     """Counts as Iceberg-Java's ``rewrite_manifests`` procedure reports them."""
 
@@ -552,7 +582,7 @@ class Maintenance:
         removed = {(f.file_path, f.content_offset): f for f in (*plan.replaced, *plan.dangling)}
         try:
             txn = table.transaction()
-            txn.rewrite_delete_files(
+            txn.rewrite_files(
                 merged.added, list(removed.values()), [t.file for t in plan.tasks], branch
             )
             txn.commit()
@@ -573,3 +603,41 @@ class Maintenance:
         action = txn.rewrite_manifests(spec_id, branch)
         txn.commit()
         return RewriteManifestsResult(len(action.replaced), len(action.written))
+
+    def rewrite_data_files(
+        self,
+        where: str | BooleanExpression | None = None,
+        options: Mapping[str, str] | None = None,
+        branch: str = MAIN_BRANCH,
+        dry_run: bool = False,
+    ) -> RewriteDataResult:
+        """Bin-pack compaction: rewrite small, large and much-deleted data files (of the
+        rows ``where`` selects, by partition) into files of the target size, with their
+        deletes applied, in one ``replace`` snapshot; rows and (v3) row ids do not
+        change. ``options`` are Iceberg-Java's (:mod:`neve.planning.compaction`). A
+        concurrent commit that added deletes for a rewritten file makes it fail with
+        :class:`~neve.errors.CommitConflictError`, leaving no file behind."""
+        table = self.table
+        md = table.metadata
+        expr = ALWAYS_TRUE if where is None else to_expression(where)
+        bind(md.schema(), expr)  # fail early on a bad filter
+        plan = plan_compaction(md, table.io, expr, options, branch=branch)
+        tasks = plan.tasks
+        dangling = {
+            (d.file_path, d.content_offset): d for t in tasks for d in file_scoped_deletes(t)
+        }
+        size = sum(t.file.file_size_in_bytes for t in tasks)
+        if dry_run or not tasks:
+            return RewriteDataResult(
+                len(tasks), 0, size, len(dangling), len(plan.groups), dry_run=dry_run
+            )
+        written = compact_groups(table, plan.groups, plan.options.target)
+        try:
+            txn = table.transaction()
+            removed = [t.file for t in tasks] + list(dangling.values())
+            txn.rewrite_files(written, removed, branch=branch)
+            txn.commit()
+        except BaseException:
+            delete_written_files(table.io, [f.file_path for f in written])
+            raise
+        return RewriteDataResult(len(tasks), len(written), size, len(dangling), len(plan.groups))

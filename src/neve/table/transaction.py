@@ -36,7 +36,7 @@ from neve.actions.overwrite import (
     OverwriteFiles,
     ReplacePartitions,
 )
-from neve.actions.rewrite_deletes import RewriteDeleteFiles
+from neve.actions.rewrite_files import RewriteFiles
 from neve.actions.rewrite_manifests import RewriteManifests
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import (
@@ -779,19 +779,18 @@ class Transaction:
         """Point a branch at any known snapshot."""
         self._stage(ref_action(self._staged, branch, snapshot_id))
 
-    def rewrite_delete_files(
+    def rewrite_files(
         self,
         added: Sequence[DataFile],
         removed: Sequence[DataFile],
-        data_files: Sequence[DataFile],
+        data_files: Sequence[DataFile] = (),
         branch: str = MAIN_BRANCH,
     ) -> None:
-        """Replace delete files by equivalent ones (a ``replace`` snapshot): ``added``
-        hold the positions of ``removed`` for ``data_files``."""
+        """Replace files by equivalent ones (a ``replace`` snapshot): ``added`` hold
+        the live rows of the removed data files, or the positions of the removed delete
+        files for ``data_files``."""
         self._writable(branch, None)
-        action = RewriteDeleteFiles(
-            self.table, branch=branch, owned_files=[f.file_path for f in added]
-        )
+        action = RewriteFiles(self.table, branch=branch, owned_files=[f.file_path for f in added])
         self._stage(action.rewrite(added, removed, data_files))
 
     def rewrite_manifests(

@@ -1,8 +1,10 @@
-"""Replacing delete files with equivalent ones (``rewrite_position_delete_files``): a
-``replace`` snapshot that adds merged delete files and removes the ones they replace and
-the dangling ones. The rows of the table do not change, so readers of changes skip it.
-It fails as a conflict when a concurrent commit added deletes for a data file it merges
-(those positions would be lost) or removed a delete file it replaces."""
+"""Replacing files with equivalent ones: compaction (``rewrite_data_files``: data files
+and the deletes applied to them replaced by new data files holding the same live rows)
+and ``rewrite_position_delete_files`` (delete files replaced by merged ones), as a
+``replace`` snapshot. The rows of the table do not change, so readers of changes and
+validation of concurrent writers skip it. It fails as a conflict when a concurrent
+commit added deletes for a data file it rewrites or merges deletes of (those rows would
+come back, or those positions be lost), or removed a file it replaces."""
 
 from __future__ import annotations
 
@@ -11,17 +13,16 @@ from collections.abc import Iterable, Mapping
 from neve.actions.base import TableState
 from neve.actions.snapshot import SnapshotAction
 from neve.actions.validation import check_no_new_deletes
-from neve.errors import ValidationError
 from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["RewriteDeleteFiles"]
+__all__ = ["RewriteFiles"]
 
 
-class RewriteDeleteFiles(SnapshotAction):
-    """Add delete files and remove the delete files they replace, as a ``replace``."""
+class RewriteFiles(SnapshotAction):
+    """Add files and remove the files they replace, as a ``replace`` snapshot."""
 
     operation = Operation.REPLACE
 
@@ -36,24 +37,23 @@ class RewriteDeleteFiles(SnapshotAction):
         super().__init__(
             table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
         )
-        #: The data files whose deletes are merged (validated at commit).
+        #: Data files whose rows or deletes this change rewrites (validated at commit).
         self.data_files: dict[str, DataFile] = {}
 
     def rewrite(
         self,
         added: Iterable[DataFile],
         removed: Iterable[DataFile],
-        data_files: Iterable[DataFile],
-    ) -> RewriteDeleteFiles:
-        for f in [*added, *removed]:
-            if f.content is DataFileContent.DATA:
-                raise ValidationError(
-                    f"{f.file_path} is a data file; this change replaces delete files only"
-                )
+        data_files: Iterable[DataFile] = (),
+    ) -> RewriteFiles:
+        """Add ``added``, remove ``removed``; ``data_files`` (and every removed data
+        file) must have no deletes added concurrently."""
         for f in added:
             self.add_file(f)
         for f in removed:
             self.remove_file(f)
+            if f.content is DataFileContent.DATA:
+                self.data_files[f.file_path] = f
         for f in data_files:
             self.data_files[f.file_path] = f
         return self
