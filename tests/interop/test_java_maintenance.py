@@ -6,11 +6,12 @@ expires a table, Java and pyiceberg read every kept snapshot with neve's rows.""
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog as PyIcebergCatalog
 
@@ -18,43 +19,14 @@ from javaengine import IcebergJava, canon_rows
 from neve.catalog import SqlCatalog
 from neve.table.table import Table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "table"))
+from test_expire_snapshots import SCHEMA, history_table, rows
+
 pytestmark = pytest.mark.java
-
-SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.int64(), nullable=False),
-        pa.field("cat", pa.string()),
-        pa.field("v", pa.int32()),
-    ]
-)
-
-
-def rows(ids: range | list[int], v: int = 0) -> pa.Table:
-    ids = list(ids)
-    return pa.table(
-        {"id": ids, "cat": [["a", "b", "c"][i % 3] for i in ids], "v": [v + i for i in ids]},
-        schema=SCHEMA,
-    )
 
 
 def history(catalog: SqlCatalog, ns: str, name: str, version: int) -> Table:
-    t = catalog.create_table(
-        (ns, name), SCHEMA, partition_by=["cat"], primary_key=["id"], format_version=version
-    )
-    steps = [
-        lambda: t.append(rows(range(0, 30))),
-        lambda: t.append(rows(range(30, 45))),
-        lambda: t.delete("id < 5"),
-        lambda: t.delete("id in (6, 9, 12)"),
-        lambda: t.update({"v": -1}, "id > 40"),
-        lambda: t.upsert(rows([7, 8, 50, 51], v=1000)),
-        lambda: t.delete("id = 21 or id = 24"),
-        lambda: t.overwrite(rows(range(60, 63)), filter="cat = 'b'"),
-    ]
-    for step in steps:
-        step()
-        time.sleep(0.005)
-    return catalog.load_table((ns, name))
+    return history_table(catalog, version, name=f"{ns}.{name}")
 
 
 def java_timestamp(ms: int) -> str:

@@ -77,12 +77,14 @@ def catalog(tmp_path: Path) -> neve.Catalog:
     return cat
 
 
-def history_table(catalog: neve.Catalog, version: int, mode: str = "merge-on-read") -> Table:
+def history_table(
+    catalog: neve.Catalog, version: int, mode: str = "merge-on-read", name: str = "db.t"
+) -> Table:
     """Appends, merge-on-read deletes that replace one file's deletes twice, an
     update, an upsert and a copy-on-write overwrite."""
     props = {f"write.{op}.mode": mode for op in ("delete", "update", "merge")}
     t = catalog.create_table(
-        "db.t",
+        name,
         SCHEMA,
         partition_by=["cat"],
         primary_key=["id"],
@@ -102,7 +104,7 @@ def history_table(catalog: neve.Catalog, version: int, mode: str = "merge-on-rea
     for step in steps:
         step()
         tick()
-    return catalog.load_table("db.t")
+    return catalog.load_table(name)
 
 
 def rows_at_every_snapshot(t: Table) -> dict[int, list[tuple[Any, ...]]]:

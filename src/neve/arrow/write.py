@@ -4,7 +4,7 @@ current schema and spec, and rewrite files without the rows a filter matches
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -52,6 +52,32 @@ def rewrite_schema(md: TableMetadata) -> Schema:
     return with_row_lineage(schema) if md.format_version >= 3 else schema
 
 
+def _live_rows(table: TableState) -> Callable[[FileScanTask], pa.Table]:
+    """A reader of a whole-file task's live rows as a rewrite copies them: with the
+    deletes planning attached, the current schema, and in v3 the row lineage columns."""
+    md = table.metadata
+    schema = md.schema()
+    rows_schema = rewrite_schema(md)
+    mapping_text = md.properties.get("schema.name-mapping.default")
+    mapping = parse_name_mapping(mapping_text) if mapping_text else None
+    cache = DeleteCache()
+
+    def read(task: FileScanTask) -> pa.Table:
+        return read_data_file(
+            table.io,
+            task.file,
+            rows_schema,
+            table_schema=schema,
+            spec=md.spec_by_id(task.spec_id),
+            delete_files=task.delete_files,
+            name_mapping=mapping,
+            cache=cache,
+            data_sequence_number=task.data_sequence_number,
+        )
+
+    return read
+
+
 def rewrite_without(
     table: TableState,
     tasks: Sequence[FileScanTask],
@@ -64,29 +90,14 @@ def rewrite_without(
     rows deleted by merge-on-read deletes stay deleted) and with the current schema; in
     v3 the copied rows keep their row lineage."""
     md = table.metadata
-    schema = md.schema()
-    rows_schema = rewrite_schema(md)
-    keep_expr = delete_filter(expr, schema, case_sensitive)
-    mapping_text = md.properties.get("schema.name-mapping.default")
-    mapping = parse_name_mapping(mapping_text) if mapping_text else None
-    cache = DeleteCache()
+    keep_expr = delete_filter(expr, md.schema(), case_sensitive)
+    read = _live_rows(table)
     written: list[DataFile] = []
     try:
         for task in tasks:
-            rows = read_data_file(
-                table.io,
-                task.file,
-                rows_schema,
-                table_schema=schema,
-                spec=md.spec_by_id(task.spec_id),
-                delete_files=task.delete_files,
-                name_mapping=mapping,
-                cache=cache,
-                data_sequence_number=task.data_sequence_number,
-            )
-            keep = rows.filter(keep_expr)
+            keep = read(task).filter(keep_expr)
             if keep.num_rows:
-                written += write_table_files(table, keep, schema=rows_schema)
+                written += write_table_files(table, keep, schema=rewrite_schema(md))
     except BaseException:
         delete_written_files(table.io, written)
         raise
@@ -100,29 +111,13 @@ def compact_groups(
     together (partitioned by the current spec, ``target_size`` bytes per file); in v3
     the rows keep their row lineage. Nothing is left behind when writing fails."""
     md = table.metadata
-    schema = md.schema()
     rows_schema = rewrite_schema(md)
     properties = {**md.properties, "write.target-file-size-bytes": str(target_size)}
-    mapping_text = md.properties.get("schema.name-mapping.default")
-    mapping = parse_name_mapping(mapping_text) if mapping_text else None
-    cache = DeleteCache()
+    read = _live_rows(table)
     written: list[DataFile] = []
     try:
         for group in groups:
-            parts = [
-                read_data_file(
-                    table.io,
-                    task.file,
-                    rows_schema,
-                    table_schema=schema,
-                    spec=md.spec_by_id(task.spec_id),
-                    delete_files=task.delete_files,
-                    name_mapping=mapping,
-                    cache=cache,
-                    data_sequence_number=task.data_sequence_number,
-                )
-                for task in group
-            ]
+            parts = [read(task) for task in group]
             rows = pa.concat_tables(parts) if parts else None
             if rows is not None and rows.num_rows:
                 written += write_data_files(
