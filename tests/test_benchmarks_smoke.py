@@ -65,6 +65,14 @@ def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
     assert "rows marked deleted in 0 delete files" not in rf2.split("> TPC-H")[0]
     assert "Q6 revenue:" in out and "planned" in out
     assert "history of" in out and "time travel: lineitem had 60,175 rows after the load" in out
+    # upkeep: compaction rewrites the touched partitions and drops the delete files;
+    # expiration deletes the superseded files; the tag still reads the loaded rows
+    upkeep = out[out.index("tpch.lineitem before upkeep") :]
+    assert "rewrote 0 data files" not in upkeep
+    assert "after upkeep: 83 data files, 0 delete files" in upkeep
+    assert "expired 2 snapshots" in upkeep and "deleted 0 data files" not in upkeep
+    assert "60,175 rows now (were 60,175); time travel to the tag 'loaded'" in upkeep
+    assert upkeep.rstrip().endswith(": 60,175 rows")
 
 
 def test_bench_merge_quick_runs() -> None:

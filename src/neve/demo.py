@@ -8,7 +8,9 @@
    1500 new orders and their line items, RF2 deletes SF x 1500 old orders and their
    line items merge-on-read (position delete files; no data file is rewritten);
 4. run TPC-H Q1 and Q6 (Q6 prunes to one year of partitions);
-5. show the history and a time-travel query.
+5. show the history and a time-travel query;
+6. upkeep: compact the partitions RF1 and RF2 touched, expire the superseded snapshots,
+   and show files and bytes before and after, and time travel to a kept snapshot.
 
     python -m neve.demo [--scale 0.1] [--root .demo] [--master local[2]]
 """
@@ -184,7 +186,66 @@ def run(root: Path, scale: float, master: str) -> None:
             f"{between.count():,} after RF1, and has {read(spark, lineitem).count():,} now"
         )
     print(f"metadata: {lineitem.metadata_location}")
+    print()
+    for table in (orders, lineitem):
+        _upkeep(spark, table.refresh())
     spark.stop()
+
+
+#: Compaction options for the demo: RF1 left a small file next to the loaded one in the
+#: partitions it touched, RF2 left deletion vectors; both qualify.
+_COMPACT = {"min-input-files": "2", "delete-ratio-threshold": "0.000001"}
+
+
+def _footprint(table: Table) -> str:
+    tasks = table.scan().plan_files()
+    deletes = {(d.file_path, d.content_offset) for t in tasks for d in t.delete_files}
+    listed = table.io.list_files(table.location.rstrip("/"))
+    size = sum(table.io.file_size(p) for p in listed)
+    return (
+        f"{len(tasks)} data files, {len(deletes)} delete files; "
+        f"{len(listed)} files ({size / 1e6:,.1f} MB) under its location"
+    )
+
+
+def _upkeep(spark: Any, table: Table) -> None:
+    """Compact the partitions RF1 and RF2 touched, expire the superseded snapshots, and
+    show that time travel to a kept snapshot still works."""
+    print(f"{table.name} before upkeep: {_footprint(table)}")
+    rows = read(spark, table).count()
+    done = _step(
+        f"compact {table.name} (small files and files with deletes, per partition)",
+        lambda: table.maintenance.rewrite_data_files(options=_COMPACT),
+    )
+    print(
+        f"  rewrote {done.rewritten_data_files_count} data files into "
+        f"{done.added_data_files_count}, dropped {done.removed_delete_files_count} delete files"
+    )
+    table = table.refresh()
+    kept = table.snapshots()[0]
+    table.create_tag("loaded", kept.snapshot_id)  # a tag keeps its snapshot's files
+    expired = _step(
+        f"expire {table.name}'s superseded snapshots (the head and the tag 'loaded' stay)",
+        lambda: table.maintenance.expire_snapshots(
+            older_than=int(time.time() * 1000) + 1, retain_last=1
+        ),
+    )
+    print(
+        f"  expired {len(expired.expired_snapshot_ids)} snapshots, deleted "
+        f"{expired.deleted['data_files']} data files, "
+        f"{expired.deleted['position_delete_files']} delete files, "
+        f"{expired.deleted['manifest_files']} manifests, "
+        f"{expired.deleted['manifest_lists']} manifest lists"
+    )
+    table = table.refresh()
+    print(f"{table.name} after upkeep: {_footprint(table)}")
+    now = read(spark, table).count()
+    back = read(spark, table, ref="loaded").count()
+    print(
+        f"  {now:,} rows now (were {rows:,}); time travel to the tag 'loaded' "
+        f"({kept.operation.value} {kept.snapshot_id}): {back:,} rows",
+        flush=True,
+    )
 
 
 def main() -> None:
