@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from neve.actions.base import TableState
 from neve.arrow.expression import delete_filter
-from neve.arrow.reader import DeleteCache, read_data_file
-from neve.arrow.schema import parse_name_mapping
+from neve.arrow.positions import read_task
+from neve.arrow.reader import DeleteCache
 from neve.arrow.writer import delete_written_files, write_data_files
 from neve.expressions import BooleanExpression
 from neve.io.locations import LocationProvider
@@ -55,27 +55,9 @@ def rewrite_schema(md: TableMetadata) -> Schema:
 def _live_rows(table: TableState) -> Callable[[FileScanTask], pa.Table]:
     """A reader of a whole-file task's live rows as a rewrite copies them: with the
     deletes planning attached, the current schema, and in v3 the row lineage columns."""
-    md = table.metadata
-    schema = md.schema()
-    rows_schema = rewrite_schema(md)
-    mapping_text = md.properties.get("schema.name-mapping.default")
-    mapping = parse_name_mapping(mapping_text) if mapping_text else None
+    rows_schema = rewrite_schema(table.metadata)
     cache = DeleteCache()
-
-    def read(task: FileScanTask) -> pa.Table:
-        return read_data_file(
-            table.io,
-            task.file,
-            rows_schema,
-            table_schema=schema,
-            spec=md.spec_by_id(task.spec_id),
-            delete_files=task.delete_files,
-            name_mapping=mapping,
-            cache=cache,
-            data_sequence_number=task.data_sequence_number,
-        )
-
-    return read
+    return lambda task: read_task(table, task, rows_schema, cache=cache)
 
 
 def rewrite_without(

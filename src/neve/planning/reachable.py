@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from neve.io.fileio import FileIO
 from neve.planning.manifests import read_manifest, read_manifest_list
-from neve.spec.manifest import DataFileContent, ManifestEntryStatus, ManifestFile
+from neve.planning.scan import live_entries
+from neve.spec.manifest import DataFileContent, ManifestFile
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 
@@ -62,17 +63,15 @@ def _manifests(io: FileIO, snapshots: Iterable[Snapshot], workers: int) -> dict[
 
 
 def _entries(
-    io: FileIO, md: TableMetadata, manifests: Iterable[ManifestFile], live_only: bool, workers: int
+    io: FileIO, md: TableMetadata, manifests: Iterable[ManifestFile], workers: int
 ) -> dict[str, str]:
-    """File path -> kind, for the entries of ``manifests``."""
+    """File path -> kind, for every entry of ``manifests`` (deleted ones included)."""
 
     def read(m: ManifestFile) -> list[tuple[str, str]]:
-        out = []
-        for e in read_manifest(io, m, specs_by_id=md.specs_by_id):
-            if live_only and e.status is ManifestEntryStatus.DELETED:
-                continue
-            out.append((e.data_file.file_path, _CONTENT_KIND[e.data_file.content]))
-        return out
+        return [
+            (e.data_file.file_path, _CONTENT_KIND[e.data_file.content])
+            for e in read_manifest(io, m, specs_by_id=md.specs_by_id)
+        ]
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return {p: k for pairs in pool.map(read, list(manifests)) for p, k in pairs}
@@ -103,9 +102,10 @@ def expired_files(
         p: m for p, m in _manifests(io, gone, workers).items() if p not in kept_manifests
     }
     by_kind["manifest_files"] = set(gone_manifests)
-    candidates = _entries(io, before, gone_manifests.values(), live_only=False, workers=workers)
+    candidates = _entries(io, before, gone_manifests.values(), workers)
     if candidates:
-        still_live = _entries(io, after, kept_manifests.values(), live_only=True, workers=workers)
+        kept = list(kept_manifests.values())
+        still_live = {e.data_file.file_path for e in live_entries(io, kept, after, workers)}
         for path, kind in candidates.items():
             if path not in still_live:
                 by_kind[kind].add(path)

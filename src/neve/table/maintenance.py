@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
+from neve.actions.base import TableState
 from neve.actions.expire import ExpireSnapshots
 from neve.arrow.positions import merge_deletes
 from neve.arrow.write import compact_groups
@@ -39,14 +40,8 @@ from neve.spec.temporal import timestamp_millis
 from neve.table.transaction import Transaction
 
 
-class MaintainedTable(Protocol):
+class MaintainedTable(TableState, Protocol):
     """What maintenance needs of a table handle (``neve.table.table.Table``)."""
-
-    @property
-    def io(self) -> FileIO: ...
-
-    @property
-    def metadata(self) -> TableMetadata: ...
 
     @property
     def metadata_location(self) -> str: ...
