@@ -20,6 +20,7 @@ NEVE_API = {
     "CommitFailedError",
     "CommitStateUnknownError",
     "DataSchemaMismatchError",
+    "EngineSetupError",
     "ExpressionError",
     "FileScanTask",
     "FilesystemCatalog",

@@ -22,7 +22,9 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
     │   ├── CommitConflictError          (a concurrent change conflicts; not retryable)
     │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
-    └── NeveIOError                      (reading or writing a file failed)
+    ├── NeveIOError                      (reading or writing a file failed)
+    └── EngineSetupError                 (a Spark session or its executors lack what
+                                          neve needs; nothing was read or written)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "DataSchemaMismatchError",
+    "EngineSetupError",
     "ExpressionError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
@@ -129,3 +132,10 @@ class CommitStateUnknownError(CommitError):
 
 class NeveIOError(NeveError, OSError):
     """Reading or writing a file failed."""
+
+
+class EngineSetupError(NeveError):
+    """The engine neve runs on is not set up as neve needs: a Spark session setting
+    that cannot be changed at run time, or executors whose Python cannot import neve.
+    The message names the setting or the interpreter and how to fix it at launch."""
+
