@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from terminal import run_in_terminal
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -50,13 +52,21 @@ def test_bench_spark_quick_runs() -> None:
 
 
 def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
-    out = subprocess.run(
+    # in a real terminal, as a person runs it: Spark's own progress bar would draw there
+    run = run_in_terminal(
         [sys.executable, "-m", "neve.demo", "--scale", "0.01", "--root", str(tmp_path)],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    ).stdout
+        cwd=ROOT,
+        width=250,
+        sample_every=0.2,
+    )
+    out = run.text
+    assert run.exit_code == 0, out
+    # every step starts on a line of its own, and Spark's console bar never shows
+    steps = [line for line in out.splitlines() if "> " in line and not line.startswith("WARN")]
+    assert steps and all(line.startswith("> ") for line in steps), steps
+    assert "[Stage" not in out and not any("[Stage" in screen for screen in run.screens)
+    # long steps show their own progress while they run (Spark's stages, tasks done/all)
+    assert any("Spark stage" in screen for screen in run.screens)
     for step in ("load orders", "load lineitem", "RF1: upsert 15 new orders", "RF2: delete 15"):
         assert step in out
     # RF2 is merge-on-read: rows marked in delete files, no data file rewritten
@@ -72,7 +82,11 @@ def test_demo_runs_the_tpch_pipeline(tmp_path: Path) -> None:
     assert "after upkeep: 83 data files, 0 delete files" in upkeep
     assert "expired 2 snapshots" in upkeep and "deleted 0 data files" not in upkeep
     assert "60,175 rows now (were 60,175); time travel to the tag 'loaded'" in upkeep
-    assert upkeep.rstrip().endswith(": 60,175 rows")
+    # a summary of the steps and their durations closes the run
+    summary = out[out.index("what the demo did") :]
+    for step in ("load orders through Spark", "TPC-H Q6", "compact tpch.lineitem", "total"):
+        assert step in summary
+    assert len([line for line in summary.splitlines() if line.startswith("│")]) == 13
 
 
 def test_bench_merge_quick_runs() -> None:

@@ -19,13 +19,24 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table as RichTable
 
 from neve.catalog import connect
 from neve.spark import (
@@ -45,19 +56,89 @@ __all__ = ["main", "run"]
 T = TypeVar("T")
 
 
-def _step(label: str, fn: Callable[[], T]) -> T:
-    print(f"> {label}", flush=True)
-    t0 = time.perf_counter()
-    out = fn()
-    print(f"  done in {time.perf_counter() - t0:6.2f} s", flush=True)
-    return out
+#: The demo's output. Spark's own console progress bar is off (it draws into the middle
+#: of other lines); each step shows a progress line of its own below the step's label,
+#: fed by Spark's status tracker, and removes it when the step ends.
+console = Console(highlight=False, markup=False, soft_wrap=True)
+
+
+class _Steps:
+    """Runs the demo's steps: a label on a fresh line, live progress while the step
+    runs (on a terminal), its duration after it, and a summary table at the end."""
+
+    def __init__(self) -> None:
+        self.spark: SparkSession | None = None
+        self.done: list[tuple[str, float]] = []
+
+    def __call__(self, label: str, fn: Callable[[], T]) -> T:
+        console.print(f"> {label}")
+        t0 = time.perf_counter()
+        if self.spark is None:  # nothing to follow yet (Spark's own start logs its lines)
+            out = fn()
+        else:
+            out = self._follow(fn)
+        seconds = time.perf_counter() - t0
+        console.print(f"  done in {seconds:6.2f} s")
+        self.done.append((label, seconds))
+        return out
+
+    def _follow(self, fn: Callable[[], T]) -> T:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("  working", total=None)
+            stop = threading.Event()
+            poller = threading.Thread(target=self._poll, args=(progress, task, stop), daemon=True)
+            poller.start()
+            try:
+                return fn()
+            finally:
+                stop.set()
+                poller.join()
+
+    def _poll(self, progress: Progress, task: Any, stop: threading.Event) -> None:
+        """Show the tasks of Spark's running stages (done of all) as the step's bar."""
+        while not stop.wait(0.25):
+            spark = self.spark
+            if spark is None:
+                continue
+            try:
+                tracker = spark.sparkContext.statusTracker()
+                infos = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+            except Exception:  # the session is stopping; nothing more to show
+                return
+            stages = [s for s in infos if s is not None]
+            if not stages:
+                progress.update(task, description="  working", total=None)
+                continue
+            progress.update(
+                task,
+                description=f"  Spark stage {', '.join(str(s.stageId) for s in stages)}",
+                completed=sum(s.numCompletedTasks for s in stages),
+                total=sum(s.numTasks for s in stages),
+            )
+
+    def summary(self) -> None:
+        table = RichTable(title="what the demo did", title_justify="left")
+        table.add_column("step")
+        table.add_column("seconds", justify="right")
+        for label, seconds in self.done:
+            table.add_row(label, f"{seconds:.2f}")
+        table.add_row("total", f"{sum(s for _, s in self.done):.2f}", style="bold")
+        console.print(table)
 
 
 def _history(table: Table) -> None:
-    print(f"history of {table.name}:")
+    console.print(f"history of {table.name}:")
     for s in table.snapshots():
         summary = s.summary
-        print(
+        console.print(
             f"  {s.snapshot_id:>20}  {s.operation.value:<9}"
             f" +{summary.get('added-records', '0'):>8} -{summary.get('deleted-records', '0'):>8}"
             f"  total {summary.get('total-records', '?'):>9}"
@@ -72,13 +153,12 @@ def _written(table: Table) -> None:
     if snap is None:
         return
     s = snap.summary
-    print(
+    console.print(
         f"  {table.name}: +{s.get('added-records', '0')} rows in "
         f"{s.get('added-data-files', '0')} data files, "
         f"{s.get('added-position-deletes', '0')} rows marked deleted in "
         f"{s.get('added-delete-files', '0')} delete files, "
-        f"{s.get('deleted-data-files', '0')} data files removed",
-        flush=True,
+        f"{s.get('deleted-data-files', '0')} data files removed"
     )
 
 
@@ -91,22 +171,24 @@ def run(root: Path, scale: float, master: str) -> None:
         elif target.exists():
             target.unlink()
     root.mkdir(parents=True, exist_ok=True)
+    step = _Steps()
 
-    sources = _step(
+    sources = step(
         f"generate TPC-H SF{scale:g} orders and lineitem with tpchgen-cli (cached)",
         lambda: generate(root / "tpch", scale, ("orders", "lineitem"), parts=2),
     )
-    spark = _step(
+    spark = step(
         f"start Spark ({master})",
         lambda: local_session(
             master,
             "neve-demo",
-            conf={"spark.ui.showConsoleProgress": "true", "spark.driver.memory": "2g"},
+            conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"},
         ),
     )
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel("ERROR")
+    step.spark = spark
     catalog = connect(f"sqlite:///{root}/catalog.db", warehouse=str(root / "warehouse"))
-    print(f"catalog: {catalog}")
+    console.print(f"catalog: {catalog}")
     catalog.create_namespace("tpch")
 
     orders_src = spark.read.parquet(str(sources["orders"]))
@@ -123,8 +205,8 @@ def run(root: Path, scale: float, master: str) -> None:
         partition_by=["month(l_shipdate)"],
         primary_key=["l_orderkey", "l_linenumber"],
     )
-    _step("load orders through Spark", lambda: write(orders_src, orders))
-    _step("load lineitem through Spark", lambda: write(lineitem_src, lineitem))
+    step("load orders through Spark", lambda: write(orders_src, orders))
+    step("load lineitem through Spark", lambda: write(lineitem_src, lineitem))
     loaded = lineitem.current_snapshot()
 
     # RF1: SF x 1500 new orders with fresh keys above the current maximum, and their
@@ -145,7 +227,7 @@ def run(root: Path, scale: float, master: str) -> None:
         upsert(spark, new_items.select(*lineitem_src.columns), lineitem)
         _written(lineitem)
 
-    _step(f"RF1: upsert {n_new:,} new orders and their line items (2 commits)", rf1)
+    step(f"RF1: upsert {n_new:,} new orders and their line items (2 commits)", rf1)
     after_rf1 = lineitem.current_snapshot()
 
     # RF2: delete SF x 1500 old orders (the lowest keys) and their line items.
@@ -159,36 +241,39 @@ def run(root: Path, scale: float, master: str) -> None:
         delete(spark, lineitem, f"l_orderkey <= {cutoff}")
         _written(lineitem)
 
-    _step(f"RF2: delete {n_new:,} old orders and their line items (merge-on-read)", rf2)
+    step(f"RF2: delete {n_new:,} old orders and their line items (merge-on-read)", rf2)
 
     register_view(spark, lineitem, "lineitem")
-    q1: list[Any] = _step("TPC-H Q1 (pricing summary) on Spark", lambda: spark.sql(Q1).collect())
-    q6: list[Any] = _step("TPC-H Q6 (revenue change, 1994)", lambda: spark.sql(Q6).collect())
+    q1: list[Any] = step("TPC-H Q1 (pricing summary) on Spark", lambda: spark.sql(Q1).collect())
+    q6: list[Any] = step("TPC-H Q6 (revenue change, 1994)", lambda: spark.sql(Q6).collect())
     year = "l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01'"
     planned = len(lineitem.scan(filter=year).plan_files())
     total = len(lineitem.scan().plan_files())
-    print()
-    print("Q1:")
+    console.print()
+    console.print("Q1:")
     for row in q1:
-        print(
+        console.print(
             f"  {row['l_returnflag']} {row['l_linestatus']}  qty {row['sum_qty']:>14,.2f}"
             f"  charge {row['sum_charge']:>20,.2f}  orders {row['count_order']:>9,}"
         )
-    print(f"Q6 revenue: {q6[0]['revenue']:,.2f}  (planned {planned} of {total} lineitem files)")
-    print()
+    console.print(
+        f"Q6 revenue: {q6[0]['revenue']:,.2f}  (planned {planned} of {total} lineitem files)"
+    )
+    console.print()
     _history(orders)
     _history(lineitem)
     if loaded is not None and after_rf1 is not None:
         then: DataFrame = read(spark, lineitem, snapshot_id=loaded.snapshot_id)
         between = read(spark, lineitem, snapshot_id=after_rf1.snapshot_id)
-        print(
+        console.print(
             f"time travel: lineitem had {then.count():,} rows after the load, "
             f"{between.count():,} after RF1, and has {read(spark, lineitem).count():,} now"
         )
-    print(f"metadata: {lineitem.metadata_location}")
-    print()
+    console.print(f"metadata: {lineitem.metadata_location}")
+    console.print()
     for table in (orders, lineitem):
-        _upkeep(spark, table.refresh())
+        _upkeep(spark, table.refresh(), step)
+    step.summary()
     spark.stop()
 
 
@@ -208,29 +293,29 @@ def _footprint(table: Table) -> str:
     )
 
 
-def _upkeep(spark: Any, table: Table) -> None:
+def _upkeep(spark: Any, table: Table, step: _Steps) -> None:
     """Compact the partitions RF1 and RF2 touched, expire the superseded snapshots, and
     show that time travel to a kept snapshot still works."""
-    print(f"{table.name} before upkeep: {_footprint(table)}")
+    console.print(f"{table.name} before upkeep: {_footprint(table)}")
     rows = read(spark, table).count()
-    done = _step(
+    done = step(
         f"compact {table.name} (small files and files with deletes, per partition)",
         lambda: table.maintenance.rewrite_data_files(options=_COMPACT),
     )
-    print(
+    console.print(
         f"  rewrote {done.rewritten_data_files_count} data files into "
         f"{done.added_data_files_count}, dropped {done.removed_delete_files_count} delete files"
     )
     table = table.refresh()
     kept = table.snapshots()[0]
     table.create_tag("loaded", kept.snapshot_id)  # a tag keeps its snapshot's files
-    expired = _step(
+    expired = step(
         f"expire {table.name}'s superseded snapshots (the head and the tag 'loaded' stay)",
         lambda: table.maintenance.expire_snapshots(
             older_than=int(time.time() * 1000) + 1, retain_last=1
         ),
     )
-    print(
+    console.print(
         f"  expired {len(expired.expired_snapshot_ids)} snapshots, deleted "
         f"{expired.deleted['data_files']} data files, "
         f"{expired.deleted['position_delete_files']} delete files, "
@@ -238,13 +323,12 @@ def _upkeep(spark: Any, table: Table) -> None:
         f"{expired.deleted['manifest_lists']} manifest lists"
     )
     table = table.refresh()
-    print(f"{table.name} after upkeep: {_footprint(table)}")
+    console.print(f"{table.name} after upkeep: {_footprint(table)}")
     now = read(spark, table).count()
     back = read(spark, table, ref="loaded").count()
-    print(
+    console.print(
         f"  {now:,} rows now (were {rows:,}); time travel to the tag 'loaded' "
-        f"({kept.operation.value} {kept.snapshot_id}): {back:,} rows",
-        flush=True,
+        f"({kept.operation.value} {kept.snapshot_id}): {back:,} rows"
     )
 
 
