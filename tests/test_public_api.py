@@ -15,6 +15,7 @@ import neve.spark
 NEVE_API = {
     "AlreadyExistsError",
     "Catalog",
+    "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
     "CommitFailedError",
@@ -29,6 +30,7 @@ NEVE_API = {
     "NestedField",
     "NeveError",
     "NeveIOError",
+    "NoSuchCatalogError",
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",

@@ -10,6 +10,7 @@ table.scan(filter="id < 100").to_arrow()
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
 from neve.errors import (
     AlreadyExistsError,
+    CatalogNotConfiguredError,
     CommitConflictError,
     CommitError,
     CommitFailedError,
@@ -21,6 +22,7 @@ from neve.errors import (
     NamespaceNotEmptyError,
     NeveError,
     NeveIOError,
+    NoSuchCatalogError,
     NoSuchNamespaceError,
     NoSuchSnapshotError,
     NoSuchTableError,
@@ -42,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyExistsError",
     "Catalog",
+    "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
     "CommitFailedError",
@@ -56,6 +59,7 @@ __all__ = [
     "NestedField",
     "NeveError",
     "NeveIOError",
+    "NoSuchCatalogError",
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",

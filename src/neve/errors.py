@@ -8,7 +8,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     ├── NotFoundError
     │   ├── NoSuchNamespaceError
     │   ├── NoSuchTableError
-    │   └── NoSuchSnapshotError          (also unknown branch / tag names)
+    │   ├── NoSuchSnapshotError          (also unknown branch / tag names)
+    │   └── NoSuchCatalogError           (no catalog of that name is configured)
     ├── AlreadyExistsError
     │   ├── NamespaceAlreadyExistsError
     │   └── TableAlreadyExistsError
@@ -22,6 +23,7 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
     │   ├── CommitConflictError          (a concurrent change conflicts; not retryable)
     │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
+    ├── CatalogNotConfiguredError        (no catalog named, none configured)
     ├── NeveIOError                      (reading or writing a file failed)
     └── EngineSetupError                 (a Spark session or its executors lack what
                                           neve needs; nothing was read or written)
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
     "CommitFailedError",
@@ -42,6 +45,7 @@ __all__ = [
     "NamespaceNotEmptyError",
     "NeveError",
     "NeveIOError",
+    "NoSuchCatalogError",
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
@@ -74,6 +78,16 @@ class NoSuchTableError(NotFoundError):
 
 class NoSuchSnapshotError(NotFoundError):
     """The snapshot, branch or tag does not exist."""
+
+
+class NoSuchCatalogError(NotFoundError):
+    """No catalog of that name is configured (neve's config file, pyiceberg's
+    ``.pyiceberg.yaml``); the message lists the names that are."""
+
+
+class CatalogNotConfiguredError(NeveError):
+    """No catalog was given and none is configured: the message says how to name one
+    (a URI, the ``NEVE_URI`` environment variable, or a config file)."""
 
 
 class AlreadyExistsError(NeveError):

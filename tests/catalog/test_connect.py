@@ -69,7 +69,7 @@ def test_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cat.warehouse == str(tmp_path / "wh")
     assert os.path.isdir(tmp_path / "wh")
     monkeypatch.chdir(tmp_path)
-    rel = connect("wh2", name="local")
+    rel = connect("./wh2", name="local")
     assert (rel.warehouse, rel.name) == (str(tmp_path / "wh2"), "local")
     uri = connect(f"file://{tmp_path}/wh3")
     assert isinstance(uri, FilesystemCatalog)

@@ -1,4 +1,5 @@
-"""One entry point to open a catalog from a URI."""
+"""One entry point to open a catalog: from a URI or folder, by a configured name, or as
+configured (:mod:`neve.catalog.config` says how a catalog is chosen)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ from typing import Any
 from urllib.parse import urlparse
 
 from neve.catalog.base import Catalog
+from neve.catalog.config import (
+    DEFAULT_CATALOG_NAME,
+    CatalogEntry,
+    default_entry,
+    looks_like_name,
+    lookup,
+)
 from neve.catalog.filesystem import FilesystemCatalog
 from neve.catalog.sql import SqlCatalog
-from neve.errors import ValidationError
+from neve.errors import NotFoundError, ValidationError
 from neve.io.fileio import local_path
 
-__all__ = ["connect"]
+__all__ = ["connect", "open_entry"]
 
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
 
@@ -35,10 +43,10 @@ def _sql_uri(uri: str) -> str:
 
 
 def connect(
-    uri: str | os.PathLike[str],
+    uri: str | os.PathLike[str] | None = None,
     warehouse: str | os.PathLike[str] | None = None,
     *,
-    name: str = "neve",
+    name: str | None = None,
     **properties: Any,
 ) -> Catalog:
     """Open a catalog.
@@ -48,14 +56,24 @@ def connect(
       ``postgresql+psycopg://``): a :class:`SqlCatalog`; ``warehouse`` is required and
       says where new tables go (a folder or a URI such as ``s3://bucket/warehouse``).
     - a folder path or ``file://`` URI: a :class:`FilesystemCatalog` on that folder.
+    - a catalog name (``"prod"``: no ``://``, no ``/``, not starting with ``.`` or
+      ``~``): the catalog configured under that name in neve's config file or
+      pyiceberg's ``.pyiceberg.yaml`` (:mod:`neve.catalog.config`). A word that is not
+      configured but is a folder in the current folder opens that folder (write
+      ``./word`` to say so); a word that is both is refused as ambiguous.
+    - nothing: the catalog ``NEVE_URI``/``NEVE_WAREHOUSE``, ``NEVE_CATALOG`` or the
+      config files' default name; :class:`~neve.errors.CatalogNotConfiguredError` when
+      there is none.
 
     ``name`` is the catalog name stored with every row of a SQL catalog (Iceberg-Java
-    and pyiceberg see the same tables under the same name). Other keyword arguments
-    become catalog properties (strings), e.g. FileIO credentials, or SQLite's busy
-    timeout: ``connect(uri, warehouse, **{"sqlite.busy-timeout-ms": "5000"})`` (default
-    60000; see :class:`SqlCatalog`).
+    and pyiceberg see the same tables under the same name; default ``neve``, or what
+    the configured catalog says). ``warehouse`` and other keyword arguments override a
+    configured catalog's. Other keyword arguments become catalog properties (strings),
+    e.g. FileIO credentials, or SQLite's busy timeout:
+    ``connect(uri, warehouse, **{"sqlite.busy-timeout-ms": "5000"})`` (default 60000;
+    see :class:`SqlCatalog`).
     """
-    if not isinstance(uri, (str, os.PathLike)) or (
+    if (uri is not None and not isinstance(uri, (str, os.PathLike))) or (
         warehouse is not None and not isinstance(warehouse, (str, os.PathLike))
     ):
         raise ValidationError(
@@ -63,9 +81,54 @@ def connect(
             + ("" if warehouse is None else f" with warehouse {warehouse!r}")
             + "; e.g. neve.connect('sqlite:////abs/catalog.db', warehouse='/abs/warehouse')"
         )
-    uri = os.fspath(uri)
     props = {str(k): str(v) for k, v in properties.items()}
     wh = os.fspath(warehouse) if warehouse is not None else None
+    if uri is None:
+        if wh is not None:
+            raise ValidationError(
+                f"connect() got a warehouse ({wh!r}) but no URI: give the catalog's URI too, "
+                "e.g. connect('sqlite:////abs/catalog.db', warehouse=...)"
+            )
+        return open_entry(default_entry(), name=name, **props)
+    if isinstance(uri, str) and looks_like_name(uri):
+        entry = _named(uri)
+        if entry is not None:
+            return open_entry(entry, warehouse=wh, name=name, **props)
+    return _open_uri(os.fspath(uri), wh, name or DEFAULT_CATALOG_NAME, props)
+
+
+def _named(word: str) -> CatalogEntry | None:
+    """The configured catalog ``word`` names, or None when it is a folder here."""
+    here = os.path.exists(word)
+    try:
+        entry = lookup(word)
+    except NotFoundError:
+        if here:
+            return None  # an existing folder (or file) of that name, as before names
+        raise
+    if here:
+        raise ValidationError(
+            f"{word!r} is both a configured catalog ({entry.source}) and a path in the "
+            f"current folder; write './{word}' for the folder, or run from another folder "
+            "(the command takes --catalog NAME, which is always a name)"
+        )
+    return entry
+
+
+def open_entry(
+    entry: CatalogEntry,
+    *,
+    warehouse: str | None = None,
+    name: str | None = None,
+    **properties: str,
+) -> Catalog:
+    """Open a configured catalog; ``warehouse``, ``name`` and ``properties`` override
+    what the entry says."""
+    props = {**entry.properties, **properties}
+    return _open_uri(entry.uri, warehouse or entry.warehouse, name or entry.name, props)
+
+
+def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Catalog:
     scheme = urlparse(uri).scheme if "://" in uri else ""
     if scheme.partition("+")[0] in _SQL_SCHEMES:
         if not wh:
