@@ -16,9 +16,11 @@ Options (names are case-insensitive and may be kebab, snake or camel case:
 ``snapshot-id``, ``snapshot_id`` and ``snapshotId`` are one option):
 
 ==================  ====================================================================
-``uri``             catalog URI, as for :func:`neve.connect` (required)
+``uri``             catalog URI, as for :func:`neve.connect`
 ``warehouse``       catalog warehouse (required for SQL catalogs)
-``catalog``         catalog name (default ``neve``)
+``catalog``         with ``uri``: the catalog name stored in the rows (default ``neve``);
+                    without: a catalog configured under that name
+                    (:mod:`neve.catalog.config`). With neither, the configured default
 ``catalog.<prop>``  a catalog property (Spark lower-cases option names)
 ``table``           the table, when not given to ``load()`` / ``save()``
 ``filter``          read: a neve filter expression (``"x > 5 and s = 'a'"``)
@@ -76,7 +78,8 @@ from pyspark.sql.pandas.types import to_arrow_schema as spark_arrow_schema
 
 from neve.arrow.writer import delete_written_files, write_data_files
 from neve.catalog.base import Catalog, parse_identifier
-from neve.catalog.connect import connect
+from neve.catalog.config import lookup
+from neve.catalog.connect import connect, open_entry
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
@@ -150,10 +153,11 @@ class _Options:
                     f"{', '.join(known)} and catalog.<property>"
                 )
             values[norm] = value
-        if not values.get("uri"):
+        if values.get("warehouse") and not values.get("uri"):
             raise ValidationError(
-                'the neve data source needs the catalog: .option("uri", "sqlite:////path/'
-                'catalog.db").option("warehouse", "/path/warehouse")'
+                'option warehouse needs option uri too: .option("uri", "sqlite:////path/'
+                'catalog.db").option("warehouse", "/path/warehouse"), or name a configured '
+                'catalog with .option("catalog", "name")'
             )
         if not (values.get("table") or values.get("path")):
             raise ValidationError(
@@ -191,12 +195,16 @@ class _Options:
             ) from None
 
     def catalog(self) -> Catalog:
-        return connect(
-            self.values["uri"],
-            self.values.get("warehouse"),
-            name=self.values.get("catalog") or "neve",
-            **self.catalog_properties,
-        )
+        """The catalog the options name: by URI, by configured name, or the configured
+        default (the same resolution as :func:`neve.connect`)."""
+        uri, named = self.values.get("uri"), self.values.get("catalog")
+        if uri:
+            return connect(
+                uri, self.values.get("warehouse"), name=named or None, **self.catalog_properties
+            )
+        if named:
+            return open_entry(lookup(named), **self.catalog_properties)
+        return connect(**self.catalog_properties)
 
 
 @contextlib.contextmanager
