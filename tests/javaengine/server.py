@@ -11,6 +11,12 @@ it, so stdout is pointed at stderr before Spark starts). Requests:
   "rows": [[...], ...]}``
 - ``{"op": "catalog", "name": ..., "uri": ..., "warehouse": ..., "user": ...,
   "password": ...}`` -> ``{"ok": true}``: adds a JDBC catalog (before its first use)
+- ``{"op": "update_schema", "catalog": ..., "table": "ns.t", "changes": [...]}`` ->
+  ``{"ok": true}``: a schema change through Java's ``UpdateSchema`` API, for what Spark
+  3.5's SQL cannot say (column defaults). Each change is ``{"add": name, "type":
+  "int", "default": value, "required": false}`` or ``{"set-default": name, "value":
+  value}``; a value is a JSON boolean or number, or a string Iceberg-Java converts
+  to the column's type (dates, timestamps, decimals, strings)
 - ``{"op": "exit"}``
 
 A failure answers ``{"ok": false, "error": <message>, "java_class": <class or null>}``.
@@ -151,6 +157,8 @@ class Server:
             for key, value in catalog_conf(request).items():
                 self.spark.conf.set(key, value)
             return {"ok": True}
+        if op == "update_schema":
+            return self.update_schema(request)
         return {"ok": False, "error": f"unknown op {op!r}", "java_class": None}
 
     def sql(self, statement: str) -> dict[str, Any]:
@@ -182,6 +190,46 @@ class Server:
             "types": [f.dataType.simpleString() for f in fields],
             "rows": rows,
         }
+
+    def update_schema(self, request: dict[str, Any]) -> dict[str, Any]:
+        jvm = self.spark.sparkContext._jvm
+        manager = self.spark._jsparkSession.sessionState().catalogManager()
+        catalog = manager.catalog(request["catalog"]).icebergCatalog()
+        ident = jvm.org.apache.iceberg.catalog.TableIdentifier.parse(request["table"])
+        table = catalog.loadTable(ident)
+        types = {f.name(): f.type() for f in table.schema().columns()}
+        update = table.updateSchema()
+        for change in request["changes"]:
+            if "add" in change:
+                iceberg_type = jvm.org.apache.iceberg.types.Types.fromPrimitiveString(
+                    change["type"]
+                )
+                value = _literal(jvm, change.get("default"), iceberg_type)
+                if change.get("required"):
+                    update = update.addRequiredColumn(change["add"], iceberg_type, None, value)
+                else:
+                    update = update.addColumn(change["add"], iceberg_type, None, value)
+                types[change["add"]] = iceberg_type
+            else:
+                name = change["set-default"]
+                value = _literal(jvm, change.get("value"), types[name])
+                update = update.updateColumnDefault(name, value)
+        update.commit()
+        return {"ok": True}
+
+
+def _literal(jvm: Any, value: Any, iceberg_type: Any) -> Any:
+    """An Iceberg-Java ``Literal`` of ``value`` converted to ``iceberg_type`` (None: none)."""
+    if value is None:
+        return None
+    lit = jvm.org.apache.iceberg.expressions.Expressions.lit
+    if isinstance(value, bool):
+        return lit(value).to(iceberg_type)
+    if isinstance(value, int):
+        return lit(jvm.java.lang.Long.valueOf(str(value))).to(iceberg_type)
+    if isinstance(value, float):
+        return lit(value).to(iceberg_type)  # Py4J passes a float as a Java double
+    return lit(str(value)).to(iceberg_type)
 
 
 def versions(spark: Any) -> dict[str, str]:
