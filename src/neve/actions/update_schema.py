@@ -13,15 +13,18 @@ out (``points.x`` is ``points.element.x``).
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from neve.errors import SchemaError, ValidationError
-from neve.spec import values
+from neve.spec import temporal, values
 from neve.spec.schema import Schema
 from neve.spec.types import (
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
@@ -35,7 +38,10 @@ from neve.spec.types import (
     PrimitiveType,
     StructType,
     TimestampNsType,
+    TimestampType,
     TimestamptzNsType,
+    TimestamptzType,
+    TimeType,
     UnknownType,
     VariantType,
     parse_type,
@@ -206,6 +212,28 @@ def _check_v3_types(t: IcebergType, format_version: int, where: str) -> None:
             _check_v3_types(c.field_type, format_version, where)
 
 
+def _from_python(value: Any, t: IcebergType, where: str) -> Any:
+    """Python's dates, times and datetimes in neve's value form (days, microseconds).
+    A ``timestamp`` takes a naive datetime and a ``timestamptz`` an aware one, so no
+    time zone is guessed."""
+    if isinstance(t, DateType) and isinstance(value, dt.date):
+        if isinstance(value, dt.datetime):
+            raise SchemaError(
+                f"default {value!r} of {where!r} is a datetime but the column is a date; "
+                "give a datetime.date"
+            )
+        return temporal.date_to_days(value)
+    if isinstance(t, TimeType) and isinstance(value, dt.time):
+        return temporal.time_to_micros(value)
+    if isinstance(t, (TimestampType, TimestamptzType)) and isinstance(value, dt.datetime):
+        zoned = isinstance(t, TimestamptzType)
+        if (value.tzinfo is not None) != zoned:
+            want = "an aware datetime (with tzinfo)" if zoned else "a naive datetime"
+            raise SchemaError(f"default {value!r} of {where!r} does not fit type {t}: give {want}")
+        return temporal.datetime_to_micros(value)
+    return value
+
+
 def _coerce_default(value: Any, t: IcebergType, where: str) -> Any:
     """Check a default value against its column type (neve's Python value form) and
     return it canonical. Defaults are stored in the JSON single-value form, so a value
@@ -215,19 +243,28 @@ def _coerce_default(value: Any, t: IcebergType, where: str) -> Any:
             f"column {where!r} of type {t} cannot have a default value; "
             "give defaults to primitive fields only"
         )
+    value = _from_python(value, t, where)
     try:
         out = values.from_json(t, values.to_json(t, value))
     except (ValidationError, TypeError, ValueError, ArithmeticError) as exc:
         raise SchemaError(
             f"default {value!r} of {where!r} does not fit type {t} ({exc}); give a value "
-            "in neve's form for the type (int for long/date/timestamp, Decimal for "
-            "decimal, bytes for binary ...)"
+            "of the column's type (int for int/long, datetime.date for date, a naive "
+            "datetime for timestamp and an aware one for timestamptz, or their int form "
+            "in days / microseconds; Decimal for decimal, bytes for binary ...)"
         ) from exc
     if isinstance(t, DecimalType) and len(out.as_tuple().digits) > t.precision:
         raise SchemaError(
             f"default {value!r} of {where!r} does not fit type {t}: more than {t.precision} digits"
         )
     return out
+
+
+def _same_default(t: IcebergType, a: Any, b: Any) -> bool:
+    """Whether two defaults are one value (by their JSON form, so -0.0 is not 0.0)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return json.dumps(values.to_json(t, a)) == json.dumps(values.to_json(t, b))
 
 
 class UpdateSchema:
@@ -368,6 +405,14 @@ class UpdateSchema:
         self._allow_incompatible = True
         return self
 
+    def _require_v3(self, what: str, otherwise: str) -> None:
+        if self._format_version < 3:
+            raise SchemaError(
+                f"{what}: column defaults need format version 3 and this table is version "
+                f"{self._format_version}; upgrade it first (set_properties("
+                "{'format-version': '3'})), or do it " + otherwise
+            )
+
     # -- adding ------------------------------------------------------------------------
 
     def add_column(
@@ -377,10 +422,26 @@ class UpdateSchema:
         doc: str | None = None,
         required: bool = False,
         default: Any = None,
+        *,
+        initial_default: Any = None,
+        write_default: Any = None,
     ) -> UpdateSchema:
         """Add a column. ``path`` names the new column inside its parent struct
         (``"a.b.new"``); a list or map parent means its element / value struct. Nested
-        types get fresh field ids. A required column needs a ``default`` (format v3)."""
+        types get fresh field ids.
+
+        Defaults need format v3 (spec "Default values"): ``initial_default`` is what rows
+        written before the column existed read as, ``write_default`` what a later write
+        that omits the column stores; ``default`` sets both. A required column needs
+        both (spec "Schema Evolution"); :meth:`update_column_default` changes the write
+        default later."""
+        if default is not None and (initial_default is not None or write_default is not None):
+            raise SchemaError(
+                f"cannot add column {self._path_str(path)!r}: give either default= (both "
+                "defaults) or initial_default= / write_default=, not both"
+            )
+        if default is not None:
+            initial_default = write_default = default
         if isinstance(path, str):
             segments = tuple(path.split("."))
         elif isinstance(path, (tuple, list)) and all(isinstance(p, str) for p in path):
@@ -394,7 +455,9 @@ class UpdateSchema:
         holder_id: int | None = None
         if len(segments) > 1:
             holder_id = self._resolve_parent(segments[:-1])
-        self._add_field(holder_id, segments[-1], field_type, doc, required, default)
+        self._add_field(
+            holder_id, segments[-1], field_type, doc, required, initial_default, write_default
+        )
         return self
 
     def _resolve_parent(self, parent: tuple[str, ...]) -> int:
@@ -420,7 +483,8 @@ class UpdateSchema:
         field_type: IcebergType | str,
         doc: str | None,
         required: bool,
-        default: Any,
+        initial_default: Any = None,
+        write_default: Any = None,
     ) -> int:
         full = name if holder_id is None else f"{self._index.by_id[holder_id].name}.{name}"
         t = parse_type(field_type) if isinstance(field_type, str) else field_type
@@ -431,19 +495,26 @@ class UpdateSchema:
                 f"cannot add column {full!r}: {self._holder_name(holder_id)} already has a "
                 f"field named {clash.name!r}; rename or delete it first, or pick another name"
             )
-        if default is not None:
-            if self._format_version < 3:
+        if initial_default is not None or write_default is not None:
+            self._require_v3(f"cannot add column {full!r} with a default value", "without one")
+        if initial_default is not None:
+            initial_default = _coerce_default(initial_default, t, full)
+        if write_default is not None:
+            write_default = _coerce_default(write_default, t, full)
+        if required and not self._allow_incompatible:
+            # spec "Schema Evolution": a required field is added with both defaults set
+            if initial_default is None:
                 raise SchemaError(
-                    f"cannot add column {full!r} with a default value: defaults need format "
-                    "version 3; upgrade the table or add the column without a default"
+                    f"cannot add required column {full!r} without a default value: existing "
+                    "rows have no value for it; add it as optional, or give a default in a "
+                    "format version 3 table"
                 )
-            default = _coerce_default(default, t, full)
-        if required and default is None and not self._allow_incompatible:
-            raise SchemaError(
-                f"cannot add required column {full!r} without a default value: existing rows "
-                "have no value for it; add it as optional, or give a default in a format "
-                "version 3 table"
-            )
+            if write_default is None:
+                raise SchemaError(
+                    f"cannot add required column {full!r} without a write default: a required "
+                    "column is added with both defaults; give write_default= too (or "
+                    "default= for both)"
+                )
         new_id = self._next_id()
         new_field = NestedField(
             new_id,
@@ -451,8 +522,8 @@ class UpdateSchema:
             self._fresh_ids(t),
             required,
             doc,
-            initial_default=default,
-            write_default=default,
+            initial_default=initial_default,
+            write_default=write_default,
         )
         self._edit_children(holder_id, lambda fields: (*fields, new_field))
         self._added |= _all_ids(new_field)
@@ -576,6 +647,26 @@ class UpdateSchema:
             self._changed.add(f.field_id)
         return self
 
+    def update_column_default(self, path: ColumnPath, value: Any) -> UpdateSchema:
+        """Change a column's write default: what a later write that omits the column
+        stores (format v3; spec "Default values"). Rows already written keep their
+        values and the initial default never changes. ``None`` clears the write
+        default; a required column without one can then only be written with a value
+        for it (as Iceberg-Java's ``updateColumnDefault`` allows)."""
+        entry = self._find(path, "change the default of")
+        if entry.role != _FIELD:
+            raise SchemaError(
+                f"cannot give {entry.name!r} a default: defaults belong to struct fields, "
+                "not to list elements or map keys and values"
+            )
+        self._require_v3(f"cannot change the default of {entry.name!r}", "without a default")
+        f = entry.field
+        new = None if value is None else _coerce_default(value, f.field_type, entry.name)
+        if not _same_default(f.field_type, new, f.write_default):
+            self._edit_field(f.field_id, lambda g: g.with_(write_default=new))
+            self._changed.add(f.field_id)
+        return self
+
     def _promoted(self, entry: _Entry, field_type: IcebergType | str) -> IcebergType:
         old = entry.field.field_type
         new = parse_type(field_type) if isinstance(field_type, str) else field_type
@@ -678,7 +769,7 @@ class UpdateSchema:
         for nf in incoming:
             existing = self._sibling_named(holder_id, nf.name)
             if existing is None:
-                self._add_field(holder_id, nf.name, nf.field_type, nf.doc, False, None)
+                self._add_field(holder_id, nf.name, nf.field_type, nf.doc, False)
             else:
                 self._union_field(existing.field_id, nf)
 

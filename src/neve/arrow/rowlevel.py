@@ -30,7 +30,7 @@ from pyroaring import BitMap64
 from neve.actions.base import TableState
 from neve.arrow.positions import positions_of, read_task, write_deletes
 from neve.arrow.reader import DeleteCache
-from neve.arrow.schema import to_arrow_schema, to_arrow_type
+from neve.arrow.schema import constant_array, to_arrow_schema, to_arrow_type
 from neve.arrow.write import rewrite_schema, write_table_files
 from neve.arrow.writer import delete_written_files
 from neve.errors import ValidationError
@@ -477,19 +477,22 @@ def _as_new_rows(
     format_version: int,
     row_ids: pa.ChunkedArray | pa.Array | None,
 ) -> pa.Table:
-    """``rows`` as rows to write: the table's columns (missing optional ones null), and
-    in v3 the lineage columns (an updated row keeps its ``_row_id``)."""
-    missing = [n for n in names if n not in rows.column_names]
-    required = [n for n in missing if schema.find_field(n).required]
+    """``rows`` as rows to write: the table's columns (a missing one holds its write
+    default, else null; spec "Default values"), and in v3 the lineage columns (an
+    updated row keeps its ``_row_id``)."""
+    missing = [schema.find_field(n) for n in names if n not in rows.column_names]
+    required = [f.name for f in missing if f.required and f.write_default is None]
     if required:
         raise ValidationError(
-            f"the merge source lacks required column(s) {required}; add them, or use "
-            "when_matched_update(set=...) for the columns it has"
+            f"the merge source lacks required column(s) {required}, which have no write "
+            "default; add them, or use when_matched_update(set=...) for the columns it has"
         )
     columns = {
         n: rows.column(n)
         if n in rows.column_names
-        else pa.nulls(rows.num_rows, _arrow_type(schema.find_field(n)))
+        else constant_array(
+            schema.find_field(n).write_default, schema.find_field(n).field_type, rows.num_rows
+        )
         for n in names
     }
     out = pa.table(columns)
