@@ -279,3 +279,20 @@ def test_metadata_files_are_json_in_metadata_dir(table: neve.Table) -> None:
     table.append(rows(0, 3))
     assert table.metadata_location.endswith(".metadata.json")
     assert os.path.exists(table.metadata_location)
+
+
+def test_to_batches_of_chosen_tasks(table: neve.Table) -> None:
+    """to_batches(tasks) reads exactly the given planned tasks (the command's progress
+    bar reads a scan one task at a time): together they give the whole scan's rows."""
+    table.append(rows(0, 50))
+    table.append(rows(50, 50, day0=3))
+    table.delete("id < 10")
+    scan = table.scan(filter="id < 80", columns=["id", "name"])
+    tasks = scan.plan_files()
+    assert len(tasks) >= 2
+    per_task = [
+        pa.Table.from_batches(list(scan.to_batches([t])), scan.to_arrow().schema) for t in tasks
+    ]
+    assert sum(t.num_rows for t in per_task) == scan.to_arrow().num_rows == 70
+    assert sorted(i for t in per_task for i in t.column("id").to_pylist()) == list(range(10, 80))
+    assert list(scan.to_batches([])) == []
