@@ -113,14 +113,15 @@ def change_write_defaults(table: Table) -> None:
             u.update_column_default(c.name, c.later)
 
 
-def build(table: Table, append: Callable[[pa.Table], None]) -> None:
-    """The history of the module docs, every write through ``append``."""
+def build(load: Callable[[], Table], append: Callable[[pa.Table], None]) -> None:
+    """The history of the module docs: schema changes on ``load()`` (the table as it is
+    now), every write through ``append``."""
     append(ids_table(BEFORE))
-    add_columns(table)
+    add_columns(load())
     append(ids_table(OMITTED))
     append(full_table(NULLS, nulls=True))
     append(full_table(GIVEN, nulls=False))
-    change_write_defaults(table)
+    change_write_defaults(load())
     append(ids_table(LATER))
 
 

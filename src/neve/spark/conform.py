@@ -165,7 +165,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
     for f in schema.fields:
         sf = given.get(f.name)
         if sf is None:
-            c = _default(f)
+            c = _null_check(_default(f), f, f.name, None)
         else:
             c = _fit(F.col(_quote(f.name)), sf.dataType, f, f.name, None)
         cols.append(_with_id(c, f))
@@ -179,6 +179,8 @@ def _with_id(c: Column, f: NestedField) -> Column:
 
 
 def _default(f: NestedField) -> Column:
+    """What a write that omits ``f`` stores: its write default, else null (spec
+    "Default values"; a required field without one is refused before this)."""
     spark_type = to_spark_type(f.field_type)
     if f.write_default is None:
         return F.lit(None).cast(spark_type)
@@ -287,7 +289,7 @@ def _fit_struct(
         sf = given.get(child.name)
         child_path = f"{path}.{child.name}"
         if sf is None:
-            value = _default(child)
+            value = _null_check(_default(child), child, child_path, valid)
         else:
             value = _fit(c.getField(child.name), sf.dataType, child, child_path, valid)
         children.append(_with_id(value, child))

@@ -283,6 +283,8 @@ class _Read:
         cache: dict[str, dict[str, BitMap64]] = {}
         lock = threading.Lock()
 
+        defaults = self._initial_defaults()
+
         def plan(t: FileScanTask) -> _FilePlan:
             layout, present = layouts.get(t.file.file_path, (_Layout(), None))
             p = _FilePlan(t, layout, lineage=bool(self.lineage))
@@ -291,6 +293,10 @@ class _Read:
                 for fid, pos in spec_ids.items():
                     if not _has_column(t.file, fid, present):
                         p.fill[fid] = t.file.partition[pos]
+            for f in defaults:
+                if f.field_id not in p.fill and self._lacks(t.file, f.field_id, present):
+                    p.fill[f.field_id] = f.initial_default
+            self._check_collection_defaults(t, present)
             p.positions = _positions(self.io, t.file, t.delete_files, cache, lock)
             p.equality = tuple(
                 self.eq_index[d.file_path]
@@ -303,6 +309,34 @@ class _Read:
             return [plan(t) for t in self.files]
         with ThreadPoolExecutor(max_workers=_workers()) as ex:
             return list(ex.map(plan, self.files))
+
+    def _initial_defaults(self) -> list[NestedField]:
+        """Fields the read needs that have an ``initial-default``: a data file written
+        before such a field was added reads it as that value (spec "Default values").
+        Top-level fields and fields nested in structs are filled."""
+        fields = [
+            self.read_schema.find_field(fid) for _n, fid in _walk_ids(self.read_schema.fields)
+        ]
+        return [f for f in fields if f.initial_default is not None]
+
+    def _check_collection_defaults(self, t: FileScanTask, present: set[int] | None) -> None:
+        for f in _defaulted_in_collections(self.read_schema.fields):
+            if self._lacks(t.file, f.field_id, present):
+                raise SchemaError(
+                    f"data file {t.file.file_path} predates field {f.name!r} (inside a list "
+                    "or map), whose initial default the Spark reader cannot fill; read "
+                    "these columns with table.scan(...).to_arrow() instead"
+                )
+
+    def _lacks(self, f: DataFile, fid: int, present: set[int] | None) -> bool:
+        """Whether data file ``f`` surely has no column ``fid``: unlike an identity
+        value, a default must not replace the nulls of a file that has the column, so
+        when the metrics do not name the column the file's footer decides."""
+        if present is not None:
+            return fid not in present
+        if _has_column(f, fid, None):
+            return False
+        return fid not in set(_arrow_ids(_footer_schema(self.io, f.file_path)))
 
     def _identity_sources(self) -> dict[int, dict[int, int]]:
         """Per spec id: identity source field id -> position in the partition tuple,
@@ -543,6 +577,26 @@ def _walk_ids(fields: Sequence[NestedField]) -> list[tuple[str, int]]:
         out.append((f.name, f.field_id))
         if isinstance(f.field_type, StructType):
             out.extend(_walk_ids(f.field_type.fields))
+    return out
+
+
+def _defaulted_in_collections(fields: Sequence[NestedField]) -> list[NestedField]:
+    """Fields with an initial default somewhere below a list or map."""
+    out: list[NestedField] = []
+
+    def walk(f: NestedField, inside: bool) -> None:
+        if inside and f.initial_default is not None:
+            out.append(f)
+        t = f.field_type
+        if isinstance(t, StructType):
+            for c in t.fields:
+                walk(c, inside)
+        elif isinstance(t, (ListType, MapType)):
+            for c in t.children:
+                walk(c, True)
+
+    for f in fields:
+        walk(f, False)
     return out
 
 

@@ -43,7 +43,7 @@ from neve.planning.merge import Clause, needs_target_values
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.commands import spark_rewriter
-from neve.spark.expression import to_spark_column
+from neve.spark.expression import to_spark_column, to_spark_literal
 from neve.spark.job import cleanup_on_failure, write_data
 from neve.spark.paths import spark_file_uri
 from neve.spark.reader import ROW_FILE, ROW_POS, read_tasks
@@ -585,11 +585,16 @@ def _merge(
 
 
 def _source_column(source: DataFrame, schema: Schema, name: str) -> Column:
+    """A table column taken from the source; one the source lacks holds its write
+    default, else null (spec "Default values")."""
     if name in source.columns:
         return F.col(f"source.`{name}`").alias(name)
-    if schema.find_field(name).required:
+    f = schema.find_field(name)
+    if f.write_default is not None:
+        return to_spark_literal(f.write_default, f.field_type).alias(name)
+    if f.required:
         raise ValidationError(
-            f"the merge source lacks required column {name!r}; add it, or use "
-            "when_matched_update(set=...) for the columns it has"
+            f"the merge source lacks required column {name!r}, which has no write default; "
+            "add it, or use when_matched_update(set=...) for the columns it has"
         )
-    return F.lit(None).cast(to_spark_type(schema.find_field(name).field_type)).alias(name)
+    return F.lit(None).cast(to_spark_type(f.field_type)).alias(name)

@@ -1,0 +1,148 @@
+"""v3 column defaults on the Spark engine (spec "Default values"; issue 14, item 4).
+
+The same history as ``tests/table/test_column_defaults.py`` (``tests/default_values.py``)
+written through ``neve.spark.write`` and the ``neve`` DataSource, read back through
+``neve.spark.read`` (native Parquet: initial defaults are filled per file) and the
+DataSource, and compared with the pyarrow scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import neve
+from default_values import (
+    BEFORE,
+    CASES,
+    LATER,
+    NULLS,
+    OMITTED,
+    add_columns,
+    build,
+    column_names,
+    expected,
+    full_table,
+    ids_table,
+)
+from javaengine import canon_rows
+from neve.errors import DataSchemaMismatchError, ValidationError
+from neve.spark import merge, read, register_datasource, upsert, write
+
+pytestmark = pytest.mark.spark
+
+ID_ONLY = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+NAME = "db.t"
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Iterator[neve.Catalog]:
+    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    yield cat
+
+
+def to_df(spark: SparkSession, table: pa.Table) -> DataFrame:
+    df = spark.createDataFrame(table)
+    for f in table.schema:  # Spark reads zone-less Arrow timestamps as instants
+        if pa.types.is_timestamp(f.type) and f.type.tz is None:
+            df = df.withColumn(f.name, F.col(f.name).cast("timestamp_ntz"))
+    return df
+
+
+def spark_rows(df: DataFrame) -> Any:
+    return canon_rows(df.select(*column_names()).toArrow().to_pylist())
+
+
+def arrow_rows(table: neve.Table) -> Any:
+    return canon_rows(table.scan().to_arrow().select(column_names()).to_pylist())
+
+
+def test_spark_write_and_read(spark: SparkSession, catalog: neve.Catalog) -> None:
+    catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+
+    def append(data: pa.Table) -> None:
+        write(to_df(spark, data), catalog.load_table(NAME))
+
+    build(lambda: catalog.load_table(NAME), append)
+    t = catalog.load_table(NAME)
+    assert arrow_rows(t) == expected()
+    assert spark_rows(read(spark, t)) == expected()
+    # filters on defaulted columns, applied after the fill
+    assert spark_rows(read(spark, t, filter="i = -2147483648 and s = ''")) == expected(BEFORE)
+    assert spark_rows(read(spark, t, filter="l = 1099511627776")) == expected(OMITTED)
+    assert spark_rows(read(spark, t, filter="b is null")) == expected(NULLS)
+    assert spark_rows(read(spark, t, filter="s = 'later'")) == expected(LATER)
+    # a projection of one defaulted column
+    got = read(spark, t, columns=["id", "d"]).toArrow().to_pylist()
+    assert {r["id"]: r["d"] for r in got}[0] == CASES[4].initial
+
+
+def test_datasource_write_and_read(
+    spark: SparkSession, catalog: neve.Catalog, tmp_path: Path
+) -> None:
+    register_datasource(spark)
+    catalog.create_table(NAME, ID_ONLY, format_version=3)
+    options = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": str(tmp_path / "wh")}
+
+    def append(data: pa.Table) -> None:
+        to_df(spark, data).write.format("neve").options(**options).mode("append").save(NAME)
+
+    build(lambda: catalog.load_table(NAME), append)
+    assert arrow_rows(catalog.load_table(NAME)) == expected()
+    df = spark.read.format("neve").options(**options).load(NAME)
+    assert spark_rows(df) == expected()
+
+
+def test_spark_upsert_and_merge_use_the_write_default(
+    spark: SparkSession, catalog: neve.Catalog
+) -> None:
+    t = catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+    t.append(ids_table([1, 2]))
+    add_columns(catalog.load_table(NAME))
+    upsert(spark, to_df(spark, ids_table([2, 3])), catalog.load_table(NAME))
+    (
+        merge(spark, to_df(spark, full_table([4], nulls=True)), catalog.load_table(NAME))
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    got = {r["id"]: r for r in read(spark, catalog.load_table(NAME)).toArrow().to_pylist()}
+    assert canon_rows([[got[1][c.name] for c in CASES]]) == canon_rows([[c.initial for c in CASES]])
+    for i in (2, 3):
+        assert canon_rows([[got[i][c.name] for c in CASES]]) == canon_rows(
+            [[c.write for c in CASES]]
+        )
+    assert all(got[4][c.name] is None for c in CASES)
+
+
+def test_spark_write_omitting_a_required_column(spark: SparkSession, catalog: neve.Catalog) -> None:
+    t = catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+    t.append(ids_table([1]))
+    with t.update_schema() as u:
+        u.add_column(
+            "r",
+            "decimal(5, 1)",
+            required=True,
+            initial_default=Decimal("-1.5"),
+            write_default=Decimal("2.0"),
+        )
+    write(to_df(spark, ids_table([2])), catalog.load_table(NAME))
+    with catalog.load_table(NAME).update_schema() as u:
+        u.update_column_default("r", None)
+    location = catalog.load_table(NAME).metadata_location
+    with pytest.raises(DataSchemaMismatchError, match="required column 'r'"):
+        write(to_df(spark, ids_table([3])), catalog.load_table(NAME))
+    with pytest.raises(ValidationError, match="no write default"):
+        upsert(spark, to_df(spark, ids_table([3])), catalog.load_table(NAME))
+    assert catalog.load_table(NAME).metadata_location == location
+    got = {
+        r["id"]: str(r["r"]) for r in read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+    }
+    assert got == {1: "-1.5", 2: "2.0"}
