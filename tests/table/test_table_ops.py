@@ -296,3 +296,5 @@ def test_to_batches_of_chosen_tasks(table: neve.Table) -> None:
     assert sum(t.num_rows for t in per_task) == scan.to_arrow().num_rows == 70
     assert sorted(i for t in per_task for i in t.column("id").to_pylist()) == list(range(10, 80))
     assert list(scan.to_batches([])) == []
+    assert scan.arrow_schema() == scan.to_arrow().schema
+    assert scan.arrow_schema().names == ["id", "name"]

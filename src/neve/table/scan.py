@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
+from neve.arrow.schema import to_arrow_schema
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 
@@ -15,6 +16,10 @@ __all__ = ["TableScan"]
 
 class TableScan(ScanPlan):
     """A scan of one snapshot of a table. Immutable; methods return new scans."""
+
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows the scan returns (field ids kept); reads no data."""
+        return to_arrow_schema(self.projected_schema())
 
     def to_batches(self, tasks: Sequence[FileScanTask] | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the scan's rows as record batches, task by task: of every planned task,
