@@ -1,0 +1,5 @@
+"""``python -m neve.cli``: the ``neve`` command."""
+
+from neve.cli.main import main
+
+main()
