@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Sequence
+from importlib.metadata import version
 
 import click
 from rich.table import Table as RichTable
 
-from neve import __version__
 from neve.cli import browse, change, maintain, read
 from neve.cli.context import State, err_console, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, rows_json, show
@@ -32,7 +32,7 @@ EXIT_OK, EXIT_NEVE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
     help="A configured catalog's name; with --uri, the catalog name stored in its rows.",
 )
 @click.option("--debug", is_flag=True, help="Show the full traceback of an error.")
-@click.version_option(__version__, prog_name="neve")
+@click.version_option(version("neve"), prog_name="neve")
 @click.pass_context
 def cli(
     ctx: click.Context,
