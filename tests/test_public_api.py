@@ -21,6 +21,7 @@ NEVE_API = {
     "CommitFailedError",
     "CommitStateUnknownError",
     "DataSchemaMismatchError",
+    "DuplicateKeyError",
     "EngineSetupError",
     "ExpressionError",
     "FileScanTask",

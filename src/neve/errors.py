@@ -18,6 +18,7 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── SchemaError                  (invalid schema or schema change)
     │   ├── DataSchemaMismatchError      (written data does not fit the table)
     │   ├── ExpressionError              (a filter that does not parse or bind)
+    │   ├── DuplicateKeyError            (rows whose primary key the table holds)
     │   └── UnsupportedFormatVersionError
     ├── CommitError
     │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
@@ -39,6 +40,7 @@ __all__ = [
     "CommitFailedError",
     "CommitStateUnknownError",
     "DataSchemaMismatchError",
+    "DuplicateKeyError",
     "EngineSetupError",
     "ExpressionError",
     "NamespaceAlreadyExistsError",
@@ -118,6 +120,12 @@ class DataSchemaMismatchError(ValidationError):
     """Data to write does not fit the table's schema."""
 
 
+class DuplicateKeyError(ValidationError):
+    """Rows to append to a primary-key table have keys the table (or the batch itself)
+    holds already; nothing was written. Upsert them instead, or set the table property
+    ``write.primary-key.check=false`` for a load known to hold new keys only."""
+
+
 class ExpressionError(ValidationError):
     """A filter expression does not parse or does not bind to the schema."""
 
@@ -152,4 +160,3 @@ class EngineSetupError(NeveError):
     """The engine neve runs on is not set up as neve needs: a Spark session setting
     that cannot be changed at run time, or executors whose Python cannot import neve.
     The message names the setting or the interpreter and how to fix it at launch."""
-

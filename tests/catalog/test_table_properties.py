@@ -120,6 +120,7 @@ BAD_VALUES = [
     ("commit.retry.max-wait-ms", ""),
     ("commit.retry.total-timeout-ms", "soon"),
     ("commit.manifest-merge.enabled", "yes"),
+    ("write.primary-key.check", "sometimes"),
     ("commit.manifest.min-count-to-merge", "many"),
     ("commit.manifest.target-size-bytes", "0"),
     ("write.metadata.previous-versions-max", "-3"),

@@ -61,26 +61,70 @@ def assert_loses(
     assert files_under(tmp_path / "wh") == before_files
 
 
+def live_delete_files(t: neve.Table) -> list[tuple[str, str | None]]:
+    return sorted(
+        {
+            (d.file_path, d.referenced_data_file)
+            for task in t.refresh().scan().plan_files()
+            for d in task.delete_files
+        },
+        key=str,
+    )
+
+
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
-def test_deletes_of_the_same_file_conflict(
+def test_deletes_of_the_same_file_rebase(
     catalog: neve.Catalog, tmp_path: Path, version: int, isolation: str
 ) -> None:
-    """A concurrent delete file for a data file this change marks: its deletes would be
-    merged over. Both isolation levels refuse (Java: no conflicting delete files)."""
+    """A concurrent delete file for a data file this change marks: the two are unioned
+    into one that replaces the concurrent one (Iceberg-Java fails here), under both
+    isolation levels; the losing attempt's own delete file is not left behind."""
     t = make(catalog, version, isolation)
     stale = catalog.load_table("db.t")
     t.delete("id < 10")
+    winner = live_delete_files(t)
+    stale.delete("id >= 90")  # planned on the old version; rebased, not refused
+    assert ids(t) == list(range(10, 90))
+    after = live_delete_files(t)
+    assert len(after) == 1 and after != winner  # one file per data file, the winner's replaced
+    referenced = {p for p, _ in after} | {
+        f.file_path for task in t.scan().plan_files() for f in [task.file]
+    }
+    deletes_on_disk = {p for p in files_under(tmp_path / "wh") if "-deletes." in p}
+    # the winner's file is kept for time travel; the loser's first attempt is gone
+    assert deletes_on_disk == {p for p, _ in winner} | {p for p, _ in after}
+    assert {p for p, _ in after} <= referenced
+    # deleting rows another commit deleted too is no conflict either
+    stale2 = catalog.load_table("db.t")
+    t.delete("id < 20")
+    stale2.delete("id < 15")
+    assert ids(t) == list(range(20, 90))
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_updates_of_the_same_rows_conflict_and_of_other_rows_rebase(
+    catalog: neve.Catalog, tmp_path: Path, version: int
+) -> None:
+    t = make(catalog, version, "snapshot")
+    stale = catalog.load_table("db.t")
+    t.update({"v": "first"}, "id < 10")
     assert_loses(
         catalog,
         tmp_path,
         stale,
-        lambda s: s.delete("id >= 90"),
-        "added delete file|has a deletion vector already",
+        lambda s: s.update({"v": "second"}, "id >= 5 and id < 15"),
+        "changed 5 of the rows",
     )
-    assert ids(t) == list(range(10, 100))
-    stale.refresh().delete("id >= 90")  # planned again, it goes through
-    assert ids(t) == list(range(10, 90))
+    stale.refresh()
+    other = catalog.load_table("db.t")
+    t.update({"v": "third"}, "id >= 50 and id < 60")
+    other.update({"v": "fourth"}, "id >= 60 and id < 70")  # same file, other rows
+    got = {r["id"]: r["v"] for r in t.refresh().scan().to_arrow().to_pylist()}
+    assert len(got) == 100 and t.scan().to_arrow().num_rows == 100
+    assert {got[i] for i in range(10)} == {"first"}
+    assert {got[i] for i in range(50, 60)} == {"third"}
+    assert {got[i] for i in range(60, 70)} == {"fourth"}
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -115,19 +159,24 @@ def test_data_added_in_the_range_conflicts_only_when_serializable(
         assert got[500] == "new500" and got[60] == "u" and got[10] == "r10"
 
 
+@pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
-def test_merge_against_a_concurrent_insert_of_its_keys(
-    catalog: neve.Catalog, tmp_path: Path, isolation: str
+def test_upsert_against_a_concurrent_insert_or_update_of_its_keys_rebases(
+    catalog: neve.Catalog, version: int, isolation: str
 ) -> None:
-    t = make(catalog, 3, isolation)
+    """The later committer re-locates its keys in the rows the concurrent commit added
+    and marks them too: each key keeps one live row, the later committer's."""
+    t = make(catalog, version, isolation)
     stale = catalog.load_table("db.t")
     t.append(rows([300], "other"))  # a key the upsert below also inserts
-    upsert = lambda s: s.upsert(rows([5, 300], "up"))  # noqa: E731
-    if isolation == "serializable":
-        assert_loses(catalog, tmp_path, stale, upsert, "serializable")
-    else:
-        upsert(stale)  # snapshot isolation allows it: key 300 is then held twice
-        assert ids(t).count(300) == 2
+    t.upsert(rows([5, 6], "winner"))  # keys the upsert below also updates
+    stale.upsert(rows([5, 300, 301], "up"))
+    got = t.refresh().scan().to_arrow().to_pylist()
+    keys = [r["id"] for r in got]
+    assert len(keys) == len(set(keys)) == 102
+    values = {r["id"]: r["v"] for r in got}
+    assert values[5] == "up5" and values[300] == "up300" and values[301] == "up301"
+    assert values[6] == "winner6" and values[7] == "r7"
 
 
 def test_copy_on_write_rewrite_refuses_a_concurrent_merge_on_read_delete(

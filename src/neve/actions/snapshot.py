@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from neve.actions.base import Action, TableState
 from neve.actions.summary import build_summary
@@ -37,6 +38,7 @@ from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 
 __all__ = [
+    "Rebase",
     "SnapshotAction",
     "branch_head",
     "check_branch_target",
@@ -51,6 +53,16 @@ __all__ = [
 def new_snapshot_id() -> int:
     """A random positive 63-bit id, as Iceberg-Java generates."""
     return random.getrandbits(63) or 1
+
+
+class Rebase(Protocol):
+    """Carries a change over the commits that landed since its base (``parent``: the
+    branch head it now commits onto), before it is validated against them: it may read
+    their files and change the action's own (merge a concurrent deletion vector into
+    its own, mark rows they added), or raise a typed error where the outcome is not
+    well defined. Engines provide it (actions read no data files)."""
+
+    def __call__(self, action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> None: ...
 
 
 @dataclass
@@ -94,6 +106,9 @@ class SnapshotAction(Action):
         #: Snapshots committed earlier in the same transaction: not concurrent changes.
         self.ignore_snapshot_ids: set[int] = set()
         self._attempt = 0
+        #: How this change rebases over concurrent commits (None: validation only).
+        self.rebase: Rebase | None = None
+        self._carried_over: TableMetadata | None = None
 
     # -- what subclasses fill in -----------------------------------------------------
 
@@ -106,6 +121,22 @@ class SnapshotAction(Action):
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         """Check concurrent commits between the base snapshot and ``parent``."""
 
+    def carry_over(self, md: TableMetadata) -> None:
+        """Run the :attr:`rebase` hook over the commits since the base (once per
+        metadata version planned on)."""
+        parent = write_parent(md, self.branch)
+        if self.rebase is None or parent is None or parent.snapshot_id == self.base_snapshot_id:
+            return
+        if self._carried_over is md:
+            return  # RowDelta carries over before its own checks, in the same plan
+        self.rebase(self, md, parent)
+        self._carried_over = md
+
+    def files_changed(self) -> None:
+        """The added files changed (a rebase replaced some): the next plan writes the
+        manifests of added files again."""
+        self._added_manifests = None
+
     # -- planning --------------------------------------------------------------------
 
     def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:
@@ -117,6 +148,9 @@ class SnapshotAction(Action):
             )
         parent = write_parent(md, self.branch)
         if parent is not None and parent.snapshot_id != self.base_snapshot_id:
+            # every attempt carries the change over everything since its base (a rebase
+            # is idempotent), so a transaction's own snapshots never hide a concurrent one
+            self.carry_over(md)
             self.validate(md, parent)
         seq = md.next_sequence_number()
         manifests = self._manifests(md, parent)

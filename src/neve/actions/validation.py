@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from neve.actions.snapshot import SnapshotAction
+from neve.actions.snapshot import SnapshotAction, file_key
 from neve.errors import CommitConflictError
 from neve.expressions import BooleanExpression
 from neve.expressions.evaluator import evaluator
@@ -106,6 +106,8 @@ def check_no_new_deletes(
     )
     for e in entries:
         d = e.data_file
+        if file_key(d) in action.removed_paths:
+            continue  # merged into this change's own delete file, which replaces it
         if d.referenced_data_file is not None:
             hit = d.referenced_data_file in paths
         elif (

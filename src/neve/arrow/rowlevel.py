@@ -28,14 +28,14 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from neve.actions.base import TableState
+from neve.arrow.keys import key_filter as keys_filter
 from neve.arrow.positions import positions_of, read_task, write_deletes
 from neve.arrow.reader import DeleteCache
 from neve.arrow.schema import constant_array, to_arrow_schema, to_arrow_type
 from neve.arrow.write import rewrite_schema, write_table_files
 from neve.arrow.writer import delete_written_files
 from neve.errors import ValidationError
-from neve.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression, and_
-from neve.expressions.expressions import greater_than_or_equal, is_in, less_than_or_equal
+from neve.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
 from neve.planning.delete import DeleteFiles, whole_file_tasks
 from neve.planning.merge import Clause, needs_target_values
 from neve.planning.scan import ScanPlan
@@ -53,10 +53,6 @@ __all__ = [
     "merge_rows",
     "update_rows",
 ]
-
-#: Up to this many distinct source keys, candidate files are pruned by the key list;
-#: beyond it by the keys' range.
-_IN_LIST_LIMIT = 1000
 
 
 @dataclass
@@ -197,23 +193,6 @@ class MergeOutcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def _key_filter(source: pa.Table, on: Sequence[str]) -> BooleanExpression:
-    """A filter that every target row matching a source key satisfies."""
-    parts: list[BooleanExpression] = []
-    for name in on:
-        column = source.column(name)
-        distinct = pc.unique(column.drop_null())
-        if len(distinct) == 0:
-            return ALWAYS_FALSE
-        if len(distinct) <= _IN_LIST_LIMIT:
-            parts.append(is_in(name, distinct.to_pylist()))
-        else:
-            bounds = pc.min_max(distinct)
-            parts.append(greater_than_or_equal(name, bounds["min"].as_py()))
-            parts.append(less_than_or_equal(name, bounds["max"].as_py()))
-    return and_(*parts) if len(parts) > 1 else parts[0]
-
-
 def _sql(text: str, what: str) -> pl.Expr:
     try:
         return pl.sql_expr(text)
@@ -255,7 +234,7 @@ def merge_rows(
     names = [f.name for f in schema.fields]
     source = _conform_keys(source, on, schema)
     by_source = any(c.group == "not_matched_by_source" for c in clauses)
-    key_filter = ALWAYS_TRUE if by_source else _key_filter(source, on)
+    key_filter = ALWAYS_TRUE if by_source else keys_filter(source, on)
 
     scan = ScanPlan(
         md,

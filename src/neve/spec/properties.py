@@ -167,6 +167,8 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
         "write.metadata.metrics.max-inferred-column-defaults", 100, _int_at_least(0), _NON_NEGATIVE
     ),
     PropertyDef("write.metadata.path", None, _non_empty, "a non-empty path"),
+    # neve: appends to a primary-key table refuse keys the table holds (false: trusted loads)
+    PropertyDef("write.primary-key.check", True, _boolean, _BOOLEAN),
     PropertyDef("write.data.path", None, _non_empty, "a non-empty path"),
     PropertyDef("write.target-file-size-bytes", 512 * _MIB, _int_at_least(1), _POSITIVE),
     PropertyDef("write.parquet.row-group-size-bytes", 128 * _MIB, _int_at_least(1), _POSITIVE),

@@ -145,6 +145,11 @@ class Schema:
         """The dotted name of a field id, or None."""
         return self._index[2].get(field_id)
 
+    @property
+    def identifier_field_names(self) -> list[str]:
+        """The dotted names of the identifier fields (a table's primary key)."""
+        return [self.column_name(i) or "" for i in self.identifier_field_ids]
+
     def parent_id(self, field_id: int) -> int | None:
         return self._index[3].get(field_id)
 

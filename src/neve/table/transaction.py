@@ -196,9 +196,35 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
+        """Add ``data`` as new rows. On a primary-key table the keys must be new (unless
+        ``write.primary-key.check`` is false): keys the batch holds twice, or the table
+        holds already (also when a concurrent commit added them first), are refused
+        with :class:`DuplicateKeyError` before anything is written."""
         self._writable(branch, snapshot_properties)
+        md = self._staged
+        on = md.schema().identifier_field_names
+        check = bool(on) and bool(read_property(md.properties, "write.primary-key.check"))
+        rebase = None
+        if check:
+            # heavy: the pyarrow data path reads the candidate files' key columns
+            from neve.arrow.keys import check_new_keys
+            from neve.arrow.rebase import NewKeysCheck
+
+            rows = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+            if isinstance(rows, pa.Table):  # anything else is refused by _write
+                check_new_keys(self._view(), rows, on, branch=branch)
+                rebase = NewKeysCheck(rows, on)
         files = self._write(data)
-        self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=True)
+        action = AppendFiles(
+            self.table,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=[f.file_path for f in files],
+        )
+        action.rebase = rebase
+        for f in files:
+            action.add_file(f)
+        self._stage(action)
 
     def _stage_files(
         self,
@@ -427,6 +453,10 @@ class Transaction:
         )
         changes = outcome.changes
         committing = time.perf_counter()
+        # an upsert on the primary key re-locates its keys when it rebases
+        upserts = {c.kind for c in clauses} <= {"update_all", "insert_all"} and sorted(
+            on
+        ) == sorted(self._staged.schema().identifier_field_names)
         if changes.data_files or changes.deletes.added or changes.rewritten:
             self._stage(
                 self.row_changes_action(
@@ -437,6 +467,7 @@ class Transaction:
                     snapshot_properties,
                     "merge",
                     mor,
+                    keys=source.select(list(on)) if upserts else None,
                 )
             )
         done = time.perf_counter()
@@ -487,9 +518,13 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None,
         operation: str,
         merge_on_read: bool,
+        keys: pa.Table | None = None,
     ) -> SnapshotAction:
         """The one snapshot of a row-level change: new data files with delete files
-        (merge-on-read), or with the data files they rewrite (copy-on-write)."""
+        (merge-on-read), or with the data files they rewrite (copy-on-write). A
+        merge-on-read change rebases over concurrent commits (:mod:`neve.arrow.rebase`);
+        ``keys`` (an upsert's primary keys) are then re-located in the files those
+        commits added."""
         written = changes.written_paths()
         if merge_on_read:
             delta = RowDelta(
@@ -501,6 +536,17 @@ class Transaction:
                 case_sensitive=case_sensitive,
                 isolation=self.isolation_level(operation),
             )
+            # heavy: the pyarrow data path (a rebase reads and writes delete files)
+            from neve.arrow.rebase import DeltaRebase
+
+            props = self._staged.properties
+            DeltaRebase(
+                writes_rows=bool(changes.data_files),
+                keys=keys,
+                on=self._staged.schema().identifier_field_names if keys is not None else (),
+                relocate=props.get("merge-engine", "deduplicate") == "deduplicate"
+                and not props.get("sequence.field"),
+            ).attach(delta)
             for f in changes.data_files:
                 delta.add_rows(f)
             self.add_delete_files(delta, changes.deleted_from, changes.deletes)
@@ -547,6 +593,10 @@ class Transaction:
         action = self.row_delta_action(
             plan, expr, branch, case_sensitive, snapshot_properties, self.isolation_level("delete")
         )
+        # heavy: the pyarrow data path (a rebase reads and writes delete files)
+        from neve.arrow.rebase import DeltaRebase
+
+        DeltaRebase(writes_rows=False).attach(action)
         try:
             if plan.rewrite:
                 if delete_writer is not None:

@@ -1,0 +1,175 @@
+"""Locating rows by key: which live rows of a table hold given key values.
+
+One way to find them serves MERGE/upsert, the primary-key check of appends and the
+rebase of a commit over concurrent ones: the planner prunes files by the keys (an IN
+list, or their range when there are many, through partition transforms and column
+bounds), only the key columns and row positions of the candidate files are read, with
+their deletes applied, and the match is a polars semi-join.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap64
+
+from neve.actions.base import TableState
+from neve.arrow.positions import read_task
+from neve.arrow.reader import DeleteCache
+from neve.arrow.schema import to_arrow_schema
+from neve.errors import DuplicateKeyError, ValidationError
+from neve.expressions import ALWAYS_FALSE, BooleanExpression, and_
+from neve.expressions.expressions import greater_than_or_equal, is_in, less_than_or_equal
+from neve.planning.delete import whole_file_tasks
+from neve.planning.scan import ScanPlan
+from neve.planning.tasks import FileScanTask
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.schema import ROW_POSITION, Schema
+
+__all__ = [
+    "KeyHits",
+    "check_new_keys",
+    "duplicate_keys",
+    "find_keys",
+    "key_filter",
+]
+
+#: Up to this many distinct keys, candidate files are pruned by the key list; beyond
+#: it by the keys' range.
+IN_LIST_LIMIT = 1000
+
+#: How many offending keys an error names.
+_SHOWN = 5
+
+
+def key_filter(keys: pa.Table, on: Sequence[str]) -> BooleanExpression:
+    """A filter that every row holding one of ``keys`` (columns ``on``) satisfies."""
+    parts: list[BooleanExpression] = []
+    for name in on:
+        distinct = pc.unique(keys.column(name).drop_null())
+        if len(distinct) == 0:
+            return ALWAYS_FALSE
+        if len(distinct) <= IN_LIST_LIMIT:
+            parts.append(is_in(name, distinct.to_pylist()))
+        else:
+            bounds = pc.min_max(distinct)
+            parts.append(greater_than_or_equal(name, bounds["min"].as_py()))
+            parts.append(less_than_or_equal(name, bounds["max"].as_py()))
+    return and_(*parts) if len(parts) > 1 else parts[0]
+
+
+@dataclass(frozen=True)
+class KeyHits:
+    """The live rows of one data file that hold a searched key: their positions and
+    key values."""
+
+    task: FileScanTask
+    positions: BitMap64
+    keys: pa.Table
+
+
+def find_keys(
+    table: TableState,
+    keys: pa.Table,
+    on: Sequence[str],
+    tasks: Iterable[FileScanTask] | None = None,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+    cache: DeleteCache | None = None,
+) -> list[KeyHits]:
+    """The live rows holding one of ``keys`` in ``tasks`` (default: the files of the
+    branch head that the keys' filter may match)."""
+    md = table.metadata
+    schema = md.schema()
+    expr = key_filter(keys, on)
+    if expr is ALWAYS_FALSE:
+        return []
+    if tasks is None:
+        ref = branch if branch in md.refs else MAIN_BRANCH
+        scan = ScanPlan(md, table.io, filter=expr, ref=ref, case_sensitive=case_sensitive)
+        tasks = scan.plan_files()
+    key_schema = Schema(*[schema.find_field(n) for n in on])
+    try:
+        typed = keys.select(list(on)).cast(to_arrow_schema(key_schema))
+    except (pa.ArrowException, ValueError) as exc:
+        raise ValidationError(
+            f"key columns {list(on)} do not convert to the table's types: {exc}"
+        ) from None
+    wanted = pl.DataFrame(typed).unique()
+    read_schema = Schema(*key_schema.fields, ROW_POSITION)
+    cache = cache or DeleteCache()
+    hits: list[KeyHits] = []
+    for task in whole_file_tasks(tasks):
+        rows = read_task(table, task, read_schema, expr, case_sensitive=case_sensitive, cache=cache)
+        if not rows.num_rows:
+            continue
+        found = pl.DataFrame(rows).join(wanted, on=list(on), how="semi", nulls_equal=False)
+        if found.height:
+            hits.append(
+                KeyHits(
+                    task,
+                    BitMap64(found[ROW_POSITION.name].to_list()),
+                    found.select(list(on)).to_arrow(),
+                )
+            )
+    return hits
+
+
+def duplicate_keys(keys: pa.Table, on: Sequence[str]) -> pa.Table:
+    """The keys that occur more than once in ``keys``."""
+    counts = pl.DataFrame(keys.select(list(on))).group_by(list(on)).len()
+    return counts.filter(pl.col("len") > 1).select(list(on)).to_arrow()
+
+
+def _shown(keys: pa.Table, on: Sequence[str]) -> str:
+    rows = keys.slice(0, _SHOWN).to_pylist()
+    text = ", ".join(
+        str(r[on[0]]) if len(on) == 1 else "(" + ", ".join(str(r[n]) for n in on) + ")"
+        for r in rows
+    )
+    more = f" and {keys.num_rows - _SHOWN} more" if keys.num_rows > _SHOWN else ""
+    return text + more
+
+
+def duplicate_key_error(keys: pa.Table, on: Sequence[str], where: str) -> DuplicateKeyError:
+    return DuplicateKeyError(
+        f"{keys.num_rows} key(s) on {list(on)} {where}: {_shown(keys, on)}; nothing was "
+        "written. Use upsert() to update existing keys, deduplicate the batch, or set the "
+        "table property write.primary-key.check=false for a load known to hold new keys"
+    )
+
+
+def check_new_keys(
+    table: TableState,
+    data: pa.Table,
+    on: Sequence[str],
+    *,
+    branch: str = MAIN_BRANCH,
+    tasks: Iterable[FileScanTask] | None = None,
+) -> None:
+    """Refuse rows to append whose key the batch holds twice or the table (``tasks``:
+    the given files only) holds already: :class:`DuplicateKeyError` names a few."""
+    missing = [n for n in on if n not in data.column_names]
+    if missing:
+        raise ValidationError(
+            f"the rows to append lack the primary-key column(s) {missing}; every row of a "
+            "primary-key table needs its key"
+        )
+    nulls = [n for n in on if data.column(n).null_count]
+    if nulls:
+        raise ValidationError(
+            f"{sum(data.column(n).null_count for n in nulls)} row(s) to append have a null "
+            f"primary-key column ({', '.join(nulls)}); key columns must hold values"
+        )
+    twice = duplicate_keys(data, on)
+    if twice.num_rows:
+        raise duplicate_key_error(twice, on, "occur more than once in the rows to append")
+    hits = find_keys(table, data, on, tasks, branch=branch)
+    if hits:
+        found = pa.concat_tables([h.keys for h in hits])
+        raise duplicate_key_error(found, on, "exist in the table already")
