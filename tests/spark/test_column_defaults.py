@@ -146,3 +146,58 @@ def test_spark_write_omitting_a_required_column(spark: SparkSession, catalog: ne
         r["id"]: str(r["r"]) for r in read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
     }
     assert got == {1: "-1.5", 2: "2.0"}
+
+
+def test_nested_struct_field_defaults(spark: SparkSession, catalog: neve.Catalog) -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("p", pa.struct([pa.field("x", pa.int32())])),
+        ]
+    )
+    t = catalog.create_table(NAME, schema, format_version=3)
+    write(to_df(spark, pa.table({"id": [1, 2], "p": [{"x": 1}, None]}, schema=schema)), t)
+    with catalog.load_table(NAME).update_schema() as u:
+        u.add_column("p.y", "int", initial_default=-3, write_default=4)
+    more = pa.table({"id": [3, 4], "p": [{"x": 3}, None]}, schema=schema)
+    write(to_df(spark, more), catalog.load_table(NAME))
+    want = {1: {"x": 1, "y": -3}, 2: None, 3: {"x": 3, "y": 4}, 4: None}
+    got = read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+    assert {r["id"]: r["p"] for r in got} == want
+    ours = catalog.load_table(NAME).scan().to_arrow().to_pylist()
+    assert {r["id"]: r["p"] for r in ours} == want
+
+
+def test_defaults_inside_lists_and_maps(spark: SparkSession, catalog: neve.Catalog) -> None:
+    point = pa.struct([pa.field("x", pa.int32())])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("pts", pa.list_(point)),
+            pa.field("named", pa.map_(pa.string(), point)),
+        ]
+    )
+    old = pa.table(
+        {
+            "id": [1, 2],
+            "pts": [[{"x": 1}, None], None],
+            "named": [[("a", {"x": 1})], None],
+        },
+        schema=schema,
+    )
+    t = catalog.create_table(NAME, schema, format_version=3)
+    write(to_df(spark, old), t)
+    with catalog.load_table(NAME).update_schema() as u:
+        u.add_column("pts.y", "int", initial_default=-3, write_default=4)
+        u.add_column("named.y", "long", initial_default=-5, write_default=6)
+    new = pa.table({"id": [3], "pts": [[{"x": 3}]], "named": [[("b", {"x": 3})]]}, schema=schema)
+    write(to_df(spark, new), catalog.load_table(NAME))
+    want = {
+        1: ([{"x": 1, "y": -3}, None], [("a", {"x": 1, "y": -5})]),
+        2: (None, None),
+        3: ([{"x": 3, "y": 4}], [("b", {"x": 3, "y": 6})]),
+    }
+    got = read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+    assert {r["id"]: (r["pts"], r["named"]) for r in got} == want
+    ours = catalog.load_table(NAME).scan().to_arrow().to_pylist()
+    assert {r["id"]: (r["pts"], r["named"]) for r in ours} == want

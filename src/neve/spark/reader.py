@@ -64,7 +64,7 @@ from neve.spec.name_mapping import NAME_MAPPING_PROPERTY
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_row_lineage_field
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
-from neve.spec.types import ListType, MapType, NestedField, StructType
+from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -296,7 +296,6 @@ class _Read:
             for f in defaults:
                 if f.field_id not in p.fill and self._lacks(t.file, f.field_id, present):
                     p.fill[f.field_id] = f.initial_default
-            self._check_collection_defaults(t, present)
             p.positions = _positions(self.io, t.file, t.delete_files, cache, lock)
             p.equality = tuple(
                 self.eq_index[d.file_path]
@@ -311,22 +310,10 @@ class _Read:
             return list(ex.map(plan, self.files))
 
     def _initial_defaults(self) -> list[NestedField]:
-        """Fields the read needs that have an ``initial-default``: a data file written
-        before such a field was added reads it as that value (spec "Default values").
-        Top-level fields and fields nested in structs are filled."""
-        fields = [
-            self.read_schema.find_field(fid) for _n, fid in _walk_ids(self.read_schema.fields)
-        ]
-        return [f for f in fields if f.initial_default is not None]
-
-    def _check_collection_defaults(self, t: FileScanTask, present: set[int] | None) -> None:
-        for f in _defaulted_in_collections(self.read_schema.fields):
-            if self._lacks(t.file, f.field_id, present):
-                raise SchemaError(
-                    f"data file {t.file.file_path} predates field {f.name!r} (inside a list "
-                    "or map), whose initial default the Spark reader cannot fill; read "
-                    "these columns with table.scan(...).to_arrow() instead"
-                )
+        """Struct fields the read needs (at any depth, in lists and maps too) that have
+        an ``initial-default``: a data file written before such a field was added
+        reads it as that value (spec "Default values")."""
+        return [f for f in _struct_fields(self.read_schema.fields) if f.initial_default is not None]
 
     def _lacks(self, f: DataFile, fid: int, present: set[int] | None) -> bool:
         """Whether data file ``f`` surely has no column ``fid``: unlike an identity
@@ -580,24 +567,54 @@ def _walk_ids(fields: Sequence[NestedField]) -> list[tuple[str, int]]:
     return out
 
 
-def _defaulted_in_collections(fields: Sequence[NestedField]) -> list[NestedField]:
-    """Fields with an initial default somewhere below a list or map."""
+def _struct_fields(fields: Sequence[NestedField]) -> list[NestedField]:
+    """Every struct field at or below ``fields``, through lists and maps."""
     out: list[NestedField] = []
 
-    def walk(f: NestedField, inside: bool) -> None:
-        if inside and f.initial_default is not None:
-            out.append(f)
-        t = f.field_type
+    def walk(t: IcebergType) -> None:
         if isinstance(t, StructType):
             for c in t.fields:
-                walk(c, inside)
+                out.append(c)
+                walk(c.field_type)
         elif isinstance(t, (ListType, MapType)):
             for c in t.children:
-                walk(c, True)
+                walk(c.field_type)
 
-    for f in fields:
-        walk(f, False)
+    walk(StructType(*fields))
     return out
+
+
+def _steps(t: IcebergType, fid: int) -> list[str] | None:
+    """How to reach field ``fid`` from a value of type ``t``: struct field names, and
+    ``[]`` for a list's elements or ``{}`` for a map's values."""
+    if isinstance(t, StructType):
+        for f in t.fields:
+            if f.field_id == fid:
+                return [f.name]
+            below = _steps(f.field_type, fid)
+            if below is not None:
+                return [f.name, *below]
+    elif isinstance(t, ListType):
+        below = _steps(t.element_type, fid)
+        return None if below is None else ["[]", *below]
+    elif isinstance(t, MapType):
+        below = _steps(t.value_type, fid)
+        return None if below is None else ["{}", *below]
+    return None
+
+
+def _filled(c: Column, steps: Sequence[str], value: Column) -> Column:
+    """``c`` with the field at ``steps`` (see :func:`_steps`) coalesced with ``value``;
+    null structs, lists and maps stay null."""
+    if not steps:
+        return F.coalesce(c, value)
+    step, rest = steps[0], steps[1:]
+    if step == "[]":
+        return F.transform(c, lambda e: _filled(e, rest, value))
+    if step == "{}":
+        return F.transform_values(c, lambda _k, v: _filled(v, rest, value))
+    inner = _filled(c.getField(step), rest, value)
+    return F.when(c.isNull(), c).otherwise(c.withField("`" + step.replace("`", "``") + "`", inner))
 
 
 def _names_to(schema: Schema, fid: int) -> list[str]:
@@ -825,7 +842,11 @@ def _positions(
 
 
 def _fill(df: DataFrame, schema: Schema, fid: int, value: Column) -> DataFrame:
-    """``df`` with field ``fid`` (top level or in structs) coalesced with ``value``."""
+    """``df`` with field ``fid`` (top level, in structs, or in list elements and map
+    values) coalesced with ``value``."""
+    steps = _steps(schema.struct, fid)
+    if steps is not None and ("[]" in steps or "{}" in steps):
+        return df.withColumn(steps[0], _filled(_top(steps[0]), steps[1:], value))
     names = _names_to(schema, fid)
     if len(names) == 1:
         return df.withColumn(names[0], F.coalesce(_top(names[0]), value))
