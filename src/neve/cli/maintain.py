@@ -22,19 +22,20 @@ T = TypeVar("T")
 
 
 def _working(label: str, fn: Callable[[], T]) -> T:
-    """Run ``fn`` under a spinner with the elapsed time; a line saying it is done stays."""
+    """Run ``fn`` under a spinner with the elapsed time (on a terminal); when it
+    succeeds a line saying it is done stays, when it fails only the error does."""
     t0 = time.perf_counter()
     with Progress(
-        SpinnerColumn(finished_text="✓"),
+        SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
     ) as progress:
-        task = progress.add_task(label, total=1)
+        progress.add_task(label, total=None)
         out = fn()
-        progress.update(
-            task, completed=1, description=f"{label}: done in {time.perf_counter() - t0:.2f} s"
-        )
+    err_console.print(f"✓ {label}: done in {time.perf_counter() - t0:.2f} s")
     return out
 
 
