@@ -201,3 +201,20 @@ def test_defaults_inside_lists_and_maps(spark: SparkSession, catalog: neve.Catal
     assert {r["id"]: (r["pts"], r["named"]) for r in got} == want
     ours = catalog.load_table(NAME).scan().to_arrow().to_pylist()
     assert {r["id"]: (r["pts"], r["named"]) for r in ours} == want
+
+
+def test_files_without_metrics_keep_their_nulls(spark: SparkSession, catalog: neve.Catalog) -> None:
+    """Without column metrics a file's footer tells whether it holds the column: a
+    file written after the column was added keeps its nulls."""
+    props = {"write.metadata.metrics.default": "none"}
+    t = catalog.create_table(NAME, ID_ONLY, format_version=3, properties=props)
+    t.append(ids_table([1]))
+    with t.update_schema() as u:
+        u.add_column("n", "int", initial_default=-1, write_default=2)
+    t.append(pa.table({"id": pa.array([2], pa.int64()), "n": pa.array([None], pa.int32())}))
+    t.append(ids_table([3]))
+    t = catalog.load_table(NAME)
+    assert all(not task.file.value_counts for task in t.scan().plan_files())
+    want = {1: -1, 2: None, 3: 2}
+    assert {r["id"]: r["n"] for r in read(spark, t).toArrow().to_pylist()} == want
+    assert {r["id"]: r["n"] for r in t.scan().to_arrow().to_pylist()} == want

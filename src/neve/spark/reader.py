@@ -304,7 +304,8 @@ class _Read:
             )
             return p
 
-        if len(self.files) == 1 or not any(t.delete_files for t in self.files):
+        # deletes and footers (a default's column unnamed by the metrics) read in parallel
+        if len(self.files) == 1 or not (defaults or any(t.delete_files for t in self.files)):
             return [plan(t) for t in self.files]
         with ThreadPoolExecutor(max_workers=_workers()) as ex:
             return list(ex.map(plan, self.files))
