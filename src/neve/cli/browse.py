@@ -317,8 +317,8 @@ def _chart(name: str, rows: list[dict[str, Any]]) -> RichTable:
     )
     out.add_column("committed at (UTC)", no_wrap=True, min_width=19)
     out.add_column("operation", no_wrap=True)
-    for measure in ("rows", "files", "bytes"):
-        out.add_column(measure, justify="right", no_wrap=True)
+    for measure, width in (("rows", 4), ("files", 5), ("bytes", 10)):
+        out.add_column(measure, justify="right", no_wrap=True, min_width=width)
         out.add_column("", no_wrap=True, min_width=_BAR_WIDTH)
     for r in rows:
         out.add_row(
