@@ -47,8 +47,10 @@ $(JAVA_STAMP): tests/javaengine/build.py | java
 	$(JAVA_VENV)/bin/python tests/javaengine/build.py
 	@touch $(JAVA_STAMP)
 
+# The demo registers its catalog as 'demo' in ~/.config/neve/config.yaml, so that
+# `.venv/bin/neve tables tpch` finds it afterwards (docs/CLI.md).
 demo: setup
-	$(PY) -m neve.demo
+	$(VENV)/bin/neve demo
 
 test: setup lint typecheck
 	$(PY) -m pytest -q -n 2
