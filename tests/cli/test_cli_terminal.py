@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from cli_support import NEVE, Catalog, rows
-from terminal import TerminalRun, run_in_terminal
 
 import neve
+from terminal import TerminalRun, run_in_terminal
 
 GOLDENS = Path(__file__).parent / "goldens"
 
