@@ -26,6 +26,7 @@ NEVE_API = {
     "ExpressionError",
     "FileScanTask",
     "FilesystemCatalog",
+    "MergeEngineError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
     "NestedField",

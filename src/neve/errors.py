@@ -19,6 +19,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── DataSchemaMismatchError      (written data does not fit the table)
     │   ├── ExpressionError              (a filter that does not parse or bind)
     │   ├── DuplicateKeyError            (rows whose primary key the table holds)
+    │   ├── MergeEngineError             (merge-engine properties or row kinds that
+    │   │                                 do not fit the table)
     │   └── UnsupportedFormatVersionError
     ├── CommitError
     │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
@@ -43,6 +45,7 @@ __all__ = [
     "DuplicateKeyError",
     "EngineSetupError",
     "ExpressionError",
+    "MergeEngineError",
     "NamespaceAlreadyExistsError",
     "NamespaceNotEmptyError",
     "NeveError",
@@ -128,6 +131,15 @@ class DuplicateKeyError(ValidationError):
 
 class ExpressionError(ValidationError):
     """A filter expression does not parse or does not bind to the schema."""
+
+
+class MergeEngineError(ValidationError):
+    """A primary-key table's merge-engine properties do not fit its schema (an unknown
+    engine or function, a function that does not fit its column, a sequence or
+    aggregation on a key column), or rows given to the engine cannot be merged by it (a
+    row kind that is not +I, -U, +U or -D; a retraction the engine or a column's
+    function does not take). Nothing was changed; docs/MERGE-ENGINES.md lists the
+    properties."""
 
 
 class UnsupportedFormatVersionError(ValidationError):

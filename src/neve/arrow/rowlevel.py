@@ -29,6 +29,7 @@ from pyroaring import BitMap64
 
 from neve.actions.base import TableState
 from neve.arrow.keys import key_filter as keys_filter
+from neve.arrow.merge_engine import STORED_INDEX, first_per_key, last_per_key, resolve
 from neve.arrow.positions import positions_of, read_task, write_deletes
 from neve.arrow.reader import DeleteCache
 from neve.arrow.schema import constant_array, to_arrow_schema, to_arrow_type
@@ -41,6 +42,7 @@ from neve.planning.merge import Clause, needs_target_values
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
+from neve.spec.merge_engine import MergeEngine
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, ROW_POSITION, Schema
 from neve.spec.types import NestedField
@@ -224,17 +226,33 @@ def merge_rows(
     merge_on_read: bool,
     branch: str = MAIN_BRANCH,
     case_sensitive: bool = True,
+    engine: MergeEngine | None = None,
 ) -> MergeOutcome:
     """Plan, join and write a MERGE of ``source`` into ``table`` on the columns ``on``;
     nothing is committed. Two source rows matching one target row are refused before
-    anything is written."""
+    anything is written, unless ``engine`` (the table's merge engine, given for an
+    upsert on the primary key: ``update_all`` with or without ``insert_all``) resolves
+    them (:mod:`neve.arrow.merge_engine`)."""
     started = time.perf_counter()
     md = table.metadata
     schema = md.schema()
     names = [f.name for f in schema.fields]
     source = _conform_keys(source, on, schema)
+    resolving = False
+    if engine is not None:
+        if engine.plain:  # the fast path: the stored values are never needed
+            source = last_per_key(source, on)
+        elif engine.kind == "first-row":  # stored keys stay: only new keys are inserted
+            source = first_per_key(engine, source, on)
+            clauses = [c for c in clauses if c.kind == "insert_all"]
+        else:
+            resolving = True
+            source = _engine_input(source, engine, schema)
     by_source = any(c.group == "not_matched_by_source" for c in clauses)
-    key_filter = ALWAYS_TRUE if by_source else keys_filter(source, on)
+    if not clauses:  # first-row without an insert clause: nothing to do
+        key_filter: BooleanExpression = ALWAYS_FALSE
+    else:
+        key_filter = ALWAYS_TRUE if by_source else keys_filter(source, on)
 
     scan = ScanPlan(
         md,
@@ -252,6 +270,12 @@ def merge_rows(
     need_rows = needs_target_values(clauses)
     lineage = [ROW_ID] if md.format_version >= 3 else []
     wanted = schema.fields if need_rows else [schema.find_field(n) for n in on]
+    if resolving and engine is not None:
+        wanted = (
+            schema.fields
+            if engine.kind != "deduplicate"
+            else [schema.find_field(n) for n in (*on, *engine.sequence_fields)]
+        )
     target_schema = Schema(*wanted, *lineage, ROW_POSITION)
     reads = []
     for i, task in enumerate(tasks):
@@ -275,6 +299,25 @@ def merge_rows(
     source = source.append_column("__s", pa.array(range(source.num_rows), pa.int64()))
     scanned = time.perf_counter()
 
+    if resolving and engine is not None:
+        return _resolved(
+            table,
+            engine,
+            source,
+            target,
+            on,
+            tasks,
+            cache,
+            inserts=any(c.kind == "insert_all" for c in clauses),
+            merge_on_read=merge_on_read,
+            outcome=MergeOutcome(
+                changes=RowChanges(),
+                conflict_filter=key_filter,
+                files_scanned=len(tasks),
+                files_skipped=max(total - len(tasks), 0),
+                seconds={"plan": planned - started, "scan": scanned - planned},
+            ),
+        )
     joined = _join(source, target, on, clauses, by_source)
     matched = pl.col("__s").is_not_null() & pl.col("__t").is_not_null()
     if any(c.group == "matched" for c in clauses):
@@ -360,6 +403,82 @@ def merge_rows(
             "write": written - joined_at,
         },
     )
+
+
+def _engine_input(source: pa.Table, engine: MergeEngine, schema: Schema) -> pa.Table:
+    """The source as a merge engine takes it: the table's columns in the table's types
+    (one the source lacks holds its write default for deduplicate, else null: nothing
+    to merge), then the row-kind column when there is one."""
+    columns: dict[str, Any] = {}
+    for f in schema.fields:
+        t = _arrow_type(f)
+        if f.name in source.column_names:
+            col = source.column(f.name)
+            try:
+                columns[f.name] = col if col.type == t else pc.cast(col, t)
+            except pa.ArrowException as exc:
+                raise ValidationError(
+                    f"merge source column {f.name!r} ({col.type}) does not convert to the "
+                    f"table's {f.field_type}: {exc}"
+                ) from None
+        elif engine.kind == "deduplicate":
+            columns[f.name] = constant_array(f.write_default, f.field_type, source.num_rows)
+        else:
+            columns[f.name] = pa.nulls(source.num_rows, t)
+    kind = engine.rowkind_field
+    if kind is not None and kind in source.column_names:
+        columns[kind] = source.column(kind)
+    return pa.table(columns)
+
+
+def _resolved(
+    table: TableState,
+    engine: MergeEngine,
+    source: pa.Table,
+    target: pa.Table,
+    on: Sequence[str],
+    tasks: Sequence[FileScanTask],
+    cache: DeleteCache,
+    *,
+    inserts: bool,
+    merge_on_read: bool,
+    outcome: MergeOutcome,
+) -> MergeOutcome:
+    """Finish a MERGE whose rows a merge engine resolves: the stored rows it replaces are
+    marked, the merged rows written (an updated row keeps its ``_row_id``)."""
+    md = table.metadata
+    schema = md.schema()
+    names = [f.name for f in schema.fields]
+    started = time.perf_counter()
+    stored_cols = [c for c in target.column_names if c in names]
+    incoming = source.drop_columns([c for c in ("__s",) if c in source.column_names])
+    res = resolve(engine, on, target.select(stored_cols), incoming)
+    rows = res.rows
+    index = rows.column(STORED_INDEX)
+    if not inserts:  # when_matched_update_all alone: new keys stay out
+        rows = rows.filter(pc.is_valid(index))
+        index = rows.column(STORED_INDEX)
+    marks: dict[int, BitMap64] = {}
+    gone = target.select(["__file", "__pos"]).take(res.replaced)
+    for f, p in zip(gone["__file"].to_pylist(), gone["__pos"].to_pylist(), strict=True):
+        marks.setdefault(f, BitMap64()).add(p)
+    updated = int(pc.sum(pc.is_valid(index)).as_py() or 0)
+    row_ids = target.column(ROW_ID.name).take(index) if md.format_version >= 3 else None
+    new_rows = _as_new_rows(rows.select(names), names, schema, md.format_version, row_ids)
+    joined_at = time.perf_counter()
+    outcome.changes = apply_changes(
+        table,
+        [(tasks[f], p) for f, p in sorted(marks.items())],
+        new_rows,
+        merge_on_read,
+        cache,
+    )
+    written = time.perf_counter()
+    outcome.rows_inserted = rows.num_rows - updated
+    outcome.rows_updated = updated
+    outcome.rows_deleted = len(res.replaced) - updated
+    outcome.seconds.update({"join": joined_at - started, "write": written - joined_at})
+    return outcome
 
 
 def _arrow_type(f: NestedField) -> pa.DataType:

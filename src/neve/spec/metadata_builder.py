@@ -19,6 +19,7 @@ from neve.errors import (
     UnsupportedFormatVersionError,
     ValidationError,
 )
+from neve.spec.merge_engine import check_merge_properties
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
 from neve.spec.snapshot import MetadataLogEntry, SnapshotLogEntry
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
@@ -52,6 +53,7 @@ def _now_ms() -> int:
 def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate]) -> TableMetadata:
     """Apply updates in order and return the new metadata (the base is unchanged)."""
     md = base
+    check_merge = False
     last_schema: int | None = None
     last_spec: int | None = None
     last_order: int | None = None
@@ -64,6 +66,7 @@ def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate]) -> TableM
                 raise SchemaError("set-current-schema -1 needs a schema added in the same commit")
             md.schema_by_id(sid)
             md = md.with_(current_schema_id=sid)
+            check_merge = True
         elif isinstance(u, AddSpec):
             md, last_spec = _add_spec(md, u)
         elif isinstance(u, SetDefaultSpec):
@@ -94,13 +97,18 @@ def apply_updates(base: TableMetadata, updates: Iterable[TableUpdate]) -> TableM
             props = dict(md.properties)
             props.update(u.updates)
             md = md.with_(properties=props)
+            check_merge = True
         elif isinstance(u, RemoveProperties):
             props = {k: v for k, v in md.properties.items() if k not in set(u.removals)}
             md = md.with_(properties=props)
+            check_merge = True
         elif isinstance(u, UpgradeFormatVersion):
             md = _upgrade(md, u.format_version)
         else:  # pragma: no cover - all update types are handled above
             raise ValidationError(f"unknown update {u!r}")
+    if check_merge:
+        # merge-engine properties name columns: checked when either side changes
+        check_merge_properties(md.properties, md.schema())
     return md
 
 

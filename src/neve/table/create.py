@@ -12,6 +12,7 @@ from neve.actions.update_sort_order import sort_order_from_terms
 from neve.actions.update_spec import spec_from_terms
 from neve.arrow.schema import from_arrow_schema
 from neve.errors import SchemaError, UnsupportedFormatVersionError, ValidationError
+from neve.spec.merge_engine import check_merge_properties
 from neve.spec.partition import PARTITION_DATA_ID_START
 from neve.spec.properties import split_reserved
 from neve.spec.schema import Schema
@@ -160,6 +161,7 @@ def new_table_metadata(
     spec = spec_from_terms(
         fresh, list(partition_by), spec_id=0, last_partition_id=PARTITION_DATA_ID_START - 1
     )
+    check_merge_properties(props, fresh)
     order = sort_order_from_terms(fresh, list(sort_by)) if sort_by else UNSORTED
     orders: tuple[SortOrder, ...] = (UNSORTED,) if order.is_unsorted else (UNSORTED, order)
     return TableMetadata(

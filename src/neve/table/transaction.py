@@ -54,7 +54,7 @@ from neve.expressions import BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
 from neve.planning.delete import DeleteFiles, DeletePlan, file_scoped_deletes, plan_delete
-from neve.planning.merge import Clause
+from neve.planning.merge import Clause, engine_for_merge
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
@@ -450,6 +450,7 @@ class Transaction:
             merge_on_read=mor,
             branch=branch,
             case_sensitive=case_sensitive,
+            engine=engine_for_merge(self._staged, on, clauses),
         )
         changes = outcome.changes
         committing = time.perf_counter()
