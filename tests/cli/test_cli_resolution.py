@@ -90,3 +90,19 @@ def test_errors(run: Runner, home: Path, sqlite: Catalog, events: neve.Table) ->
     assert usage.code == 2 and "Missing argument" in usage.err
     assert run("no-such-verb").code == 2
     assert run("--warehouse", "/tmp/x", "tables").code == 2
+
+
+def test_catalog_name_hint_in_flags(run: Runner, tmp_path: Path) -> None:
+    """A database whose rows are under pyiceberg's catalog name: the error says which
+    --catalog to give, and giving it shows the table."""
+    uri, wh = f"sqlite:///{tmp_path}/py.db", f"file://{tmp_path}/py-wh"
+    cat = PyIcebergSqlCatalog("default", uri=uri, warehouse=wh)
+    cat.create_namespace("shop")
+    cat.create_table("shop.items", pa.schema([pa.field("id", pa.int64())]))
+    cat.close()
+    flags = ["--uri", uri, "--warehouse", str(tmp_path / "py-wh")]
+    r = run(*flags, "describe", "shop.items")
+    assert r.code == 1
+    assert "under catalog name 'default'" in r.err
+    assert "--catalog default (with --uri and --warehouse)" in r.err
+    assert run(*flags, "--catalog", "default", "tables", "--json").json() == ["shop.items"]

@@ -4,6 +4,7 @@ unexpected failure)."""
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -106,6 +107,14 @@ for _verb in (*browse.VERBS, *read.VERBS, *change.VERBS, *maintain.VERBS):
     cli.add_command(_verb)
 
 
+#: The catalog-name hint of SQL catalogs (neve.catalog.sql) speaks Python; say it in flags.
+_NAME_HINT = re.compile(r"neve\.connect\(uri, warehouse, name='([^']*)'\)")
+
+
+def _for_the_command(message: str) -> str:
+    return _NAME_HINT.sub(r"--catalog \1 with --uri and --warehouse", message)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the command; exits with 0, 1 (a neve error: one line on stderr), 2 (usage)
     or 3 (an unexpected error)."""
@@ -131,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if debug:
             traceback.print_exc()
         message = " ".join(str(exc).split()) or type(exc).__name__
-        click.echo(f"error: {message}", err=True)
+        click.echo(f"error: {_for_the_command(message)}", err=True)
         sys.exit(EXIT_NEVE)
     except Exception as exc:
         if debug:
