@@ -112,7 +112,7 @@ _NAME_HINT = re.compile(r"neve\.connect\(uri, warehouse, name='([^']*)'\)")
 
 
 def _for_the_command(message: str) -> str:
-    return _NAME_HINT.sub(r"--catalog \1 with --uri and --warehouse", message)
+    return _NAME_HINT.sub(r"--catalog \1 (with --uri and --warehouse)", message)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
