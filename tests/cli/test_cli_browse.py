@@ -3,6 +3,8 @@ neve's Python API says."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from cli_support import NEVE, SCHEMA, Catalog, Runner, fill
@@ -17,6 +19,11 @@ def test_the_entry_point_is_installed_and_helps(run: Runner) -> None:
     for verb in ("namespaces", "tables", "describe", "snapshots", "scan", "sql", "compact"):
         assert verb in r.out
     assert "changes" not in r.out  # changelog reads are a later issue (docs/CLI.md)
+    module = subprocess.run(
+        [sys.executable, "-m", "neve.cli", "--help"], capture_output=True, text=True, check=True
+    )
+    assert module.stdout.startswith("Usage: neve [OPTIONS] COMMAND")
+    assert all(verb in module.stdout for verb in ("describe", "sql", "rewrite-manifests"))
 
 
 def test_namespaces_and_tables(run: Runner, sqlite: Catalog, events: neve.Table) -> None:
