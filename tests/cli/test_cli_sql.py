@@ -63,6 +63,7 @@ QUERIES = {
     ),
     "select id from db.events where id < 30 union all select id from db.events": None,
     "select id from db.events where id in (select id from db.other where id < 8)": None,
+    "select a from db.events as e(a, b) where a < 3": None,  # columns renamed by the alias
 }
 
 
@@ -83,6 +84,7 @@ def test_columns_read(two: neve.Catalog) -> None:
     assert columns("select name, max(amount) from db.events group by name") == ["name", "amount"]
     assert columns("select * from db.events") is None
     assert columns("select e from db.events e") is None  # the whole row as a struct
+    assert columns("select a from db.events e(a)") is None
 
 
 def test_pushdown_prunes_files(run: Runner, sqlite: Catalog, events: neve.Table) -> None:

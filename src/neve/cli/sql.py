@@ -278,6 +278,9 @@ def _pushdown(ref: _Ref, table: Table) -> None:
     select = parent.parent if isinstance(parent, (exp.From, exp.Join)) else None
     if not isinstance(select, exp.Select):
         return
+    alias = ref.node.args.get("alias")
+    if alias is not None and alias.columns:
+        return  # `ns.t AS x(a, b)` renames the columns: names no longer mean the table's
     joins = select.args.get("joins") or []
     if any(j.side or j.kind in ("FULL", "OUTER", "ANTI", "SEMI", "ASOF") for j in joins):
         return  # outer joins: a filter on the null-supplying side is not a row filter
@@ -293,11 +296,12 @@ def _pushdown(ref: _Ref, table: Table) -> None:
             ref.conjuncts.append(text)
 
 
-def _columns(tree: Node, table: Table, aliases: set[str]) -> list[str] | None:
+def _columns(tree: Node, table: Table, refs: list[_Ref]) -> list[str] | None:
     """The table's columns the query names, or None for all (``*``, or a name that
     could be a whole row)."""
     if any(not isinstance(star.parent, exp.Count) for star in tree.find_all(exp.Star)):
         return None  # count(*) reads no column; any other * reads them all
+    aliases = {r.node.alias.lower() for r in refs if r.node.alias}
     names: set[str] = set()
     for col in tree.find_all(exp.Column):
         if isinstance(col.this, exp.Star):
@@ -307,6 +311,8 @@ def _columns(tree: Node, table: Table, aliases: set[str]) -> list[str] | None:
             names.add(col.table.lower())
     if names & aliases:
         return None  # `SELECT t FROM ns.tbl t` reads the row as a struct
+    if any(r.node.args.get("alias") is not None and r.node.args["alias"].columns for r in refs):
+        return None  # columns renamed by the alias
     for fn in tree.find_all(exp.Anonymous):
         if str(fn.this).lower() == "columns":
             return None
@@ -330,8 +336,7 @@ def plan_query(sql: str, catalog: Catalog) -> tuple[QueryPlan, dict[str, Table]]
             parts = [" and ".join(r.conjuncts) for r in mine]
             unique = list(dict.fromkeys(parts))
             pushed = unique[0] if len(unique) == 1 else " or ".join(f"({p})" for p in unique)
-        aliases = {r.node.alias.lower() for r in mine if r.node.alias}
-        plan.reads.append(PlannedRead(name, pushed, _columns(tree, table, aliases)))
+        plan.reads.append(PlannedRead(name, pushed, _columns(tree, table, mine)))
     return plan, tables
 
 
