@@ -121,6 +121,10 @@ def test_plain_output_of_listings(run: Runner, sqlite: Catalog, events: neve.Tab
         r = run(*sqlite.flags, verb, "db.events")
         assert r.code == 0, (verb, r.err)
         assert "db.events" in r.out
+    sqlite.catalog.create_table("db.fresh", SCHEMA)
+    fresh = run(*sqlite.flags, "snapshots", "db.fresh", "--plot")
+    assert (fresh.code, fresh.out) == (0, "db.fresh has no snapshots yet\n")
+    assert run(*sqlite.flags, "snapshots", "db.fresh", "--json").json() == []
     plot = run(*sqlite.flags, "snapshots", "db.events", "--plot").out
     assert "rows, data files and bytes per snapshot over time" in plot
     assert plot.count("█") > 10

@@ -256,11 +256,14 @@ def snapshots(state: State, table: str, plot: bool, as_json: bool) -> None:
     if as_json:
         emit_json([{k: _j(v) for k, v in r.items()} for r in rows])
         return
+    if not rows:
+        click.echo(f"{t.name} has no snapshots yet")
+        return
     if plot:
         show(_chart(t.name, rows))
         return
     out = RichTable(title=f"snapshots of {t.name}", title_justify="left")
-    for col in rows[0] if rows else ("snapshot_id",):
+    for col in rows[0]:
         out.add_column(col, justify="left" if col in ("committed_at", "operation") else "right")
     for r in rows:
         out.add_row(*(_cell(v) for v in r.values()))
