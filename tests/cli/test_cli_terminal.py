@@ -54,12 +54,9 @@ def test_describe(home: Path, sqlite: Catalog, events: neve.Table) -> None:
 
 def _bytes_free(text: str) -> str:
     """File sizes depend on the Parquet writer's version: blank the bytes measure (its
-    numbers and its bar), keep everything else."""
+    numbers, their padding and its bar), keep everything else."""
     text = re.sub(
-        r"(│\s*)[\d.]+ (?:B|KiB|MiB)( │ )[█▉▊▋▌▍▎▏ ]+( │)$",
-        r"\1<bytes>\2<bar>\3",
-        text,
-        flags=re.MULTILINE,
+        r"│ +[\d.]+ (?:B|KiB|MiB) │ [█▉▊▋▌▍▎▏ ]+ │$", "│ <bytes> │ <bar> │", text, flags=re.M
     )
     return re.sub(r"data files, [\d.]+ (?:B|KiB|MiB)", "data files, <bytes>", text)
 
@@ -108,3 +105,15 @@ def test_unknown_table_in_a_terminal(home: Path, sqlite: Catalog, verb: str) -> 
         "error: table db.nope does not exist in catalog 'neve'; list_tables('db') shows the "
         "tables there"
     ]
+
+
+def test_history_plot(home: Path, sqlite: Catalog, events: neve.Table) -> None:
+    """The history of main, rolled back once: the chart goes down to the second
+    snapshot's totals at the end."""
+    second = events.refresh().snapshots()[1].snapshot_id
+    events.rollback_to_snapshot(second)
+    shown = _neve(home, sqlite, "history", "db.events", "--plot")
+    assert shown.exit_code == 0, shown.text
+    text = _bytes_free(_normalise(_screen(shown), sqlite, events.refresh()))
+    assert text.count("<bar>") == 5
+    _golden("history_plot.txt", text)

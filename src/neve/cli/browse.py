@@ -215,11 +215,27 @@ def _listing(rows: pa.Table, as_json: bool, title: str, columns: list[str] | Non
 
 @click.command()
 @click.argument("table")
+@click.option("--plot", is_flag=True, help="Chart rows, files and bytes of main over time.")
 @json_option
 @pass_state
-def history(state: State, table: str, as_json: bool) -> None:
+def history(state: State, table: str, plot: bool, as_json: bool) -> None:
     """When each snapshot became current on main."""
     t = state.table(table)
+    if plot and not as_json:
+        by_id = {r["snapshot_id"]: r for r in _snapshot_rows(t)}
+        rows = [
+            {
+                **by_id[e.snapshot_id],
+                "committed_at": dt.datetime.fromtimestamp(e.timestamp_ms / 1000, dt.timezone.utc),
+            }
+            for e in t.history()
+            if e.snapshot_id in by_id  # expired snapshots stay in the log, without totals
+        ]
+        if not rows:
+            click.echo(f"{t.name} has no history yet")
+            return
+        show(_chart(t.name, rows, "main"))
+        return
     _listing(t.inspect.history(), as_json, f"history of {t.name}")
 
 
@@ -260,7 +276,7 @@ def snapshots(state: State, table: str, plot: bool, as_json: bool) -> None:
         click.echo(f"{t.name} has no snapshots yet")
         return
     if plot:
-        show(_chart(t.name, rows))
+        show(_chart(t.name, rows, "snapshot"))
         return
     out = RichTable(title=f"snapshots of {t.name}", title_justify="left")
     for col in rows[0]:
@@ -305,12 +321,17 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _chart(name: str, rows: list[dict[str, Any]]) -> RichTable:
-    """Rows, data files and bytes after each snapshot, in commit order: one line per
-    snapshot, a bar per measure scaled to its largest value."""
+def _chart(name: str, rows: list[dict[str, Any]], what: str) -> RichTable:
+    """Rows, data files and bytes after each snapshot, in time order: one line per
+    snapshot, a bar per measure scaled to its largest value. ``what``: ``snapshot``
+    (every snapshot by commit time) or ``main`` (the history of main)."""
     tops = {key: max((r[key] for r in rows), default=0) for key, _ in _SERIES}
     out = RichTable(
-        title=f"{name}: rows, data files and bytes per snapshot over time",
+        title=(
+            f"{name}: rows, data files and bytes per snapshot over time"
+            if what == "snapshot"
+            else f"{name}: rows, data files and bytes of main over time"
+        ),
         title_justify="left",
         caption=(
             f"bars scaled to the largest value: {tops['rows']:,} rows, "
@@ -318,7 +339,11 @@ def _chart(name: str, rows: list[dict[str, Any]]) -> RichTable:
         ),
         caption_justify="left",
     )
-    out.add_column("committed at (UTC)", no_wrap=True, min_width=19)
+    out.add_column(
+        "committed at (UTC)" if what == "snapshot" else "current from (UTC)",
+        no_wrap=True,
+        min_width=19,
+    )
     out.add_column("operation", no_wrap=True)
     for measure, width in (("rows", 4), ("files", 5), ("bytes", 10)):
         out.add_column(measure, justify="right", no_wrap=True, min_width=width)
