@@ -78,10 +78,13 @@ def test_formats(run: Runner, sqlite: Catalog, events: neve.Table, tmp_path: Pat
     assert pq.read_table(empty).schema.names == events.scan().to_arrow().schema.names
 
 
-def test_usage_errors(run: Runner, sqlite: Catalog, events: neve.Table) -> None:
+def test_usage_errors(run: Runner, sqlite: Catalog, events: neve.Table, tmp_path: Path) -> None:
     r = run(*sqlite.flags, "scan", "db.events", "-f", "parquet")
     assert r.code == 2 and "--output" in r.err
     r = run(*sqlite.flags, "scan", "db.events", "-f", "xml")
     assert r.code == 2
     r = run(*sqlite.flags, "scan", "db.events", "--where", "nope > 1")
     assert r.code == 1 and r.err.startswith("error: ") and "nope" in r.err
+    target = tmp_path / "never.parquet"
+    r = run(*sqlite.flags, "scan", "db.events", "--where", "nope > 1", "-o", str(target))
+    assert r.code == 1 and not target.exists()  # bad input leaves no file

@@ -83,7 +83,7 @@ def test_progress_ends_complete(home: Path, sqlite: Catalog, events: neve.Table)
     )
     assert shown.exit_code == 0, shown.text
     lines = _screen(shown).strip().splitlines()
-    assert re.match(rf"^reading .*━ {tasks}/{tasks} files", lines[-2]), lines
+    assert re.match(rf"^reading .*━ {tasks}/{tasks} tasks", lines[-2]), lines
     assert lines[-1] == f"wrote {18115:,} rows to {target} (parquet)"
     compacted = run_in_terminal(
         [str(NEVE), *sqlite.flags, "compact", "db.events", "--option", "min-input-files=2"],

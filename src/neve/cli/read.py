@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import IO, Any
 
 import click
@@ -16,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from neve.cli.context import State, err_console, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, json_value, rows_json, show
+from neve.planning.tasks import FileScanTask
 from neve.table.scan import TableScan
 
 __all__ = ["VERBS"]
@@ -50,11 +52,10 @@ def _scan_options(fn: Any) -> Any:
 
 
 def _batches(
-    scan: TableScan, limit: int | None, progress: Progress | None
+    scan: TableScan, tasks: list[FileScanTask], limit: int | None, progress: Progress | None
 ) -> Iterator[pa.RecordBatch]:
     """The scan's batches up to ``limit`` rows, read task by task (so the progress bar
-    advances per planned file)."""
-    tasks = scan.plan_files()
+    advances per planned task: a file, or a part of a large one)."""
     schema = scan.arrow_schema()
     bar = None if progress is None else progress.add_task("reading", total=len(tasks))
     left = limit
@@ -76,12 +77,17 @@ def _batches(
 
 
 def _write(
-    scan: TableScan, fmt: str, out: IO[bytes], limit: int | None, progress: Progress | None
+    scan: TableScan,
+    tasks: list[FileScanTask],
+    fmt: str,
+    out: IO[bytes],
+    limit: int | None,
+    progress: Progress | None,
 ) -> int:
     rows = 0
     writer: Any = None
     try:
-        for batch in _batches(scan, limit, progress):
+        for batch in _batches(scan, tasks, limit, progress):
             if writer is None:
                 if fmt == "parquet":
                     writer = pq.ParquetWriter(out, scan.arrow_schema())
@@ -122,6 +128,7 @@ def _read(
     cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     when: int | str | None = int(as_of) if as_of is not None and as_of.isdigit() else as_of
     scan = t.scan(filter=where, columns=cols, snapshot_id=snapshot, as_of=when, ref=ref)
+    tasks = scan.plan_files()  # a filter that does not bind fails here, before any output
     if as_json and fmt not in (None, "table"):
         raise click.UsageError("--json prints one JSON document; leave out --format")
     fmt = fmt or ("jsonl" if output and output.endswith((".jsonl", ".json")) else None)
@@ -137,28 +144,31 @@ def _read(
             raise click.UsageError(
                 "--format table prints to the terminal; use csv, jsonl or parquet"
             )
-        with (
-            Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("files"),
-                TimeElapsedColumn(),
-                console=err_console,
-            ) as progress,
-            open(output, "wb") as out,
-        ):
-            rows = _write(scan, fmt, out, limit, progress)
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tasks"),
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=not err_console.is_terminal,
+        )
+        try:
+            with progress, open(output, "wb") as out:
+                rows = _write(scan, tasks, fmt, out, limit, progress)
+        except BaseException:
+            Path(output).unlink(missing_ok=True)  # no partial file left behind
+            raise
         err_console.print(f"wrote {rows:,} rows to {output} ({fmt})")
         return
     if as_json or fmt in (None, "table"):
-        data = pa.Table.from_batches(list(_batches(scan, limit, None)), scan.arrow_schema())
+        data = pa.Table.from_batches(list(_batches(scan, tasks, limit, None)), scan.arrow_schema())
         if as_json:
             emit_json(rows_json(data))
         else:
             show(arrow_table(data, title=f"{t.name} ({data.num_rows:,} rows)"))
         return
-    _write(scan, fmt, sys.stdout.buffer, limit, None)
+    _write(scan, tasks, fmt, sys.stdout.buffer, limit, None)
     sys.stdout.flush()
 
 
