@@ -128,13 +128,24 @@ def test_updates_of_the_same_rows_conflict_and_of_other_rows_rebase(
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_a_removed_data_file_conflicts(catalog: neve.Catalog, tmp_path: Path, version: int) -> None:
-    """The data file this change marks rows in is gone (a concurrent delete of all of it)."""
+def test_a_data_file_deleted_whole_concurrently(
+    catalog: neve.Catalog, tmp_path: Path, version: int
+) -> None:
+    """The data file this change marks rows in is gone (a concurrent delete of all of
+    it): a delete of its rows has nothing left to do and goes through; an update of them
+    would bring an updated version of a deleted row back, so it conflicts."""
     t = make(catalog, version, "snapshot")
-    stale = catalog.load_table("db.t")
+    deleting, updating = catalog.load_table("db.t"), catalog.load_table("db.t")
     t.delete("true")
+    deleting.delete("id = 5")
+    assert ids(t) == []
+    assert not [p for p in files_under(tmp_path / "wh") if "-deletes." in p]
     assert_loses(
-        catalog, tmp_path, stale, lambda s: s.delete("id = 5"), "removed by a concurrent commit"
+        catalog,
+        tmp_path,
+        updating,
+        lambda s: s.update({"v": "u"}, "id = 5"),
+        "removed by a concurrent commit",
     )
     assert ids(t) == []
 

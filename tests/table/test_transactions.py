@@ -131,6 +131,7 @@ def test_transaction_delete_conflicts_with_concurrent_append_in_range(
     cat: Catalog, table: neve.Table, tmp_path: Path
 ) -> None:
     table.append(rows(range(0, 10)))
+    table.set_properties({"write.delete.mode": "copy-on-write"})
     other = cat.load_table("db.t")
     tx = table.transaction()
     tx.append(rows(range(10, 20)))
@@ -143,6 +144,22 @@ def test_transaction_delete_conflicts_with_concurrent_append_in_range(
     assert ids_of(fresh) == [*range(0, 10), 16]
     # the transaction's files are gone (only the catalog may have changed)
     assert {p for p in files_under(tmp_path) - before if not p.endswith(".db")} == set()
+
+
+def test_transaction_merge_on_read_delete_applies_to_a_concurrent_append_in_range(
+    cat: Catalog, table: neve.Table
+) -> None:
+    """A merge-on-read delete rebases: it applies its condition to the rows the
+    concurrent append added, as if it had committed after it (a serial order)."""
+    table.append(rows(range(0, 10)))
+    table.set_properties({"write.delete.mode": "merge-on-read"})
+    other = cat.load_table("db.t")
+    tx = table.transaction()
+    tx.append(rows(range(10, 20)))
+    tx.delete("id >= 15")
+    other.append(rows([16, 3]))
+    tx.commit()
+    assert ids_of(cat.load_table("db.t")) == sorted([*range(0, 15), 3])
 
 
 def test_aborted_transaction_leaves_no_files(table: neve.Table, tmp_path: Path) -> None:

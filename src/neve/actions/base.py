@@ -32,8 +32,9 @@ class TableState(Protocol):
 class Action(ABC):
     """One change in a transaction."""
 
-    #: True for a change that rebases onto any newer version of its branch without a
-    #: conflict check (an append): its commit keeps retrying until the total timeout.
+    #: True for a change that rebases onto any newer version of its branch (an append;
+    #: a row delta with a rebase hook, whose checks still refuse what cannot rebase):
+    #: its commit keeps retrying until the total timeout.
     always_rebases: bool = False
 
     @abstractmethod

@@ -70,9 +70,10 @@ class RowDelta(SnapshotAction):
         self.isolation = isolation
         #: Data files this change marks rows deleted in (their new deletes merge the old).
         self.deletes_from: dict[str, DataFile] = {}
-        #: Set by a rebase that re-locates this change's keys in the data files that
-        #: concurrent commits add (a primary-key upsert): those are then not conflicts.
-        self.locates_keys = False
+        #: Set by a rebase that re-applies this change to the data files concurrent
+        #: commits add (a primary-key upsert's keys, a delete's condition): such files
+        #: are then no serializable conflict.
+        self.relocates = False
 
     @property
     def operation(self) -> Operation:  # type: ignore[override]
@@ -178,8 +179,8 @@ class RowDelta(SnapshotAction):
         check_no_new_deletes(self, md, parent, touched)
         if self.conflict_filter is None or self.isolation != "serializable":
             return
-        if self.locates_keys:
-            return  # its rebase marked the concurrent rows holding its keys
+        if self.relocates:
+            return  # its rebase marked the concurrent rows it applies to
         may_match = file_matcher(md, self.conflict_filter, self.case_sensitive)
         for e in added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):
             if may_match(e.data_file):

@@ -104,9 +104,20 @@ def check_no_new_deletes(
         action.ignore_snapshot_ids,
         ManifestContent.DELETES,
     )
+    # data files whose current file-scoped deletes this change replaces: its own delete
+    # file holds their positions (a DV replaces every delete of its file), so older
+    # concurrent ones are merged in too; had they not been current, removing the one
+    # that is would have failed as "no longer in the table"
+    merged = {
+        f.referenced_data_file
+        for f in action.removed_paths.values()
+        if f.content is not DataFileContent.DATA and f.referenced_data_file is not None
+    }
     for e in entries:
         d = e.data_file
-        if file_key(d) in action.removed_paths:
+        if file_key(d) in action.removed_paths or (
+            d.referenced_data_file is not None and d.referenced_data_file in merged
+        ):
             continue  # merged into this change's own delete file, which replaces it
         if d.referenced_data_file is not None:
             hit = d.referenced_data_file in paths

@@ -597,7 +597,7 @@ class Transaction:
         # heavy: the pyarrow data path (a rebase reads and writes delete files)
         from neve.arrow.rebase import DeltaRebase
 
-        DeltaRebase(writes_rows=False).attach(action)
+        DeltaRebase(writes_rows=False, condition=expr, case_sensitive=case_sensitive).attach(action)
         try:
             if plan.rewrite:
                 if delete_writer is not None:

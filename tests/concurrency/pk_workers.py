@@ -1,0 +1,107 @@
+"""What the writer processes of the primary-key rebase test run (issue 12), and the
+model the parent replays their committed operations through.
+
+A primary-key table ``(k, v)``: writers upsert small batches of keys from one shared
+range (some keys existing, some new, so two writers insert the same new key) and
+delete small sets of keys (marking rows of the same data files as other writers).
+Every operation commits with ``snapshot_properties={"op-id": <id>}``; the snapshot
+log gives the commit order, and replaying the committed operations in that order
+must give the table's rows.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from neve.catalog import Catalog
+from neve.errors import CommitConflictError, CommitFailedError
+from neve.table.table import Table
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+OP_ID = "op-id"
+#: Keys 0..INITIAL-1 exist when the writers start; they upsert and delete in 0..KEYS-1.
+INITIAL = 120
+KEYS = 160
+TABLE_PROPERTIES = {
+    "commit.retry.min-wait-ms": "10",
+    "commit.retry.max-wait-ms": "200",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+
+
+@dataclass(frozen=True)
+class PkOp:
+    op_id: str
+    kind: str  # "upsert" or "delete"
+    keys: tuple[int, ...]
+
+    def rows(self) -> pa.Table:
+        return pa.table(
+            {"k": list(self.keys), "v": [f"{self.op_id}:{k}" for k in self.keys]}, schema=SCHEMA
+        )
+
+    def filter(self) -> str:
+        return f"k in ({', '.join(str(k) for k in self.keys)})"
+
+
+def plan_pk_ops(worker: int, count: int, seed: int) -> list[PkOp]:
+    rnd = random.Random(seed * 1000 + worker)
+    ops = []
+    for i in range(count):
+        kind = "delete" if rnd.random() < 0.25 else "upsert"
+        keys = tuple(sorted(rnd.sample(range(KEYS), rnd.randrange(2, 7))))
+        ops.append(PkOp(f"s{seed}-w{worker}-{i}", kind, keys))
+    return ops
+
+
+def run_pk_writer(
+    catalog: Catalog, name: str, ops: Sequence[PkOp], start_at: float
+) -> list[tuple[str, str]]:
+    """Runs in a writer process: apply ``ops`` in order, each on a freshly loaded
+    table; returns ``(op id, outcome)``: ``ok``, ``conflict``, ``gave-up`` or
+    ``error: ...``."""
+    time.sleep(max(0.0, start_at - time.time()))
+    out: list[tuple[str, str]] = []
+    for op in ops:
+        try:
+            table = catalog.load_table(name)
+            props = {OP_ID: op.op_id}
+            if op.kind == "upsert":
+                table.upsert(op.rows(), snapshot_properties=props)
+            else:
+                table.delete(op.filter(), snapshot_properties=props)
+            outcome = "ok"
+        except CommitConflictError as exc:
+            outcome = f"conflict: {exc}"
+        except CommitFailedError:
+            outcome = "gave-up"
+        except Exception as exc:  # reported to the parent, which fails the test
+            outcome = f"error: {type(exc).__name__}: {exc}"
+        out.append((op.op_id, outcome))
+    return out
+
+
+def committed(table: Table) -> list[str]:
+    """The op ids of the main branch's snapshots, oldest first (the load has none)."""
+    md = table.metadata
+    ids = [s.summary.get(OP_ID) for s in reversed(md.ancestors(md.current_snapshot_id))]
+    return [i for i in ids if i is not None]
+
+
+def replay(ops: Iterable[PkOp]) -> dict[int, str]:
+    """The rows after ``ops`` committed in this order: an upsert's rows win."""
+    rows = {k: f"load:{k}" for k in range(INITIAL)}
+    for op in ops:
+        for k in op.keys:
+            if op.kind == "upsert":
+                rows[k] = f"{op.op_id}:{k}"
+            else:
+                rows.pop(k, None)
+    return rows
