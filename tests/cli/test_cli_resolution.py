@@ -47,6 +47,12 @@ def test_flags_environment_and_config(
     assert run(*flags, "namespaces", "--json", env=env).json() == ["elsewhere"]
     listed = run("catalogs", "--json").json()
     assert [(c["name"], c["default"]) for c in listed] == [("main", True), ("other", False)]
+    config = home / ".config" / "neve" / "config.yaml"
+    doc = yaml.safe_load(config.read_text())
+    doc["catalogs"]["pg"] = {"uri": "postgresql://ana:s3cret@db.example.com/lake"}
+    config.write_text(yaml.safe_dump(doc))
+    shown = run("catalogs")
+    assert "postgresql://ana:***@db.example.com/lake" in shown.out and "s3cret" not in shown.out
     # with --uri, --catalog is the catalog name stored in the rows
     assert run(*sqlite.flags, "--catalog", "elsewhere", "namespaces", "--json").json() == []
 

@@ -4,6 +4,7 @@ chart), files, partitions, refs."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import click
@@ -26,6 +27,10 @@ MERGE_ENGINE = "merge-engine"
 DEFAULT_MERGE_ENGINE = "deduplicate"
 
 
+#: ``scheme://user:password@`` in a URI: the password is not shown.
+_PASSWORD = re.compile(r"^([a-z0-9+.-]+://[^:/@]*:)[^@/]*@", re.IGNORECASE)
+
+
 @click.command()
 @json_option
 def catalogs(as_json: bool) -> None:
@@ -39,7 +44,7 @@ def catalogs(as_json: bool) -> None:
         {
             "name": e.key,
             "default": e.key == default,
-            "uri": e.uri,
+            "uri": _PASSWORD.sub(r"\1***@", e.uri),
             "warehouse": e.warehouse,
             "catalog_name": e.name,
             "source": e.source,
