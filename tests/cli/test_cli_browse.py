@@ -66,17 +66,23 @@ def test_describe(run: Runner, sqlite: Catalog, events: neve.Table) -> None:
         assert piece in text
 
 
-def test_merge_engine_property_and_no_key(run: Runner, sqlite: Catalog) -> None:
+def test_merge_engine_and_no_key(run: Runner, sqlite: Catalog) -> None:
+    """describe shows the merge engine the table's properties configure (deduplicate
+    unless set), as neve.spec.merge_engine reads them; none without a primary key."""
     cat = sqlite.catalog
     cat.create_namespace("db")
     keyed = cat.create_table("db.keyed", SCHEMA, primary_key=["id"])
-    keyed.set_properties({"merge-engine": "partial-update"})
+    keyed.set_properties({"merge-engine": "partial-update", "sequence.field": "ts"})
     cat.create_table("db.plain", SCHEMA)
-    assert run(*sqlite.flags, "describe", "db.keyed", "--json").json()["merge_engine"] == (
-        "partial-update"
-    )
+    doc = run(*sqlite.flags, "describe", "db.keyed", "--json").json()
+    assert doc["merge_engine"] == "partial-update"
+    settings = doc["merge_engine_settings"]
+    assert (settings["sequence_fields"], settings["descending"]) == (["ts"], False)
+    text = run(*sqlite.flags, "describe", "db.keyed").out
+    assert "partial-update (sequence ts)" in text
     plain = run(*sqlite.flags, "describe", "db.plain", "--json").json()
     assert (plain["primary_key"], plain["merge_engine"]) == ([], None)
+    assert "none (no primary key)" in run(*sqlite.flags, "describe", "db.plain").out
 
 
 def test_history_snapshots_refs(run: Runner, sqlite: Catalog, events: neve.Table) -> None:

@@ -16,16 +16,11 @@ from neve.catalog.config import configured_catalogs, default_entry
 from neve.cli.context import State, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, key_values, rows_json, show
 from neve.errors import NeveError
+from neve.spec.merge_engine import merge_engine
 from neve.spec.schema import walk_fields
 from neve.table.table import Table
 
 __all__ = ["VERBS"]
-
-#: The ``merge-engine`` table property: how rows with the same primary key combine.
-#: neve's upsert and MERGE keep the newest row of a key, Paimon's ``deduplicate``.
-MERGE_ENGINE = "merge-engine"
-DEFAULT_MERGE_ENGINE = "deduplicate"
-
 
 #: ``scheme://user:password@`` in a URI: the password is not shown.
 _PASSWORD = re.compile(r"^([a-z0-9+.-]+://[^:/@]*:)[^@/]*@", re.IGNORECASE)
@@ -103,6 +98,41 @@ def tables(state: State, namespace: str | None, as_json: bool) -> None:
         click.echo(n)
 
 
+def _merge_engine(table: Table) -> dict[str, Any]:
+    """How rows of one primary key combine (``spec.merge_engine``: Paimon's properties;
+    ``deduplicate`` unless set). Properties that do not fit are shown, not refused."""
+    try:
+        engine = merge_engine(table.properties, table.schema())
+    except NeveError as exc:
+        return {"kind": table.properties.get("merge-engine", "deduplicate"), "error": str(exc)}
+    return {
+        "kind": engine.kind,
+        "sequence_fields": list(engine.sequence_fields),
+        "descending": engine.descending,
+        "rowkind_field": engine.rowkind_field,
+        "ignore_delete": engine.ignore_delete,
+        "aggregates": {col: agg.function for col, agg in engine.aggregates.items()},
+    }
+
+
+def _engine_text(engine: dict[str, Any] | None) -> str:
+    if engine is None:
+        return "none (no primary key)"
+    notes = []
+    if engine.get("error"):
+        notes.append(f"invalid: {engine['error']}")
+    if engine.get("sequence_fields"):
+        order = " descending" if engine["descending"] else ""
+        notes.append(f"sequence {', '.join(engine['sequence_fields'])}{order}")
+    if engine.get("rowkind_field"):
+        notes.append(f"row kinds in {engine['rowkind_field']}")
+    if engine.get("ignore_delete"):
+        notes.append("ignores deletes")
+    if engine.get("aggregates"):
+        notes.append(", ".join(f"{c}: {f}" for c, f in engine["aggregates"].items()))
+    return str(engine["kind"]) + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def describe_doc(table: Table) -> dict[str, Any]:
     """What ``describe`` shows, as a JSON object."""
     md = table.metadata
@@ -110,7 +140,7 @@ def describe_doc(table: Table) -> dict[str, Any]:
     names = {f.field_id: path for path, f, _ in walk_fields(schema.fields)}
     snap = table.current_snapshot()
     key = [names[i] for i in schema.identifier_field_ids]
-    engine = table.properties.get(MERGE_ENGINE) or (DEFAULT_MERGE_ENGINE if key else None)
+    engine = _merge_engine(table) if key else None
     return {
         "name": table.name,
         "uuid": md.table_uuid,
@@ -157,7 +187,8 @@ def describe_doc(table: Table) -> dict[str, Any]:
             ],
         },
         "primary_key": key,
-        "merge_engine": engine,
+        "merge_engine": None if engine is None else engine["kind"],
+        "merge_engine_settings": engine,
         "properties": dict(sorted(table.properties.items())),
     }
 
@@ -182,7 +213,7 @@ def describe(state: State, table: str, as_json: bool) -> None:
                 ("rows", f"{doc['rows']:,}"),
                 ("data files", doc["data_files"]),
                 ("primary key", ", ".join(doc["primary_key"]) or "none"),
-                ("merge engine", doc["merge_engine"] or "none (no primary key)"),
+                ("merge engine", _engine_text(doc["merge_engine_settings"])),
             ]
         )
     )
