@@ -36,13 +36,41 @@ TABLE_PROPERTIES = {
 }
 
 
+#: The partial-update table: non-null fields overwrite, the higher ``seq`` wins.
+PARTIAL_SCHEMA = pa.schema(
+    [
+        pa.field("k", pa.int64(), nullable=False),
+        pa.field("a", pa.string()),
+        pa.field("b", pa.string()),
+        pa.field("seq", pa.int64()),
+    ]
+)
+PARTIAL_PROPERTIES = {
+    **TABLE_PROPERTIES,
+    "merge-engine": "partial-update",
+    "sequence.field": "seq",
+}
+
+
 @dataclass(frozen=True)
 class PkOp:
     op_id: str
     kind: str  # "upsert" or "delete"
     keys: tuple[int, ...]
+    #: partial-update rows: per key (a, b, seq), None for a null field
+    fields: tuple[tuple[str | None, str | None, int], ...] = ()
 
     def rows(self) -> pa.Table:
+        if self.fields:
+            return pa.table(
+                {
+                    "k": list(self.keys),
+                    "a": [f[0] for f in self.fields],
+                    "b": [f[1] for f in self.fields],
+                    "seq": [f[2] for f in self.fields],
+                },
+                schema=PARTIAL_SCHEMA,
+            )
         return pa.table(
             {"k": list(self.keys), "v": [f"{self.op_id}:{k}" for k in self.keys]}, schema=SCHEMA
         )
@@ -51,13 +79,24 @@ class PkOp:
         return f"k in ({', '.join(str(k) for k in self.keys)})"
 
 
-def plan_pk_ops(worker: int, count: int, seed: int) -> list[PkOp]:
+def plan_pk_ops(worker: int, count: int, seed: int, partial: bool = False) -> list[PkOp]:
     rnd = random.Random(seed * 1000 + worker)
     ops = []
     for i in range(count):
         kind = "delete" if rnd.random() < 0.25 else "upsert"
         keys = tuple(sorted(rnd.sample(range(KEYS), rnd.randrange(2, 7))))
-        ops.append(PkOp(f"s{seed}-w{worker}-{i}", kind, keys))
+        op_id = f"s{seed}-w{worker}-{i}"
+        fields: tuple[tuple[str | None, str | None, int], ...] = ()
+        if partial and kind == "upsert":
+            fields = tuple(
+                (
+                    None if rnd.random() < 0.4 else f"{op_id}:a",
+                    None if rnd.random() < 0.4 else f"{op_id}:b",
+                    rnd.randrange(0, 50),  # out of order across writers and commits
+                )
+                for _ in keys
+            )
+        ops.append(PkOp(op_id, kind, keys, fields))
     return ops
 
 
@@ -104,4 +143,34 @@ def replay(ops: Iterable[PkOp]) -> dict[int, str]:
                 rows[k] = f"{op.op_id}:{k}"
             else:
                 rows.pop(k, None)
+    return rows
+
+
+def initial_partial_rows() -> pa.Table:
+    keys = list(range(INITIAL))
+    return pa.table(
+        {"k": keys, "a": ["load"] * INITIAL, "b": [None] * INITIAL, "seq": [10] * INITIAL},
+        schema=PARTIAL_SCHEMA,
+    )
+
+
+def replay_partial(ops: Iterable[PkOp]) -> dict[int, tuple[str | None, str | None, int]]:
+    """Partial-update with a sequence field, committed in this order: a key's stored
+    row and an incoming row are folded in sequence order (the stored row first on a
+    tie); each field takes the last non-null value, ``seq`` the last row's."""
+    rows: dict[int, tuple[str | None, str | None, int]] = {
+        k: ("load", None, 10) for k in range(INITIAL)
+    }
+    for op in ops:
+        for j, k in enumerate(op.keys):
+            if op.kind == "delete":
+                rows.pop(k, None)
+                continue
+            incoming = op.fields[j]
+            folded = sorted([*([rows[k]] if k in rows else []), incoming], key=lambda r: r[2])
+            a = b = None
+            for ra, rb, _ in folded:
+                a = ra if ra is not None else a
+                b = rb if rb is not None else b
+            rows[k] = (a, b, folded[-1][2])
     return rows

@@ -13,17 +13,22 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute
 import pytest
 
 from budget import LONG, examples
 from concurrency.pk_workers import (
     INITIAL,
+    PARTIAL_PROPERTIES,
+    PARTIAL_SCHEMA,
     SCHEMA,
     TABLE_PROPERTIES,
     PkOp,
     committed,
+    initial_partial_rows,
     plan_pk_ops,
     replay,
+    replay_partial,
     run_pk_writer,
 )
 from concurrency.workers import process_context, warm_up
@@ -47,16 +52,29 @@ def run_round(
     version: int,
     ops_per_writer: int,
     seed: int,
+    partial: bool = False,
 ) -> Counter[str]:
     catalog.create_namespace_if_not_exists(name.split(".")[0])
     table = catalog.create_table(
-        name, SCHEMA, primary_key=["k"], format_version=version, properties=TABLE_PROPERTIES
+        name,
+        PARTIAL_SCHEMA if partial else SCHEMA,
+        primary_key=["k"],
+        format_version=version,
+        properties=PARTIAL_PROPERTIES if partial else TABLE_PROPERTIES,
     )
     # the initial keys in four data files, so deletes and upserts share files
+    initial = (
+        initial_partial_rows()
+        if partial
+        else pa.table(
+            {"k": range(INITIAL), "v": [f"load:{k}" for k in range(INITIAL)]}, schema=SCHEMA
+        )
+    )
     for part in range(4):
-        keys = list(range(part, INITIAL, 4))
-        table.append(pa.table({"k": keys, "v": [f"load:{k}" for k in keys]}, schema=SCHEMA))
-    plans = [plan_pk_ops(w, ops_per_writer, seed) for w in range(WRITERS)]
+        table.append(
+            initial.filter(pa.compute.equal(pa.compute.bit_wise_and(initial["k"], 3), part))
+        )
+    plans = [plan_pk_ops(w, ops_per_writer, seed, partial) for w in range(WRITERS)]
     ops: dict[str, PkOp] = {op.op_id: op for plan in plans for op in plan}
     start_at = time.time() + 0.5
     futures = [pool.submit(run_pk_writer, catalog, name, plan, start_at) for plan in plans]
@@ -75,7 +93,11 @@ def run_round(
     rows = table.scan().to_arrow().to_pylist()
     keys = Counter(r["k"] for r in rows)
     assert [k for k, c in keys.items() if c > 1] == [], "duplicate keys"
-    assert {r["k"]: r["v"] for r in rows} == replay(ops[i] for i in order)
+    if partial:
+        got = {r["k"]: (r["a"], r["b"], r["seq"]) for r in rows}
+        assert got == replay_partial(ops[i] for i in order)
+    else:
+        assert {r["k"]: r["v"] for r in rows} == replay(ops[i] for i in order)
     # what a lost attempt wrote is gone: every delete file on disk is reachable
     on_disk = {str(p) for p in Path(table.location, "data").rglob("*-deletes.*")}
     assert on_disk <= {p.removeprefix("file:") for p in reachable_files(table)}
@@ -91,6 +113,15 @@ def test_eight_writers_upsert_and_delete_overlapping_keys(
 ) -> None:
     """8 writers x 25 operations (upserts and deletes of overlapping keys), v3: DVs."""
     run_round(catalog_factory(kind), writer_pool, "db.pk", 3, 25, seed=1)
+
+
+def test_eight_writers_on_a_partial_update_table_with_a_sequence_field(
+    catalog_factory: Callable[[str], Catalog], writer_pool: ProcessPoolExecutor
+) -> None:
+    """Rows merge with the concurrent commits' rows: a rebase merges again at the new
+    head, so fields neither writer set survive and the higher sequence wins whichever
+    commits last."""
+    run_round(catalog_factory("sqlite"), writer_pool, "db.pu", 3, 12, seed=7, partial=True)
 
 
 @pytest.mark.property

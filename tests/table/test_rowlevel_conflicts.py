@@ -245,3 +245,32 @@ def test_primary_key_rules(catalog: neve.Catalog) -> None:
     )
     assert t.schema().identifier_field_ids == (1,)
     assert t.schema().find_field("k").required  # made required, as Paimon does
+
+
+@pytest.mark.parametrize("late_sequence", [3, 30])
+def test_with_a_sequence_field_the_higher_sequence_wins_whichever_commits_last(
+    catalog: neve.Catalog, late_sequence: int
+) -> None:
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("v", pa.string()),
+            ("seq", pa.int64()),
+        ]
+    )
+    t = catalog.create_table(
+        "db.s",
+        schema,
+        format_version=3,
+        primary_key=["id"],
+        properties={"write.merge.mode": "merge-on-read", "sequence.field": "seq"},
+    )
+    t.append(pa.table({"id": [1, 2], "v": ["a", "b"], "seq": [1, 1]}, schema=schema))
+    stale = catalog.load_table("db.s")
+    t.upsert(pa.table({"id": [1, 5], "v": ["early", "early"], "seq": [10, 10]}, schema=schema))
+    stale.upsert(
+        pa.table({"id": [1, 5], "v": ["late", "late"], "seq": [late_sequence] * 2}, schema=schema)
+    )
+    got = {r["id"]: (r["v"], r["seq"]) for r in t.refresh().scan().to_arrow().to_pylist()}
+    winner = ("late", late_sequence) if late_sequence > 10 else ("early", 10)
+    assert got == {1: winner, 2: ("b", 1), 5: winner}

@@ -21,18 +21,20 @@ docs/MERGE-ENGINES.md has the whole matrix of operation x concurrent operation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyroaring import BitMap64
 
+from neve.actions.base import TableState
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import SnapshotAction, file_key
 from neve.actions.validation import added_since
 from neve.arrow.keys import duplicate_key_error, find_keys, key_filter
 from neve.arrow.positions import matching_positions, write_deletes
 from neve.arrow.reader import DeleteCache, deleted_positions
+from neve.arrow.rowlevel import RowChanges
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.io.fileio import FileIO
@@ -103,7 +105,7 @@ class DeltaRebase:
         writes_rows: bool,
         keys: pa.Table | None = None,
         on: Sequence[str] = (),
-        relocate: bool = True,
+        rerun: Callable[[TableState], RowChanges] | None = None,
         condition: BooleanExpression | None = None,
         case_sensitive: bool = True,
     ) -> None:
@@ -112,7 +114,7 @@ class DeltaRebase:
         self.writes_rows = writes_rows
         self.keys = keys.select(list(on)) if keys is not None else None
         self.on = list(on)
-        self.relocate = relocate
+        self.rerun = rerun
         self.condition = condition
         self.case_sensitive = case_sensitive
 
@@ -183,9 +185,11 @@ class DeltaRebase:
             return scoped
 
         can_drop = only_deletes_removed and not (self.writes_rows and self.keys is None)
+        gone = False
         for path in sorted(set(action.deletes_from) | removed_data):
             if path in tasks or not can_drop:
                 continue  # live; or gone in a way validation refuses
+            gone = True
             # deleted whole by a concurrent delete: the rows this change marks are gone
             superseded += own_deletes(path)
             drop_scoped_removals(path)
@@ -220,16 +224,15 @@ class DeltaRebase:
                     )
             marks[path] = ours
             superseded += mine
+        hits = []
         if self.keys is not None and added:
             candidates = [t for p, t in tasks.items() if p in added]
             hits = find_keys(_Version(io, md), self.keys, self.on, candidates, cache=cache)
-            if hits and not self.relocate:
-                raise CommitConflictError(
-                    f"a concurrent commit added rows with {sum(len(h.positions) for h in hits)} "
-                    "of this upsert's keys, and the table's merge engine combines rows, so "
-                    "this commit cannot simply replace them; reload the table and run the "
-                    "upsert again"
-                )
+        if self.rerun is not None and (hits or shared or gone):
+            # the concurrent commits touched this change's keys: merge again at the head
+            self._redo(action, md)
+            return
+        if hits:
             for h in hits:
                 path = h.task.file.file_path
                 marks[path] = marks.get(path, BitMap64()) | h.positions
@@ -268,6 +271,28 @@ class DeltaRebase:
         for d in deletes.added:
             action.add_deletes(d)
         for d in deletes.replaced:
+            action.remove_deletes(d)
+        action.files_changed()
+
+    def _redo(self, action: RowDelta, md: TableMetadata) -> None:
+        """Make the change again at the new head (``rerun``) and put what it wrote in
+        place of everything the lost attempts wrote."""
+        assert self.rerun is not None
+        changes = self.rerun(_Version(action.io, md))
+        for path in list(action.owned_files):
+            action.io.delete(path)  # written by attempts that lost: never committed
+        action.owned_files.clear()
+        action.added_files.clear()
+        action.removed_paths.clear()
+        action.deletes_from.clear()
+        action.owned_files.update(changes.written_paths())
+        for f in changes.data_files:
+            action.add_rows(f)
+        for t in changes.deleted_from:
+            action.delete_from(t.file)
+        for d in changes.deletes.added:
+            action.add_deletes(d)
+        for d in changes.deletes.replaced:
             action.remove_deletes(d)
         action.files_changed()
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from neve.actions.append import AppendFiles
-from neve.actions.base import Action
+from neve.actions.base import Action, TableState
 from neve.actions.commit import CommitTarget, PlannedChanges, commit_actions
 from neve.actions.expire import ExpireSnapshots
 from neve.actions.metadata import (
@@ -442,6 +442,7 @@ class Transaction:
         mor = self.merge_on_read("merge")
         from neve.arrow.rowlevel import merge_rows  # heavy, as in _write
 
+        engine = engine_for_merge(self._staged, on, clauses)
         outcome = merge_rows(
             self._view(),
             source,
@@ -450,14 +451,32 @@ class Transaction:
             merge_on_read=mor,
             branch=branch,
             case_sensitive=case_sensitive,
-            engine=engine_for_merge(self._staged, on, clauses),
+            engine=engine,
         )
         changes = outcome.changes
         committing = time.perf_counter()
-        # an upsert on the primary key re-locates its keys when it rebases
+        # an upsert on the primary key rebases: the deduplicate engine re-locates its
+        # keys in concurrently added files; other engines (and sequence fields, row
+        # kinds, insert-only merges) merge again against the rows at the new head
         upserts = {c.kind for c in clauses} <= {"update_all", "insert_all"} and sorted(
             on
         ) == sorted(self._staged.schema().identifier_field_names)
+        rerun: Callable[[TableState], RowChanges] | None = None
+        if upserts and (engine is None or not engine.plain):
+
+            def rerun(state: TableState) -> RowChanges:
+                again = merge_rows(
+                    state,
+                    source,
+                    on,
+                    clauses,
+                    merge_on_read=True,
+                    branch=branch,
+                    case_sensitive=case_sensitive,
+                    engine=engine_for_merge(state.metadata, on, clauses),
+                )
+                return again.changes
+
         if changes.data_files or changes.deletes.added or changes.rewritten:
             self._stage(
                 self.row_changes_action(
@@ -469,6 +488,7 @@ class Transaction:
                     "merge",
                     mor,
                     keys=source.select(list(on)) if upserts else None,
+                    rerun=rerun,
                 )
             )
         done = time.perf_counter()
@@ -520,12 +540,14 @@ class Transaction:
         operation: str,
         merge_on_read: bool,
         keys: pa.Table | None = None,
+        rerun: Callable[[TableState], RowChanges] | None = None,
     ) -> SnapshotAction:
         """The one snapshot of a row-level change: new data files with delete files
         (merge-on-read), or with the data files they rewrite (copy-on-write). A
         merge-on-read change rebases over concurrent commits (:mod:`neve.arrow.rebase`);
         ``keys`` (an upsert's primary keys) are then re-located in the files those
-        commits added."""
+        commits added, or, with ``rerun``, the change is made again at the new head
+        when those commits touched its keys."""
         written = changes.written_paths()
         if merge_on_read:
             delta = RowDelta(
@@ -540,13 +562,11 @@ class Transaction:
             # heavy: the pyarrow data path (a rebase reads and writes delete files)
             from neve.arrow.rebase import DeltaRebase
 
-            props = self._staged.properties
             DeltaRebase(
                 writes_rows=bool(changes.data_files),
                 keys=keys,
                 on=self._staged.schema().identifier_field_names if keys is not None else (),
-                relocate=props.get("merge-engine", "deduplicate") == "deduplicate"
-                and not props.get("sequence.field"),
+                rerun=rerun,
             ).attach(delta)
             for f in changes.data_files:
                 delta.add_rows(f)
