@@ -45,7 +45,7 @@ from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
 from neve.spec.snapshot import Operation, Snapshot
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["DeltaRebase", "NewKeysCheck"]
+__all__ = ["DeltaRebase", "NewKeysCheck", "added_data_paths"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ def _tasks_at(
     return {t.file.file_path: t for t in whole_file_tasks(scan.plan_files())}
 
 
-def _added_data_paths(action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> set[str]:
+def added_data_paths(action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> set[str]:
+    """The data files the commits since ``action``'s base added, up to ``parent``."""
     return {
         e.data_file.file_path
         for e in added_since(
@@ -80,7 +81,7 @@ class NewKeysCheck:
         self.on = list(on)
 
     def __call__(self, action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> None:
-        added = _added_data_paths(action, md, parent)
+        added = added_data_paths(action, md, parent)
         if not added:
             return
         tasks = _tasks_at(md, action.io, parent, key_filter(self.keys, self.on))
@@ -159,7 +160,7 @@ class DeltaRebase:
             )
         }
         relocates = self.keys is not None or self.condition is not None
-        added = _added_data_paths(action, md, parent) if relocates else set()
+        added = added_data_paths(action, md, parent) if relocates else set()
         if not shared and not added and not removing:
             return
         tasks = _tasks_at(md, io, parent)

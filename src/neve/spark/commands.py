@@ -28,10 +28,12 @@ from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.expression import to_spark_column
 from neve.spark.job import cleanup_on_failure, write_data
+from neve.spark.keys import check_new_keys
 from neve.spark.reader import read_tasks
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import read_property
 from neve.spec.refs import MAIN_BRANCH
 from neve.table.table import Table
 from neve.table.transaction import Rewriter, Transaction
@@ -71,6 +73,9 @@ def write(
     ``mode``: ``append``; ``overwrite`` replaces the rows matching ``filter`` (all
     rows when None; files matched partly are rewritten with Spark);
     ``overwrite-partitions`` replaces exactly the partitions the new rows fall into.
+    An append to a primary-key table refuses keys the rows hold twice or the table
+    holds (:class:`neve.errors.DuplicateKeyError`) unless ``write.primary-key.check``
+    is false; the check computes ``df`` once more (cache it if that is costly).
     """
     if mode not in MODES:
         raise ValidationError(f"unknown write mode {mode!r}; use one of {', '.join(MODES)}")
@@ -82,10 +87,17 @@ def write(
     if mode == "overwrite-partitions":
         overwrite_partitions(df, table, branch=branch, snapshot_properties=snapshot_properties)
         return
+    md = table.metadata
+    on = md.schema().identifier_field_names
+    rebase = None
+    if on and read_property(md.properties, "write.primary-key.check"):
+        rebase = check_new_keys(df, table, on, branch=branch)  # before writing anything
     result = write_data(df, table)
     with cleanup_on_failure(table.io, [result]):
         txn = table.transaction()
-        txn.add_files(result.files, branch=branch, snapshot_properties=snapshot_properties)
+        txn.add_files(
+            result.files, branch=branch, snapshot_properties=snapshot_properties, rebase=rebase
+        )
         txn.commit()
 
 

@@ -40,6 +40,7 @@ from neve.actions.rewrite_files import RewriteFiles
 from neve.actions.rewrite_manifests import RewriteManifests
 from neve.actions.row_delta import RowDelta
 from neve.actions.snapshot import (
+    Rebase,
     SnapshotAction,
     branch_head,
     check_branch_target,
@@ -208,7 +209,7 @@ class Transaction:
         if check:
             # heavy: the pyarrow data path reads the candidate files' key columns
             from neve.arrow.keys import check_new_keys
-            from neve.arrow.rebase import NewKeysCheck
+            from neve.arrow.rebase import NewKeysCheck  # heavy, as the line above
 
             rows = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
             if isinstance(rows, pa.Table):  # anything else is refused by _write
@@ -234,6 +235,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None,
         *,
         owned: bool,
+        rebase: Rebase | None = None,
     ) -> None:
         """Stage an append or partition replacement of ``files``; owned files (written
         by this transaction) are deleted if the change fails."""
@@ -243,6 +245,7 @@ class Transaction:
             snapshot_properties=snapshot_properties,
             owned_files=[f.file_path for f in files] if owned else (),
         )
+        action.rebase = rebase
         for f in files:
             action.add_file(f)
         self._stage(action)
@@ -253,10 +256,15 @@ class Transaction:
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        rebase: Rebase | None = None,
     ) -> None:
-        """Commit data files written elsewhere (for example by Spark executors)."""
+        """Commit data files written elsewhere (for example by Spark executors).
+        ``rebase`` checks the commits that land concurrently (e.g. the primary-key check
+        of a Spark append, :mod:`neve.spark.keys`)."""
         self._writable(branch, snapshot_properties)
-        self._stage_files(AppendFiles, files, branch, snapshot_properties, owned=False)
+        self._stage_files(
+            AppendFiles, files, branch, snapshot_properties, owned=False, rebase=rebase
+        )
 
     def overwrite_files(
         self,
