@@ -7,10 +7,13 @@ STAMP  := $(VENV)/.installed
 JAVA_VENV  ?= .venv-java
 JAVA_STAMP := $(JAVA_VENV)/.installed
 JAVA_JARS  := /usr/share/java/jarjar.jar /usr/share/java/sqlite-jdbc.jar /usr/share/java/postgresql.jar
+# pypaimon as a reference for the merge engines (tests/paimonengine): it pins pyarrow<20.
+PAIMON_VENV  ?= .venv-paimon
+PAIMON_STAMP := $(PAIMON_VENV)/.installed
 
-.PHONY: demo test test-long lint typecheck bench setup java java-engine clean
+.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine clean
 
-setup: $(STAMP) java java-engine
+setup: $(STAMP) java java-engine paimon-engine
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
@@ -47,6 +50,16 @@ $(JAVA_STAMP): tests/javaengine/build.py | java
 	$(JAVA_VENV)/bin/python tests/javaengine/build.py
 	@touch $(JAVA_STAMP)
 
+paimon-engine: $(PAIMON_STAMP)
+
+$(PAIMON_STAMP): tests/paimonengine/__init__.py
+	@test -x $(PAIMON_VENV)/bin/python || python3 -m venv $(PAIMON_VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(PAIMON_VENV); }
+	$(PAIMON_VENV)/bin/pip install -q --upgrade pip
+	$(PAIMON_VENV)/bin/pip install -q 'pypaimon==2.1.0'
+	@touch $(PAIMON_STAMP)
+
 # The demo registers its catalog as 'demo' in ~/.config/neve/config.yaml, so that
 # `.venv/bin/neve tables tpch` finds it afterwards (docs/CLI.md).
 demo: setup
@@ -74,4 +87,4 @@ bench: setup
 	$(PY) benchmarks/bench_merge.py
 
 clean:
-	rm -rf $(VENV) $(JAVA_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
