@@ -39,12 +39,13 @@ from neve.expressions.expressions import greater_than_or_equal, is_in, less_than
 from neve.expressions.visitors import references
 from neve.io.locations import LocationProvider, data_location
 from neve.planning.delete import DeleteFiles, file_scoped_deletes, plan_delete, whole_file_tasks
-from neve.planning.merge import Clause, needs_target_values
+from neve.planning.merge import Clause, engine_for_merge, needs_target_values
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.commands import spark_rewriter
 from neve.spark.expression import to_spark_column, to_spark_literal
 from neve.spark.job import cleanup_on_failure, write_data
+from neve.spark.merge_engine import EngineRows, first_rows, last_rows, resolve_rows
 from neve.spark.paths import spark_file_uri
 from neve.spark.reader import ROW_FILE, ROW_POS, read_tasks
 from neve.spark.schema import to_spark_type
@@ -400,6 +401,18 @@ def _merge(
             raise ValidationError(f"the merge source has no key column {k!r}")
     txn = table.transaction()
     mor = txn.merge_on_read("merge")
+    engine = engine_for_merge(md, keys, clauses)
+    resolving = False
+    if engine is not None:  # an upsert on the primary key: the table's merge engine decides
+        if engine.plain:
+            source = last_rows(source, keys)
+        elif engine.kind == "first-row":
+            source = first_rows(engine, source, keys)
+            clauses = [c for c in clauses if c.kind == "insert_all"]
+            if not clauses:  # existing keys keep their rows, and no new key is inserted
+                return MergeResult(0, 0, 0, 0, 0, 0, 0, {"total": time.perf_counter() - started})
+        else:
+            resolving = True
     by_source = any(c.group == "not_matched_by_source" for c in clauses)
     key_filter = ALWAYS_TRUE if by_source else _key_filter(source, keys)
     scan = ScanPlan(
@@ -416,7 +429,12 @@ def _merge(
 
     rows_schema = rewrite_schema(md)
     lineage = md.format_version >= 3
-    if needs_target_values(clauses):
+    if resolving and engine is not None and engine.kind == "deduplicate":
+        target_schema = Schema(
+            *[schema.find_field(k) for k in (*keys, *engine.sequence_fields)],
+            *([ROW_ID] if lineage else []),
+        )
+    elif needs_target_values(clauses) or resolving:
         target_schema = rows_schema
     else:
         target_schema = Schema(
@@ -439,6 +457,29 @@ def _merge(
             " AND ".join(f"`{k}` IS NOT NULL" for k in keys)
         )
         target = target.join(F.broadcast(probe), list(keys), "left_semi")
+    if resolving and engine is not None:
+        return _write_changes(
+            spark,
+            table,
+            txn,
+            resolve_rows(
+                engine,
+                source,
+                target,
+                keys,
+                schema,
+                lineage=lineage,
+                inserts=any(c.kind == "insert_all" for c in clauses),
+            ),
+            tasks,
+            key_filter,
+            mor,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+            times=(started, planned),
+            files=(len(tasks), max(total - len(tasks), 0)),
+        )
     s = source.withColumn("__s", F.lit(True)).alias("source")
     t = target.alias("target")
     on_keys = [F.col(f"source.`{k}`") == F.col(f"target.`{k}`") for k in keys]
@@ -476,49 +517,83 @@ def _merge(
                 "changes each target row at most once. Deduplicate the source by its key"
             )
     acted = joined.filter(F.col("__clause").isNotNull())
+    counts = {r["__clause"]: r["count"] for r in acted.groupBy("__clause").count().collect()}
+    inserted = updated = deleted = 0
+    parts: list[DataFrame] = []
+    for i, c in enumerate(clauses):
+        n = counts.get(i, 0)
+        if not n:
+            continue
+        rows = acted.filter(F.col("__clause") == i)
+        if c.kind in ("delete", "delete_by_source"):
+            deleted += n
+            continue
+        if c.kind == "insert_all":
+            inserted += n
+            cols = [_source_column(source, schema, name) for name in names]
+            row_id: Column = F.lit(None).cast("long")
+        elif c.kind == "update_all":
+            updated += n
+            cols = [_source_column(source, schema, name) for name in names]
+            row_id = F.col(f"target.{ROW_ID.name}") if lineage else F.lit(None).cast("long")
+        else:
+            updated += n
+            given = c.set or {}
+            cols = [
+                (F.expr(given[name]) if name in given else F.col(f"target.`{name}`")).alias(name)
+                for name in names
+            ]
+            row_id = F.col(f"target.{ROW_ID.name}") if lineage else F.lit(None).cast("long")
+        if lineage:
+            cols += [
+                row_id.alias(ROW_ID.name),
+                F.lit(None).cast("long").alias(LAST_UPDATED_SEQUENCE_NUMBER.name),
+            ]
+        parts.append(rows.select(*cols))
+    gone = acted.filter(
+        F.col("__clause").isin([i for i, c in enumerate(clauses) if c.kind != "insert_all"])
+    ).select(F.col(f"target.{ROW_FILE}").alias(ROW_FILE), F.col(f"target.{ROW_POS}").alias(ROW_POS))
+    return _write_changes(
+        spark,
+        table,
+        txn,
+        EngineRows(parts, gone, inserted, updated, deleted, joined),
+        tasks,
+        key_filter,
+        mor,
+        branch=branch,
+        case_sensitive=case_sensitive,
+        snapshot_properties=snapshot_properties,
+        times=(started, planned),
+        files=(len(tasks), max(total - len(tasks), 0)),
+    )
+
+
+def _write_changes(
+    spark: SparkSession,
+    table: Table,
+    txn: Transaction,
+    rows: EngineRows,
+    tasks: Sequence[FileScanTask],
+    key_filter: BooleanExpression,
+    mor: bool,
+    *,
+    branch: str,
+    case_sensitive: bool,
+    snapshot_properties: Mapping[str, str] | None,
+    times: tuple[float, float],
+    files: tuple[int, int],
+) -> MergeResult:
+    """Write and commit what a MERGE decided (by its clauses or by the table's merge
+    engine): the new rows as data files, the target rows they replace or delete marked
+    (merge-on-read) or their files rewritten (copy-on-write)."""
+    md = table.metadata
+    rows_schema = rewrite_schema(md)
+    started, planned = times
+    decided = time.perf_counter()
     with cleanup_on_failure(table.io, []) as written:
-        counts = {r["__clause"]: r["count"] for r in acted.groupBy("__clause").count().collect()}
-        inserted = updated = deleted = 0
-        parts: list[DataFrame] = []
-        for i, c in enumerate(clauses):
-            n = counts.get(i, 0)
-            if not n:
-                continue
-            rows = acted.filter(F.col("__clause") == i)
-            if c.kind in ("delete", "delete_by_source"):
-                deleted += n
-                continue
-            if c.kind == "insert_all":
-                inserted += n
-                cols = [_source_column(source, schema, name) for name in names]
-                row_id: Column = F.lit(None).cast("long")
-            elif c.kind == "update_all":
-                updated += n
-                cols = [_source_column(source, schema, name) for name in names]
-                row_id = F.col(f"target.{ROW_ID.name}") if lineage else F.lit(None).cast("long")
-            else:
-                updated += n
-                given = c.set or {}
-                cols = [
-                    (F.expr(given[name]) if name in given else F.col(f"target.`{name}`")).alias(
-                        name
-                    )
-                    for name in names
-                ]
-                row_id = F.col(f"target.{ROW_ID.name}") if lineage else F.lit(None).cast("long")
-            if lineage:
-                cols += [
-                    row_id.alias(ROW_ID.name),
-                    F.lit(None).cast("long").alias(LAST_UPDATED_SEQUENCE_NUMBER.name),
-                ]
-            parts.append(rows.select(*cols))
-        gone = acted.filter(
-            F.col("__clause").isin([i for i, c in enumerate(clauses) if c.kind != "insert_all"])
-        ).select(
-            F.col(f"target.{ROW_FILE}").alias(ROW_FILE), F.col(f"target.{ROW_POS}").alias(ROW_POS)
-        )
-        joined_at = time.perf_counter()
         changes = RowChanges()
+        parts = list(rows.new)
         if mor:
             if parts:
                 new = parts[0]
@@ -527,11 +602,11 @@ def _merge(
                 result = write_data(new, table, schema=rows_schema)
                 written.add(result)
                 changes.data_files = result.files
-            if updated or deleted:
-                marked = mark_positions(spark, table, gone, tasks, written)
+            if rows.updated or rows.deleted:
+                marked = mark_positions(spark, table, rows.gone, tasks, written)
                 changes.deletes, changes.deleted_from = marked.deletes, marked.tasks
         else:
-            touched_uris = {r[0] for r in gone.select(ROW_FILE).distinct().collect()}
+            touched_uris = {r[0] for r in rows.gone.select(ROW_FILE).distinct().collect()}
             touched = [t for t in tasks if spark_file_uri(t.file.file_path) in touched_uris]
             if touched:
                 whole = read_tasks(
@@ -542,17 +617,17 @@ def _merge(
                     projected_schema=rows_schema,
                     row_positions=True,
                 )
-                kept = whole.join(gone, [ROW_FILE, ROW_POS], "left_anti").drop(ROW_FILE, ROW_POS)
-                parts.append(kept)
+                kept = whole.join(rows.gone, [ROW_FILE, ROW_POS], "left_anti")
+                parts.append(kept.drop(ROW_FILE, ROW_POS))
             if parts:
-                new = parts[0]
+                out = parts[0]
                 for p in parts[1:]:
-                    new = new.unionByName(p)
-                result = write_data(new, table, schema=rows_schema)
+                    out = out.unionByName(p)
+                result = write_data(out, table, schema=rows_schema)
                 written.add(result)
                 changes.data_files = result.files
             changes.rewritten = touched
-        joined.unpersist()  # the checkpointed blocks
+        rows.result.unpersist()  # the checkpointed blocks
         written_at = time.perf_counter()
         if changes.data_files or changes.deletes.added or changes.rewritten:
             txn.stage_row_changes(
@@ -567,17 +642,17 @@ def _merge(
             txn.commit()
     done = time.perf_counter()
     return MergeResult(
-        rows_inserted=inserted,
-        rows_updated=updated,
-        rows_deleted=deleted,
-        files_scanned=len(tasks),
-        files_skipped=max(total - len(tasks), 0),
+        rows_inserted=rows.inserted,
+        rows_updated=rows.updated,
+        rows_deleted=rows.deleted,
+        files_scanned=files[0],
+        files_skipped=files[1],
         data_files_added=len(changes.data_files),
         delete_files_added=len(changes.deletes.added),
         seconds={
             "plan": planned - started,
-            "join": joined_at - planned,
-            "write": written_at - joined_at,
+            "join": decided - planned,
+            "write": written_at - decided,
             "commit": done - written_at,
             "total": done - started,
         },
