@@ -82,9 +82,12 @@ class Config:
     ignore_delete: bool = False
     functions: dict[str, str] = field(default_factory=dict)
     delimiter: str = ","
+    copy_on_write: bool = False  # how superseded rows go: rewritten files, not deletes
 
     def properties(self) -> dict[str, str]:
         props = {"merge-engine": self.engine}
+        if self.copy_on_write:
+            props["write.merge.mode"] = "copy-on-write"
         if self.sequence:
             props["sequence.field"] = "s"
             if self.descending:
@@ -113,6 +116,7 @@ def configs(draw: st.DrawFn, engine: str) -> Config:
         ignore_delete=draw(st.booleans()),
         functions=functions,
         delimiter=draw(st.sampled_from([",", "|", ""])),
+        copy_on_write=draw(st.booleans()),
     )
 
 

@@ -262,3 +262,26 @@ def test_retraction_a_function_cannot_take_is_refused(cat: neve.Catalog) -> None
     t.set_properties({"fields.t.ignore-retract": "true"})
     t.upsert(retract)
     assert sorted_rows(t) == [{"k": 1, "s": None, "n": 3, "t": "a", "b": None}]
+
+
+@pytest.mark.parametrize("engine", ["partial-update", "aggregation", "deduplicate"])
+def test_a_merged_row_keeps_its_row_id(cat: neve.Catalog, engine: str) -> None:
+    """v3 row lineage: a key's merged row is an update of its stored row (same
+    ``_row_id``, the new sequence number); a new key gets a fresh one."""
+    props = {"merge-engine": engine, "sequence.field": "s"}
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], format_version=3, properties=props)
+    t.upsert(rows(k=[1, 2, 3], s=[1, 1, 1], n=[1, 2, 3]))
+
+    def ids() -> dict[int, tuple[int, int]]:
+        out = t.refresh().scan(columns=["k", "_row_id", "_last_updated_sequence_number"])
+        return {
+            r["k"]: (r["_row_id"], r["_last_updated_sequence_number"])
+            for r in out.to_arrow().to_pylist()
+        }
+
+    before = ids()
+    t.upsert(rows(k=[2, 4], s=[2, 2], n=[20, 4]))
+    after = ids()
+    assert after[1] == before[1] and after[3] == before[3]
+    assert after[2][0] == before[2][0] and after[2][1] > before[2][1]
+    assert after[4][0] not in {r for r, _ in before.values()}
