@@ -1,7 +1,7 @@
 """A small reference model of Paimon's merge engines (docs/MERGE-ENGINES.md), written
 plainly as a row-by-row fold over dicts, and the Hypothesis strategies that draw table
 configurations and batches for it. Shared by tests/table/test_merge_engines.py
-(pyarrow) and tests/spark/test_merge_engines.py (Spark).
+(pyarrow) and tests/spark/test_spark_merge_engines.py (Spark).
 
 Import it as ``from merge_engine_model import ...`` (``tests/`` is on ``sys.path``,
 see ``strategies.py``).

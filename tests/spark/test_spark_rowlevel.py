@@ -121,7 +121,7 @@ def test_refused_spark_merge_leaves_nothing(
     t.append(rows(range(20)))
     before, md = files_under(wh), t.metadata_location
     dup = spark.createDataFrame(rows([3, 3, 30], "d"))
-    # an upsert on the primary key resolves repeated keys (tests/spark/test_merge_engines.py)
+    # an upsert on the primary key resolves repeated keys (tests/spark/test_spark_merge_engines.py)
     with pytest.raises(ValidationError, match="more than one source row"):
         ns.merge(spark, dup, t).when_matched_delete().execute()
     with pytest.raises(ValidationError, match="no key column"):

@@ -31,7 +31,7 @@ from neve.spark.schema import to_spark_type
 from neve.spec.merge_engine import RETRACTABLE_FUNCTIONS, ROW_KINDS, MergeEngine
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema
 
-__all__ = ["EngineRows", "first_rows", "last_rows", "resolve_rows"]
+__all__ = ["EngineRows", "check_row_kinds", "keep_one_per_key", "resolve_rows", "with_arrival"]
 
 _ARRIVAL = "__arrival"
 _SIDE = "__side"
@@ -44,7 +44,7 @@ def _arrived(source: DataFrame) -> DataFrame:
     return source.withColumn(_ARRIVAL, F.monotonically_increasing_id())
 
 
-def _check_row_kinds(engine: MergeEngine, source: DataFrame) -> DataFrame:
+def check_row_kinds(engine: MergeEngine, source: DataFrame) -> DataFrame:
     """``source`` with its retractions dropped when ``ignore-delete`` says so; raises
     :class:`MergeEngineError` (before anything is written) for a value that is not a
     row kind, or a retraction the engine or a column's function does not take."""
@@ -98,27 +98,20 @@ def _check_row_kinds(engine: MergeEngine, source: DataFrame) -> DataFrame:
     return source
 
 
-def _one_per_key(source: DataFrame, keys: Sequence[str], last: bool) -> DataFrame:
-    order = F.col(_ARRIVAL).desc() if last else F.col(_ARRIVAL).asc()
-    w = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(order)
-    return (
-        _arrived(source)
-        .withColumn("__rank", F.row_number().over(w))
-        .where(F.col("__rank") == 1)
-        .drop("__rank", _ARRIVAL)
+def with_arrival(source: DataFrame) -> DataFrame:
+    """``source`` with its arrival order (the DataFrame's row order) as a column."""
+    return _arrived(source)
+
+
+def keep_one_per_key(joined: DataFrame, keys: Sequence[str], *, last: bool) -> DataFrame:
+    """Of a MERGE's joined rows (aliases ``source`` and ``target``; the source with
+    :func:`with_arrival`), only the last (deduplicate) or first (first-row) source row
+    of each key, in arrival order."""
+    arrival = F.col(f"source.{_ARRIVAL}")
+    w = Window.partitionBy(*[F.col(f"source.`{k}`") for k in keys]).orderBy(
+        arrival.desc() if last else arrival.asc()
     )
-
-
-def last_rows(source: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """The last row of each key in the source's order (deduplicate without sequence or
-    row kinds)."""
-    return _one_per_key(source, keys, last=True)
-
-
-def first_rows(engine: MergeEngine, source: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """The first row of each key (first-row inserts it when the key is new), after the
-    row kinds are checked."""
-    return _one_per_key(_check_row_kinds(engine, source), keys, last=False)
+    return joined.withColumn("__rank", F.row_number().over(w)).where(F.col("__rank") == 1)
 
 
 @dataclass
@@ -150,7 +143,7 @@ def resolve_rows(
     :data:`ROW_POS`, and ``_row_id`` when ``lineage``) by ``engine``, key by key on the
     executors. ``inserts``: whether new keys are inserted (an upsert) or left out
     (``when_matched_update_all`` alone)."""
-    source = _check_row_kinds(engine, source)
+    source = check_row_kinds(engine, source)
     names = [f.name for f in schema.fields]
     kind = engine.rowkind_field
     columns = []

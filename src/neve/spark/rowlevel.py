@@ -45,7 +45,13 @@ from neve.planning.tasks import FileScanTask
 from neve.spark.commands import spark_rewriter
 from neve.spark.expression import to_spark_column, to_spark_literal
 from neve.spark.job import cleanup_on_failure, write_data
-from neve.spark.merge_engine import EngineRows, first_rows, last_rows, resolve_rows
+from neve.spark.merge_engine import (
+    EngineRows,
+    check_row_kinds,
+    keep_one_per_key,
+    resolve_rows,
+    with_arrival,
+)
 from neve.spark.paths import spark_file_uri
 from neve.spark.reader import ROW_FILE, ROW_POS, read_tasks
 from neve.spark.schema import to_spark_type
@@ -403,11 +409,12 @@ def _merge(
     mor = txn.merge_on_read("merge")
     engine = engine_for_merge(md, keys, clauses)
     resolving = False
+    one_per_key = ""  # the source rows the join keeps per key: "last", "first" or all
     if engine is not None:  # an upsert on the primary key: the table's merge engine decides
         if engine.plain:
-            source = last_rows(source, keys)
+            source, one_per_key = with_arrival(source), "last"
         elif engine.kind == "first-row":
-            source = first_rows(engine, source, keys)
+            source, one_per_key = with_arrival(check_row_kinds(engine, source)), "first"
             clauses = [c for c in clauses if c.kind == "insert_all"]
             if not clauses:  # existing keys keep their rows, and no new key is inserted
                 return MergeResult(0, 0, 0, 0, 0, 0, 0, {"total": time.perf_counter() - started})
@@ -487,6 +494,10 @@ def _merge(
     for extra in on_keys[1:]:
         cond = cond & extra
     joined = s.join(t, cond, "full" if by_source else "left")
+    if one_per_key:
+        # deduplicate / first-row: after the join, so the window runs once, in the
+        # checkpoint below, over the joined rows only
+        joined = keep_one_per_key(joined, keys, last=one_per_key == "last")
     t_pos = F.col(f"target.{ROW_POS}")
     matched = F.col("source.__s").isNotNull() & t_pos.isNotNull()
     groups = {
