@@ -121,3 +121,20 @@ def test_spark_merge_engine_paths(spark: SparkSession, tmp_path: object) -> None
     frame = spark.createDataFrame(batch([1, 1, 2], [0, 0, 0], [2, 3, 4]))
     ns.merge(spark, frame, agg).when_matched_update_all().execute()
     assert kn(agg) == [(1, 6)]
+    # an error resolve raises on an executor reaches the caller typed, nothing written
+    product = cat.create_table(
+        "db.p",
+        SCHEMA,
+        primary_key=["k"],
+        properties={
+            "merge-engine": "aggregation",
+            "fields.n.aggregate-function": "product",
+            "rowkind.field": "op",
+        },
+    )
+    ns.upsert(spark, spark.createDataFrame(batch([1], [0], [3])), product)
+    before = product.refresh().metadata_location
+    zero = batch([1], [0], [0]).append_column("op", pa.array(["-U"]))
+    with pytest.raises(MergeEngineError, match="divided by zero"):
+        ns.upsert(spark, spark.createDataFrame(zero), product)
+    assert product.refresh().metadata_location == before

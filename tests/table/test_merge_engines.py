@@ -285,3 +285,19 @@ def test_a_merged_row_keeps_its_row_id(cat: neve.Catalog, engine: str) -> None:
     assert after[1] == before[1] and after[3] == before[3]
     assert after[2][0] == before[2][0] and after[2][1] > before[2][1]
     assert after[4][0] not in {r for r, _ in before.values()}
+
+
+def test_retracting_zero_from_a_product_is_refused(cat: neve.Catalog) -> None:
+    props = {
+        "merge-engine": "aggregation",
+        "fields.n.aggregate-function": "product",
+        "rowkind.field": "op",
+    }
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], properties=props)
+    t.upsert(rows(k=[1, 2], n=[6, 7]))
+    before = t.refresh().metadata_location
+    with pytest.raises(MergeEngineError, match="divided by zero"):
+        t.upsert(rows(k=[1, 2], n=[0, 0]).append_column("op", pa.array(["+I", "-U"])))
+    assert t.refresh().metadata_location == before
+    t.upsert(rows(k=[1, 2, 2], n=[-4, 2, -3]).append_column("op", pa.array(["-U", "-U", "+U"])))
+    assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, -1), (2, -9)]  # 6 / -4 truncates
