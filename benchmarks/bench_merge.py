@@ -15,11 +15,24 @@
     ``--runs``. Then a full-scan aggregate (sum of l_quantity and l_extendedprice by
     l_returnflag, l_linestatus) on the merge-on-read table with its deletion vectors
     against the copy-on-write table after its delete (the same rows, no delete files).
+(d) concurrent deletes: 4 writers per engine deleting disjoint orders from the same 4
+    data files of lineitem at ``--scale`` (v3, merge-on-read), neve's ``table.delete``
+    (which rebases a lost commit) against Iceberg-Java 1.10.2's ``DELETE FROM`` (a
+    statement refused for a concurrent commit is re-run), for ``--window`` seconds:
+    commits per minute and failed attempts for each, then both tables' rows checked
+    (benchmarks/bench_merge_concurrent.py).
+(e) the key-uniqueness check: ``table.append`` of 60,000 rows under new keys (scaled)
+    to lineitem at ``--scale`` as a primary-key table (v3, bucket(16, l_orderkey)), with
+    ``write.primary-key.check`` on (the default) and off, median of ``--check-runs``
+    each. Two kinds of new keys: orders inside the key range (TPC-H leaves gaps in
+    l_orderkey: every data file's bounds cover them, so the check reads the key
+    columns of every file) and orders above the largest key (bounds skip every file).
 
 A script, not a test: it checks results agree, never times.
 
     .venv/bin/python benchmarks/bench_merge.py [--scale 1] [--pyarrow-scale 0.1]
-        [--runs 3] [--skip-spark] [--quick]
+        [--runs 3] [--window 30] [--check-runs 5] [--skip-spark] [--only a,b,c,d,e]
+        [--quick]
 """
 
 from __future__ import annotations
@@ -304,33 +317,162 @@ def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, flo
     return m, c, d, k
 
 
+# -- (e) the key-uniqueness check of appends: on against off -----------------------------
+
+
+def bench_key_check(root: Path, scale: float, runs: int) -> dict[str, tuple[float, float]]:
+    import neve
+    from neve.errors import DuplicateKeyError
+
+    data = lineitem(scale)
+    rows = data.num_rows
+    n_new = max(1, int(60_000 * scale))
+    rng = np.random.default_rng(13)
+    sample = data.take(pa.array(np.sort(rng.choice(rows, size=n_new, replace=False))))
+    key_field = data.schema.field("l_orderkey")
+    assert data.schema.names[0] == "l_orderkey"
+    old_keys = data.column("l_orderkey")
+    max_key = pc.max(old_keys)
+    # TPC-H uses 8 of every 32 order keys, so l_orderkey + 8 is always a free key
+    batches = {
+        "inside the key range": pc.add(sample.column("l_orderkey"), 8),
+        "above the largest key": pc.add(sample.column("l_orderkey"), max_key),
+    }
+    new_rows = {}
+    for kind, keys in batches.items():
+        assert not pc.any(pc.is_in(keys, value_set=old_keys)).as_py(), kind
+        new_rows[kind] = sample.set_column(0, key_field, keys)
+
+    cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "neve-wh"))
+    cat.create_namespace("bench")
+    name = "bench.lineitem"
+    table = cat.create_table(
+        name, data.schema, partition_by=[BUCKET], primary_key=list(KEYS), format_version=3
+    )
+    load = timed(table.append, data)
+    base = table.refresh().current_snapshot()
+    assert base is not None
+    n_files = len(table.scan().plan_files())
+    del data
+    print(
+        f"TPC-H lineitem SF{scale:g}: {rows:,} rows in {n_files} data files (v3, {BUCKET}, "
+        f"primary key ({', '.join(KEYS)}); loaded in {load:.1f} s); table.append of "
+        f"{n_new:,} rows under new keys with write.primary-key.check on (default) and off; "
+        f"each run from the loaded snapshot, on and off alternating, median of {runs} "
+        f"after one untimed run of each",
+        flush=True,
+    )
+
+    def append(batch: pa.Table, check: bool) -> float:
+        cat.load_table(name).set_properties({"write.primary-key.check": str(check).lower()})
+        t = cat.load_table(name)
+        took = timed(t.append, batch)
+        snap = cat.load_table(name).current_snapshot()
+        assert snap is not None and int(snap.summary["total-records"]) == rows + n_new
+        cat.load_table(name).set_current_snapshot(base.snapshot_id)
+        return took
+
+    out = {}
+    for kind, batch in new_rows.items():
+        append(batch, True)  # warm up: imports, page cache, manifest cache
+        append(batch, False)
+        on_times, off_times = [], []
+        for _ in range(runs):
+            on_times.append(append(batch, True))
+            off_times.append(append(batch, False))
+        on, off = float(np.median(on_times)), float(np.median(off_times))
+        label = f"{kind}:"
+        print(f"  {label:<22} check on  {on:7.2f} s", flush=True)
+        print(f"  {'':<22} check off {off:7.2f} s   on/off {on / off:5.2f}x", flush=True)
+        out[kind] = (on, off)
+
+    # the check was on: an existing key is refused and the table is left as it was
+    cat.load_table(name).set_properties({"write.primary-key.check": "true"})
+    t = cat.load_table(name)
+    try:
+        t.append(sample.slice(0, 1))
+    except DuplicateKeyError:
+        pass
+    else:
+        raise AssertionError("appending an existing key was not refused")
+    snap = cat.load_table(name).current_snapshot()
+    assert snap is not None and snap.snapshot_id == base.snapshot_id
+    print(
+        f"  key check passed: every run added {n_new:,} rows; with the check on, an "
+        f"existing key is refused (DuplicateKeyError), table unchanged",
+        flush=True,
+    )
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale: Spark and delete")
     p.add_argument("--pyarrow-scale", type=float, default=0.1, help="TPC-H scale: pyarrow upsert")
     p.add_argument("--runs", type=int, default=3, help="runs per measurement (best taken)")
     p.add_argument("--master", default="local[2]", help="Spark master for (a)")
+    p.add_argument("--window", type=float, default=30.0, help="seconds of concurrent deletes (d)")
+    p.add_argument("--check-runs", type=int, default=5, help="runs per key-check timing (e)")
     p.add_argument("--skip-spark", action="store_true", help="skip (a), the Spark upsert")
-    p.add_argument("--quick", action="store_true", help="smoke run: scale 0.01 everywhere, 1 run")
+    p.add_argument("--only", default="a,b,c,d,e", help="the sections to run, e.g. d,e")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: scale 0.01 everywhere, 1 run, a 10 s window, 3 key-check runs",
+    )
     args = p.parse_args()
     if args.quick:
         args.scale = args.pyarrow_scale = 0.01
         args.runs = 1
+        args.window = 10.0
+        args.check_runs = 3
+    sections = set(args.only.split(","))
+    if args.skip_spark:
+        sections.discard("a")
     warnings.simplefilter("ignore")
     root = Path(tempfile.mkdtemp(prefix="neve-bench-merge-"))
     try:
-        if not args.skip_spark:
+        if "a" in sections:
             print("== (a) Spark upsert: neve against Iceberg-Java MERGE INTO ==", flush=True)
             sys.path.insert(0, str(HERE))
             import bench_merge_spark
 
             bench_merge_spark.run(args.scale, args.runs, args.master)
-        print("== (b) pyarrow upsert: neve table.upsert against pyiceberg upsert ==", flush=True)
-        (root / "upsert").mkdir()
-        bench_upsert(root / "upsert", args.pyarrow_scale, args.runs)
-        print("== (c) delete 1%: merge-on-read against copy-on-write, then a full scan ==")
-        (root / "delete").mkdir()
-        bench_delete(root / "delete", args.scale, args.runs)
+        if "b" in sections:
+            print(
+                "== (b) pyarrow upsert: neve table.upsert against pyiceberg upsert ==",
+                flush=True,
+            )
+            (root / "upsert").mkdir()
+            bench_upsert(root / "upsert", args.pyarrow_scale, args.runs)
+        if "c" in sections:
+            print(
+                "== (c) delete 1%: merge-on-read against copy-on-write, then a full scan ==",
+                flush=True,
+            )
+            (root / "delete").mkdir()
+            bench_delete(root / "delete", args.scale, args.runs)
+        if "d" in sections:
+            print(
+                "== (d) concurrent deletes on the same data files: neve against "
+                "Iceberg-Java DELETE FROM ==",
+                flush=True,
+            )
+            sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+            import bench_merge_concurrent
+
+            (root / "concurrent").mkdir()
+            bench_merge_concurrent.run(
+                root / "concurrent", lineitem(args.scale), args.scale, args.window
+            )
+        if "e" in sections:
+            print(
+                "== (e) key-uniqueness check: append new keys to the primary-key table, "
+                "check on against off ==",
+                flush=True,
+            )
+            (root / "keycheck").mkdir()
+            bench_key_check(root / "keycheck", args.scale, args.check_runs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -1,0 +1,347 @@
+"""Concurrent deletes on the same data files: neve rebasing against Iceberg-Java 1.10.2.
+
+Section (d) of benchmarks/bench_merge.py. TPC-H lineitem at ``scale`` in two tables of
+one SQLite catalog (format v3, ``bucket(16, l_orderkey)``, merge-on-read: deletion
+vectors), both loaded by neve so their data files are laid out alike. Four writers per
+engine, each in its own process, delete the lines of 4 orders per statement, one
+order in each of 4 "hot" data files (buckets 0-3), so every statement marks rows of
+the same 4 files as every other writer's. The writers' orders are disjoint, and the
+k-th statement of writer w deletes the same orders on both sides.
+
+- neve: 4 processes; each statement is ``table.delete("l_orderkey in (...)")`` on a
+  freshly loaded table. A lost compare-and-swap rebases (the deletion vectors are
+  unioned), so no statement should fail.
+- Iceberg-Java: 4 engine processes (one PySpark 3.5 session ``local[2]`` each, see
+  tests/javaengine), ``DELETE FROM ... WHERE l_orderkey IN (...)`` with the table cache
+  off, Iceberg's default commit retries. A statement Iceberg refuses because a
+  concurrent commit won (``ValidationException``: a concurrent DV for the same data
+  file; ``CommitFailedException``) is re-run as it is, as a user would.
+
+Every writer starts statements for ``window`` seconds; a statement running when the
+window closes finishes (and counts), a failed one is then not re-run. Commits per
+minute are the commits over the time from the start to the last writer's end.
+Afterwards both tables are read by both engines and must hold exactly the loaded rows
+minus the orders whose statements committed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+WRITERS = 4
+HOT_FILES = 4  # buckets 0..3: every statement marks rows of each of these files
+BUCKETS = 16
+BUCKET = f"bucket({BUCKETS}, l_orderkey)"
+MAX_STATEMENTS = 5_000  # per writer; more than a writer commits in the window at SF1
+PROPS = {
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+}
+JAVA_CONFLICTS = (
+    "org.apache.iceberg.exceptions.ValidationException",
+    "org.apache.iceberg.exceptions.CommitFailedException",
+)
+
+
+@dataclass
+class WriterResult:
+    """What one writer did: commits, failed attempts (re-run), the orders its committed
+    statements deleted, when it ended, its slowest statement, and the first failure's
+    message."""
+
+    commits: int = 0
+    failed: int = 0
+    deleted: list[int] = field(default_factory=list)
+    ended: float = 0.0
+    exhausted: bool = False
+    longest: float = 0.0  # seconds, first attempt to commit, of the slowest statement
+    first_failure: str = ""
+
+
+def plan_statements(orderkeys: pa.Array) -> list[list[tuple[int, ...]]]:
+    """Per writer, the orders each statement deletes: one order of each hot bucket,
+    writer w taking every WRITERS-th order of each bucket from offset w."""
+    from neve.spec.transforms import BucketTransform
+    from neve.spec.types import LONG
+
+    bucket_of = BucketTransform(BUCKETS).transformer(LONG)
+    per_bucket: list[list[int]] = [[] for _ in range(HOT_FILES)]
+    need = WRITERS * MAX_STATEMENTS
+    for key in pc.unique(orderkeys).to_pylist():
+        b = bucket_of(key)
+        if b < HOT_FILES and len(per_bucket[b]) < need:
+            per_bucket[b].append(key)
+            if all(len(keys) >= need for keys in per_bucket):
+                break
+    depth = min(len(keys) for keys in per_bucket) // WRITERS
+    return [
+        [tuple(per_bucket[b][i * WRITERS + w] for b in range(HOT_FILES)) for i in range(depth)]
+        for w in range(WRITERS)
+    ]
+
+
+def in_list(keys: Sequence[int]) -> str:
+    return ", ".join(str(k) for k in keys)
+
+
+# -- neve writers: one process each ------------------------------------------------------
+
+
+def neve_writer(
+    uri: str,
+    warehouse: str,
+    name: str,
+    plan: list[tuple[int, ...]],
+    ready: Any,
+    go: Any,
+    stop_at: Any,
+    out: Any,
+) -> None:
+    """Runs in a writer process: warm up (import, connect, plan one scan), say ready,
+    wait for the start, then delete until the window closes; puts a WriterResult."""
+    import neve
+    from neve.errors import CommitConflictError, CommitFailedError
+
+    cat = neve.connect(uri, warehouse=warehouse)
+    cat.load_table(name).scan(f"l_orderkey in ({in_list(plan[0])})").to_arrow()
+    ready.put(True)
+    go.wait()
+    result = WriterResult()
+    for keys in plan:
+        if time.time() >= stop_at.value:
+            break
+        t0 = time.time()
+        while True:
+            try:
+                cat.load_table(name).delete(f"l_orderkey in ({in_list(keys)})")
+            except (CommitConflictError, CommitFailedError) as exc:
+                result.failed += 1
+                result.first_failure = result.first_failure or f"{type(exc).__name__}: {exc}"
+                if time.time() < stop_at.value:
+                    continue  # re-run the statement
+                break
+            result.commits += 1
+            result.deleted.extend(keys)
+            result.longest = max(result.longest, time.time() - t0)
+            break
+    else:
+        result.exhausted = True
+    result.ended = time.time()
+    out.put(result)
+
+
+def run_neve(
+    uri: str, warehouse: str, name: str, plans: list[list[tuple[int, ...]]], window: float
+) -> tuple[list[WriterResult], float]:
+    ctx = multiprocessing.get_context("spawn")
+    ready, out = ctx.Queue(), ctx.Queue()
+    go = ctx.Event()
+    stop_at = ctx.Value("d", 0.0)
+    procs = [
+        ctx.Process(target=neve_writer, args=(uri, warehouse, name, plan, ready, go, stop_at, out))
+        for plan in plans
+    ]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=300)
+        started = time.time()
+        stop_at.value = started + window
+        go.set()
+        results = [out.get(timeout=window + 600) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+    return results, max(r.ended for r in results) - started
+
+
+# -- Iceberg-Java writers: one engine process each ---------------------------------------
+
+
+def java_message(exc: Any) -> str:
+    """The Java exception's own line (class and message) out of Py4J's text."""
+    short = str(exc.java_class).rsplit(".", 1)[-1]
+    lines = str(exc).splitlines()
+    return next((ln.strip(" :") for ln in lines if f"{short}:" in ln), lines[0])
+
+
+def run_java(
+    engines: Sequence[Any], table: str, plans: list[list[tuple[int, ...]]], window: float
+) -> tuple[list[WriterResult], float]:
+    from javaengine import JavaSqlError
+
+    go = threading.Event()
+    stop_at = 0.0
+
+    def writer(java: Any, plan: list[tuple[int, ...]]) -> WriterResult:
+        go.wait()
+        result = WriterResult()
+        for keys in plan:
+            if time.time() >= stop_at:
+                break
+            t0 = time.time()
+            while True:
+                try:
+                    java.sql(f"DELETE FROM {table} WHERE l_orderkey IN ({in_list(keys)})")
+                except JavaSqlError as exc:
+                    if exc.java_class not in JAVA_CONFLICTS:
+                        raise
+                    result.failed += 1
+                    if not result.first_failure:
+                        result.first_failure = java_message(exc)
+                    if time.time() < stop_at:
+                        continue  # re-run the statement
+                    break
+                result.commits += 1
+                result.deleted.extend(keys)
+                result.longest = max(result.longest, time.time() - t0)
+                break
+        else:
+            result.exhausted = True
+        result.ended = time.time()
+        return result
+
+    with ThreadPoolExecutor(len(engines)) as pool:
+        futures = [pool.submit(writer, j, p) for j, p in zip(engines, plans, strict=True)]
+        started = time.time()
+        stop_at = started + window
+        go.set()
+        results = [f.result() for f in futures]
+    return results, max(r.ended for r in results) - started
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+def expected(data: pa.Table, deleted: Sequence[int]) -> tuple[int, int]:
+    """Rows and sum(l_orderkey) left after deleting the orders ``deleted``."""
+    keep = data.column("l_orderkey").filter(
+        pc.invert(pc.is_in(data.column("l_orderkey"), pa.array(deleted, pa.int64())))
+    )
+    return len(keep), int(pc.sum(keep).as_py() or 0)
+
+
+def neve_reads(cat: Any, name: str, deleted: Sequence[int]) -> tuple[int, int, int]:
+    """Rows, sum(l_orderkey) and rows of deleted orders, as neve's scan reads them."""
+    keys = cat.load_table(name).scan(columns=["l_orderkey"]).to_arrow().column("l_orderkey")
+    gone = pc.sum(pc.is_in(keys, pa.array(deleted, pa.int64()))).as_py() or 0
+    return len(keys), int(pc.sum(keys).as_py() or 0), int(gone)
+
+
+def java_reads(java: Any, table: str, deleted: Sequence[int]) -> tuple[int, int, int]:
+    """The same, as Iceberg-Java reads them."""
+    row = java.sql(
+        f"SELECT count(*), sum(l_orderkey), "
+        f"sum(CASE WHEN l_orderkey IN ({in_list(deleted) or 'NULL'}) THEN 1 ELSE 0 END) "
+        f"FROM {table}"
+    ).rows[0]
+    return int(row[0]), int(row[1] or 0), int(row[2] or 0)
+
+
+def report(label: str, results: list[WriterResult], elapsed: float) -> float:
+    commits = sum(r.commits for r in results)
+    failed = sum(r.failed for r in results)
+    per_min = 60.0 * commits / elapsed
+    print(
+        f"  {label:<26} {per_min:7.1f} commits/min   {commits:,} commits, "
+        f"{failed:,} failed attempts (conflicts) in {elapsed:.1f} s "
+        f"(per writer: {', '.join(str(r.commits) for r in results)}; slowest statement "
+        f"{max(r.longest for r in results):.1f} s)",
+        flush=True,
+    )
+    if any(r.exhausted for r in results):
+        print(f"    ({label}: a writer ran out of planned statements)", flush=True)
+    first = next((r.first_failure for r in results if r.first_failure), "")
+    if first:
+        print(f"    first failure: {first[:300]}", flush=True)
+    return per_min
+
+
+def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float, float]:
+    """Run section (d) on ``data`` (lineitem at ``scale``); returns commits per minute
+    for neve and for Iceberg-Java."""
+    import neve
+    from javaengine import IcebergJava, JdbcCatalog
+
+    uri = f"sqlite:///{root}/catalog.db"
+    warehouse = str(root / "wh")
+    cat = neve.connect(uri, warehouse=warehouse)
+    cat.create_namespace("bench")
+    names = {"neve": "bench.lineitem_neve", "java": "bench.lineitem_java"}
+    for name in names.values():
+        t = cat.create_table(
+            name, data.schema, partition_by=[BUCKET], format_version=3, properties=PROPS
+        )
+        t.append(data)
+    rows = data.num_rows
+    n_files = len(cat.load_table(names["neve"]).scan().plan_files())
+    plans = plan_statements(data.column("l_orderkey"))
+    print(
+        f"TPC-H lineitem SF{scale:g}: {rows:,} rows in {n_files} data files (v3, {BUCKET}, "
+        f"merge-on-read: deletion vectors), one table per engine in one SQLite catalog, "
+        f"both loaded by neve. {WRITERS} writers per engine, each its own process (neve: "
+        f"Python processes; Iceberg-Java: {WRITERS} Spark 3.5 sessions local[2]), "
+        f"deleting the lines of {HOT_FILES} orders per statement, one in each of the same "
+        f"{HOT_FILES} data files, orders disjoint between writers; statements started for "
+        f"{window:g} s; a failed statement is re-run as it is",
+        flush=True,
+    )
+
+    neve_results, neve_elapsed = run_neve(uri, warehouse, names["neve"], plans, window)
+    neve_rate = report("neve table.delete", neve_results, neve_elapsed)
+
+    specs = [JdbcCatalog.from_sqlalchemy("neve", uri, warehouse)]
+    java_table = f"neve.{names['java']}"
+    with ThreadPoolExecutor(WRITERS) as pool:
+        futures = [
+            pool.submit(IcebergJava.start, root / f"java-{w}", specs, memory="1g", timeout=900.0)
+            for w in range(WRITERS)
+        ]
+        engines = []
+        try:
+            for f in futures:
+                engines.append(f.result())
+        finally:
+            if len(engines) < WRITERS:
+                for e in engines:
+                    e.close()
+    try:
+        for java, plan in zip(engines, plans, strict=True):  # warm up: one scan each
+            java.sql(f"SELECT count(*) FROM {java_table} WHERE l_orderkey IN ({in_list(plan[0])})")
+        java_results, java_elapsed = run_java(engines, java_table, plans, window)
+        java_rate = report("Iceberg-Java DELETE FROM", java_results, java_elapsed)
+        print(f"  commits per minute, neve over Java {neve_rate / java_rate:5.1f}x", flush=True)
+
+        checks = []
+        for side, results in (("neve", neve_results), ("java", java_results)):
+            deleted = sorted(k for r in results for k in r.deleted)
+            assert len(deleted) == len(set(deleted)), f"{side}: an order deleted twice"
+            want_rows, want_sum = expected(data, deleted)
+            got_neve = neve_reads(cat, names[side], deleted)
+            got_java = java_reads(engines[0], f"neve.{names[side]}", deleted)
+            assert got_neve == (want_rows, want_sum, 0), (side, got_neve, want_rows, want_sum)
+            assert got_java == (want_rows, want_sum, 0), (side, got_java, want_rows, want_sum)
+            checks.append(f"{side} {want_rows:,} rows ({len(deleted):,} orders deleted)")
+    finally:
+        for e in engines:
+            e.close()
+    print(
+        f"  rows check passed: both tables, read by neve and by Iceberg-Java, hold exactly "
+        f"the loaded rows minus the committed deletes: {'; '.join(checks)}",
+        flush=True,
+    )
+    return neve_rate, java_rate
