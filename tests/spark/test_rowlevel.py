@@ -107,7 +107,9 @@ def test_delete_on_a_branch_leaves_main(spark: SparkSession, cat: Catalog) -> No
 def test_conflict_after_rewrite_leaves_no_files(
     spark: SparkSession, cat: Catalog, tmp_path: Path
 ) -> None:
-    t = cat.create_table("db.c", SCHEMA, partition_by=["cat"])
+    t = cat.create_table(
+        "db.c", SCHEMA, partition_by=["cat"], properties={"write.delete.mode": "copy-on-write"}
+    )
     t.append(rows(0, 32))
     stale = cat.load_table("db.c")
     t.append(rows(100, 16))  # a concurrent writer adds rows the delete's filter matches
@@ -118,6 +120,22 @@ def test_conflict_after_rewrite_leaves_no_files(
         overwrite(to_df(spark, rows(500, 4)), stale, "id > 110")
     assert t.refresh().metadata_location == md
     assert files_under(tmp_path / "wh") == before
+
+
+def test_a_merge_on_read_delete_on_spark_rebases_over_a_concurrent_append(
+    spark: SparkSession, cat: Catalog
+) -> None:
+    """The same race in merge-on-read mode: the delete applies its filter to the rows
+    the concurrent append added too (docs/ROW-LEVEL.md, the rebase matrix)."""
+    t = cat.create_table(
+        "db.m", SCHEMA, partition_by=["cat"], properties={"write.delete.mode": "merge-on-read"}
+    )
+    t.append(rows(0, 32))
+    stale = cat.load_table("db.m")
+    t.append(rows(100, 16))
+    delete(spark, stale, "id < 5 or id > 110")
+    left = sorted(t.refresh().scan().to_arrow().column("id").to_pylist())
+    assert left == [*range(5, 32), *range(100, 111)]
 
 
 def test_bad_filter_writes_nothing(spark: SparkSession, cat: Catalog, tmp_path: Path) -> None:
