@@ -199,6 +199,8 @@ def run_java(
                     java.sql(f"DELETE FROM {table} WHERE l_orderkey IN ({in_list(keys)})")
                 except JavaSqlError as exc:
                     if exc.java_class not in JAVA_CONFLICTS:
+                        log = java.log.read_text(errors="replace").splitlines()[-40:]
+                        print("\n".join(["Iceberg-Java engine log, last lines:", *log]))
                         raise
                     result.failed += 1
                     if not result.first_failure:
