@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from neve.actions.commit import RetrySettings
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
 from neve.errors import (
     CommitConflictError,
@@ -336,3 +337,14 @@ def test_failed_postgres_commit_stays_unknown_and_keeps_the_connection_usable(
     assert "k" not in fresh.properties
     fresh.set_properties({"k": "w"})
     assert cat.load_table("db.t").properties["k"] == "w"
+
+
+def test_a_rebasing_commit_waits_at_most_what_the_retry_count_reaches() -> None:
+    """Rebasing changes retry until the total timeout; their waits stop growing at
+    min-wait * 2**num-retries (else a writer that keeps losing sleeps for minutes while
+    another wins every race), while counted retries grow up to max-wait."""
+    s = RetrySettings(num_retries=4, min_wait=0.1, max_wait=60.0, total_timeout=1800.0)
+    rebasing = [s.backoff(n, rebases=True) for n in range(1, 40)]
+    assert max(rebasing) <= 0.1 * 2**4 and max(rebasing[6:]) >= 0.1 * 2**4 / 2
+    assert max(s.backoff(n) for n in range(12, 40)) > 0.1 * 2**4  # counted ones keep growing
+    assert all(s.backoff(n) <= 60.0 for n in range(1, 200))

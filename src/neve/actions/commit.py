@@ -118,9 +118,14 @@ class RetrySettings:
             return False
         return rebases or attempt <= self.num_retries
 
-    def backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter, capped at ``max_wait``."""
-        wait = min(self.max_wait, self.min_wait * 2.0 ** min(attempt - 1, 30))
+    def backoff(self, attempt: int, rebases: bool = False) -> float:
+        """Exponential backoff with jitter, capped at ``max_wait``. A change that keeps
+        rebasing waits at most what Iceberg's ``num-retries`` would reach
+        (``min_wait * 2 ** num_retries``): it may retry for long, and waits that keep
+        growing would let a writer that committed a moment ago win every race while
+        this one sleeps (measured: one of 4 writers got 265 of 356 commits)."""
+        exponent = min(attempt - 1, self.num_retries if rebases else 30)
+        wait = min(self.max_wait, self.min_wait * 2.0 ** max(exponent, 0))
         return wait * (0.5 + random.random() / 2)
 
 
@@ -176,7 +181,7 @@ def commit_actions(
                 attempt += 1
                 if not settings.may_retry(attempt, time.monotonic() - started, rebases):
                     raise
-                time.sleep(settings.backoff(attempt))
+                time.sleep(settings.backoff(attempt, rebases))
                 fresh = table.catalog.load_table(table.identifier)
                 _check_same_table(same_table, fresh.metadata, table.name)
                 base_md = fresh.metadata
