@@ -309,8 +309,10 @@ def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float,
     specs = [JdbcCatalog.from_sqlalchemy("neve", uri, warehouse)]
     java_table = f"neve.{names['java']}"
     with ThreadPoolExecutor(WRITERS) as pool:
+        # 2g each: with 1g (its direct-memory limit too) Iceberg's vectorized reader ran
+        # out of direct buffer memory after some hundred statements and the JVM went away
         futures = [
-            pool.submit(IcebergJava.start, root / f"java-{w}", specs, memory="1g", timeout=900.0)
+            pool.submit(IcebergJava.start, root / f"java-{w}", specs, memory="2g", timeout=900.0)
             for w in range(WRITERS)
         ]
         engines = []

@@ -148,10 +148,16 @@ class SnapshotAction(Action):
             )
         parent = write_parent(md, self.branch)
         if parent is not None and parent.snapshot_id != self.base_snapshot_id:
-            # every attempt carries the change over everything since its base (a rebase
-            # is idempotent), so a transaction's own snapshots never hide a concurrent one
             self.carry_over(md)
             self.validate(md, parent)
+            if self.rebase is not None and not self.ignore_snapshot_ids:
+                # carried over and checked up to ``parent``, a snapshot other writers
+                # committed: later attempts look only at what lands after it, so a
+                # writer that keeps losing does not redo ever more work. (In a
+                # transaction whose earlier changes made snapshots, ``parent`` is its
+                # own and is made again on retry: there every attempt carries the
+                # change over everything since the base; a rebase is idempotent.)
+                self.base_snapshot_id = parent.snapshot_id
         seq = md.next_sequence_number()
         manifests = self._manifests(md, parent)
         manifests = self._merge(md, manifests)
