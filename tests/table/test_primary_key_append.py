@@ -113,3 +113,48 @@ def test_tables_without_a_primary_key_take_any_rows(tmp_path: Path) -> None:
     t.append(rows([("eu", 1), ("eu", 1)]))
     t.append(rows([("eu", 1)]))
     assert t.refresh().scan().to_arrow().num_rows == 3
+
+
+def test_a_cached_key_column_never_hides_a_delete(tmp_path: Path) -> None:
+    # the check probes one key column per file, cached as stored (deletes not
+    # applied); a probe hit must go through the exact, delete-aware read
+    from neve.arrow.keys import key_column_cache
+
+    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    t = cat.create_table(
+        "db.t", SCHEMA, primary_key=["id"], properties={"write.delete.mode": "merge-on-read"}
+    )
+    t.append(rows([("eu", i) for i in range(0, 100, 2)]))
+    key_column_cache.clear()
+    t.refresh().append(rows([("eu", 51)]))  # inside the file's bounds: the file is probed
+    assert len(key_column_cache) == 1
+    t.refresh().delete("id = 4")
+    t.refresh().append(rows([("eu", 4)]))  # the cached column still holds 4, deleted
+    with pytest.raises(DuplicateKeyError, match=r"1 key\(s\).*: 6"):
+        t.refresh().append(rows([("eu", 6), ("eu", 53)]))
+    got = sorted(t.refresh().scan().to_arrow().column("id").to_pylist())
+    assert got == sorted([i for i in range(0, 100, 2)] + [51])
+
+
+def test_the_key_column_cache_keeps_to_its_bound() -> None:
+    import polars as pl
+
+    from neve.arrow.keys import KeyColumnCache
+
+    loads: list[str] = []
+
+    def loader(name: str) -> pl.Series:
+        loads.append(name)
+        return pl.Series(name, list(range(10)), dtype=pl.Int64)  # 80 bytes
+
+    cache = KeyColumnCache(max_bytes=100)
+    cache.get(("a", 1, 1, "long"), lambda: loader("a"))
+    cache.get(("a", 1, 1, "long"), lambda: loader("a"))
+    assert loads == ["a"] and len(cache) == 1
+    cache.get(("b", 1, 1, "long"), lambda: loader("b"))  # evicts a
+    assert len(cache) == 1
+    cache.get(("a", 1, 1, "long"), lambda: loader("a"))
+    assert loads == ["a", "b", "a"]
+    off = KeyColumnCache(max_bytes=0)
+    assert off.get(("c", 1, 1, "long"), lambda: loader("c")).len() == 10 and len(off) == 0

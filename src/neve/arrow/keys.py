@@ -9,8 +9,12 @@ their deletes applied, and the match is a polars semi-join.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import polars as pl
 import pyarrow as pa
@@ -29,12 +33,17 @@ from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import ROW_POSITION, Schema
+from neve.spec.types import NestedField
 
 __all__ = [
+    "DEFAULT_KEY_CACHE_BYTES",
+    "KeyColumnCache",
     "KeyHits",
     "check_new_keys",
     "duplicate_keys",
     "find_keys",
+    "key_column",
+    "key_column_cache",
     "key_filter",
 ]
 
@@ -81,9 +90,14 @@ def find_keys(
     branch: str = MAIN_BRANCH,
     case_sensitive: bool = True,
     cache: DeleteCache | None = None,
+    expect_new: bool = False,
 ) -> list[KeyHits]:
     """The live rows holding one of ``keys`` in ``tasks`` (default: the files of the
-    branch head that the keys' filter may match)."""
+    branch head that the keys' filter may match), files read in parallel.
+
+    ``expect_new``: the caller expects few of the keys to exist (the check of appends),
+    so each file's most selective key column is probed alone first and the other key
+    columns and positions are read only from files where it matches."""
     md = table.metadata
     schema = md.schema()
     expr = key_filter(keys, on)
@@ -102,22 +116,119 @@ def find_keys(
         ) from None
     wanted = pl.DataFrame(typed).unique()
     read_schema = Schema(*key_schema.fields, ROW_POSITION)
-    cache = cache or DeleteCache()
-    hits: list[KeyHits] = []
-    for task in whole_file_tasks(tasks):
-        rows = read_task(table, task, read_schema, expr, case_sensitive=case_sensitive, cache=cache)
+    shared = cache or DeleteCache()
+    probe: tuple[NestedField, pl.Series] | None = None
+    if expect_new:
+        # the key column with the most distinct values rules out the most files
+        column = max(on, key=lambda n: wanted.get_column(n).n_unique())
+        probe = (schema.find_field(column), wanted.get_column(column).unique().implode())
+
+    def hits_in(task: FileScanTask) -> KeyHits | None:
+        # the key filter only skips row groups: the join below matches the rows
+        if probe is not None and not key_column(table, task, probe[0]).is_in(probe[1]).any():
+            return None
+        rows = read_task(
+            table,
+            task,
+            read_schema,
+            expr,
+            case_sensitive=case_sensitive,
+            cache=shared,
+            filter_rows=False,
+        )
         if not rows.num_rows:
-            continue
+            return None
         found = pl.DataFrame(rows).join(wanted, on=list(on), how="semi", nulls_equal=False)
-        if found.height:
-            hits.append(
-                KeyHits(
-                    task,
-                    BitMap64(found[ROW_POSITION.name].to_list()),
-                    found.select(list(on)).to_arrow(),
-                )
-            )
-    return hits
+        if not found.height:
+            return None
+        return KeyHits(
+            task,
+            BitMap64(found[ROW_POSITION.name].to_list()),
+            found.select(list(on)).to_arrow(),
+        )
+
+    todo = whole_file_tasks(tasks)
+    if len(todo) <= 1:
+        found = [hits_in(t) for t in todo]
+    else:
+        with ThreadPoolExecutor(max_workers=min(_workers(), len(todo))) as ex:
+            found = list(ex.map(hits_in, todo))
+    return [h for h in found if h is not None]
+
+
+def _workers() -> int:
+    return min(16, (os.cpu_count() or 2) * 2)
+
+
+#: Default bound of the process-wide key column cache, in bytes of column values; the
+#: environment variable ``NEVE_KEY_CACHE_BYTES`` overrides it (0 turns caching off).
+DEFAULT_KEY_CACHE_BYTES = 256 * 1024 * 1024
+
+
+def _cache_bytes_from_env() -> int:
+    text = os.environ.get("NEVE_KEY_CACHE_BYTES", "")
+    try:
+        return max(0, int(text)) if text.strip() else DEFAULT_KEY_CACHE_BYTES
+    except ValueError:
+        return DEFAULT_KEY_CACHE_BYTES
+
+
+class KeyColumnCache:
+    """LRU cache of one key column per data file, as stored (deletes not applied),
+    bounded by the bytes of its values and shared by all threads. Data files never
+    change once written, so an entry stays valid while its file exists; a probe that
+    finds a key in a cached column only sends the file to the exact, delete-aware
+    read, so a deleted row never counts as a live key."""
+
+    def __init__(self, max_bytes: int = DEFAULT_KEY_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._columns: OrderedDict[tuple[str, int, int, str], pl.Series] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int, int, str], load: Callable[[], pl.Series]) -> pl.Series:
+        with self._lock:
+            found = self._columns.get(key)
+            if found is not None:
+                self._columns.move_to_end(key)
+                return found
+        column = load()
+        size = int(column.estimated_size())
+        if size > self.max_bytes:
+            return column
+        with self._lock:
+            if key not in self._columns:
+                self._columns[key] = column
+                self._bytes += size
+                while self._bytes > self.max_bytes:
+                    _, old = self._columns.popitem(last=False)
+                    self._bytes -= int(old.estimated_size())
+        return column
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._columns.clear()
+            self._bytes = 0
+
+
+#: The process-wide key column cache.
+key_column_cache = KeyColumnCache(_cache_bytes_from_env())
+
+
+def key_column(table: TableState, task: FileScanTask, field: NestedField) -> pl.Series:
+    """The values of key column ``field`` in ``task``'s data file, every row as stored
+    (deletes not applied), through :data:`key_column_cache`."""
+    whole = replace(task, start=0, length=task.file.file_size_in_bytes, delete_files=())
+
+    def load() -> pl.Series:
+        rows = read_task(table, whole, Schema(field))
+        return pl.Series(field.name, rows.column(0).combine_chunks())
+
+    key = (task.file.file_path, task.file.file_size_in_bytes, field.field_id, str(field.field_type))
+    return key_column_cache.get(key, load)
 
 
 def duplicate_keys(keys: pa.Table, on: Sequence[str]) -> pa.Table:
@@ -169,7 +280,7 @@ def check_new_keys(
     twice = duplicate_keys(data, on)
     if twice.num_rows:
         raise duplicate_key_error(twice, on, "occur more than once in the rows to append")
-    hits = find_keys(table, data, on, tasks, branch=branch)
+    hits = find_keys(table, data, on, tasks, branch=branch, expect_new=True)
     if hits:
         found = pa.concat_tables([h.keys for h in hits])
         raise duplicate_key_error(found, on, "exist in the table already")

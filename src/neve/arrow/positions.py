@@ -54,9 +54,11 @@ def read_task(
     *,
     case_sensitive: bool = True,
     cache: DeleteCache | None = None,
+    filter_rows: bool = True,
 ) -> pa.Table:
     """The live rows of ``task``'s data file that match ``row_filter`` (unbound), with
-    the columns of ``projected`` (which may hold ``_pos`` and the row lineage columns)."""
+    the columns of ``projected`` (which may hold ``_pos`` and the row lineage columns);
+    with ``filter_rows=False`` the filter only skips row groups."""
     md = table.metadata
     schema = md.schema()
     mapping_text = md.properties.get("schema.name-mapping.default")
@@ -71,6 +73,7 @@ def read_task(
         name_mapping=parse_name_mapping(mapping_text) if mapping_text else None,
         cache=cache,
         data_sequence_number=task.data_sequence_number,
+        filter_rows=filter_rows,
     )
 
 

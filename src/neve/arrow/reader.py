@@ -298,12 +298,15 @@ def iter_data_file_batches(
     batch_size: int = DEFAULT_BATCH_SIZE,
     split: tuple[int, int] | None = None,
     data_sequence_number: int | None = None,
+    filter_rows: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of a data file's live rows matching ``row_filter``, with the Arrow
     schema of ``projected_schema`` (see :func:`read_data_file`).
 
     ``split = (start, length)`` reads only the row groups that start in that byte
     range, so splits of a file at its ``split_offsets`` read each row exactly once.
+    ``filter_rows=False`` uses ``row_filter`` only to skip row groups, for callers
+    that match the rows themselves.
     """
     table_schema = table_schema or projected_schema
     cache = cache or DeleteCache()
@@ -321,7 +324,9 @@ def iter_data_file_batches(
     }
 
     # rows are read into projection + filter columns + equality columns, then narrowed
-    need = {r.field_id for r in references(expr)} | {i for e in equality for i in e.ids}
+    need = {i for e in equality for i in e.ids}
+    if filter_rows:
+        need |= {r.field_id for r in references(expr)}
     # the row position column (``_pos``) is not in files: it is added while reading
     with_pos = any(f.field_id == ROW_POSITION.field_id for f in projected_schema.fields)
     stored = [f for f in projected_schema.fields if f.field_id != ROW_POSITION.field_id]
@@ -329,7 +334,7 @@ def iter_data_file_batches(
     wanted = {f.field_id for f in read_schema.fields} | need
     file_columns = [f.name for f in file_schema if _contains_any(f, wanted)]
 
-    exact = None if expr is ALWAYS_TRUE else to_arrow_expression(expr)
+    exact = None if expr is ALWAYS_TRUE or not filter_rows else to_arrow_expression(expr)
     lineage = _Lineage.of(read_schema, data_file.first_row_id, data_sequence_number)
     row_groups = _row_groups(fragment, expr, file_schema, constants)
     if split is not None:
@@ -539,6 +544,7 @@ def read_data_file(
     batch_size: int = DEFAULT_BATCH_SIZE,
     split: tuple[int, int] | None = None,
     data_sequence_number: int | None = None,
+    filter_rows: bool = True,
 ) -> pa.Table:
     """The live rows of a data file that match ``row_filter``, as a table with the
     Arrow schema of ``projected_schema``.
@@ -567,6 +573,7 @@ def read_data_file(
             batch_size=batch_size,
             split=split,
             data_sequence_number=data_sequence_number,
+            filter_rows=filter_rows,
         )
     )
     return pa.Table.from_batches(batches, schema=to_arrow_schema(projected_schema))

@@ -86,7 +86,7 @@ class NewKeysCheck:
             return
         tasks = _tasks_at(md, action.io, parent, key_filter(self.keys, self.on))
         candidates = [t for p, t in tasks.items() if p in added]
-        hits = find_keys(_Version(action.io, md), self.keys, self.on, candidates)
+        hits = find_keys(_Version(action.io, md), self.keys, self.on, candidates, expect_new=True)
         if hits:
             found = pa.concat_tables([h.keys for h in hits])
             raise duplicate_key_error(found, self.on, "were added by a concurrent commit")
