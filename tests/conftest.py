@@ -30,6 +30,26 @@ from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
 # -- warehouse -----------------------------------------------------------------------
 
 
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty home folder and current folder, and none of neve's or pyiceberg's
+    catalog variables: the config files a test sees are its own."""
+    h = tmp_path / "home"
+    h.mkdir()
+    for var in (
+        "NEVE_URI",
+        "NEVE_WAREHOUSE",
+        "NEVE_CATALOG",
+        "NEVE_CONFIG",
+        "XDG_CONFIG_HOME",
+        "PYICEBERG_HOME",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.chdir(h)
+    return h
+
+
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A temporary warehouse folder shared by the session (use unique table names)."""

@@ -16,24 +16,6 @@ from neve.catalog.config import configured_catalogs, neve_config_path, register_
 from neve.errors import CatalogNotConfiguredError, NoSuchCatalogError, ValidationError
 
 
-@pytest.fixture()
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    for var in (
-        "NEVE_URI",
-        "NEVE_WAREHOUSE",
-        "NEVE_CATALOG",
-        "NEVE_CONFIG",
-        "XDG_CONFIG_HOME",
-        "PYICEBERG_HOME",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.chdir(h)
-    return h
-
-
 def _write(path: Path, doc: object) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc))

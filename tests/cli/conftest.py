@@ -15,25 +15,6 @@ import neve
 
 
 @pytest.fixture()
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty home folder and current folder: config files are the test's own."""
-    h = tmp_path / "home"
-    h.mkdir()
-    for var in (
-        "NEVE_URI",
-        "NEVE_WAREHOUSE",
-        "NEVE_CATALOG",
-        "NEVE_CONFIG",
-        "XDG_CONFIG_HOME",
-        "PYICEBERG_HOME",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.chdir(h)
-    return h
-
-
-@pytest.fixture()
 def run(home: Path) -> Runner:
     """``run("tables", "db", env={...})``: the installed ``neve`` command in a
     subprocess (the environment of the test, plus ``env``)."""
