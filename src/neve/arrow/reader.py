@@ -299,6 +299,7 @@ def iter_data_file_batches(
     split: tuple[int, int] | None = None,
     data_sequence_number: int | None = None,
     filter_rows: bool = True,
+    only_positions: BitMap64 | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of a data file's live rows matching ``row_filter``, with the Arrow
     schema of ``projected_schema`` (see :func:`read_data_file`).
@@ -306,7 +307,9 @@ def iter_data_file_batches(
     ``split = (start, length)`` reads only the row groups that start in that byte
     range, so splits of a file at its ``split_offsets`` read each row exactly once.
     ``filter_rows=False`` uses ``row_filter`` only to skip row groups, for callers
-    that match the rows themselves.
+    that match the rows themselves. ``only_positions`` reads just the rows at those
+    file positions (and the row groups holding them): a changelog reads the rows a new
+    deletion vector marks this way.
     """
     table_schema = table_schema or projected_schema
     cache = cache or DeleteCache()
@@ -343,6 +346,16 @@ def iter_data_file_batches(
         row_groups = [rg for rg in row_groups if lo <= offsets[rg] < hi]
     deleted = deleted_positions(io, data_file, delete_files, cache) if row_groups else None
     starts = _row_group_starts(fragment)
+    if only_positions is not None:
+        sizes = [fragment.metadata.row_group(rg).num_rows for rg in range(len(starts))]
+        row_groups = [
+            rg
+            for rg in row_groups
+            if only_positions.range_cardinality(starts[rg], starts[rg] + sizes[rg])
+        ]
+        # rows outside ``only_positions`` are dropped as deleted rows are
+        outside = only_positions.flip(0, sum(sizes))
+        deleted = outside if deleted is None else deleted | outside
 
     for rg in row_groups:
         position = starts[rg]
@@ -545,6 +558,7 @@ def read_data_file(
     split: tuple[int, int] | None = None,
     data_sequence_number: int | None = None,
     filter_rows: bool = True,
+    only_positions: BitMap64 | None = None,
 ) -> pa.Table:
     """The live rows of a data file that match ``row_filter``, as a table with the
     Arrow schema of ``projected_schema``.
@@ -574,6 +588,7 @@ def read_data_file(
             split=split,
             data_sequence_number=data_sequence_number,
             filter_rows=filter_rows,
+            only_positions=only_positions,
         )
     )
     return pa.Table.from_batches(batches, schema=to_arrow_schema(projected_schema))

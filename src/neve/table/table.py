@@ -14,6 +14,7 @@ from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
+from neve.planning.changelog import ChangelogPlan, plan_changelog
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef
 from neve.spec.schema import Schema
@@ -169,6 +170,75 @@ class Table:
             ref=ref,
             case_sensitive=case_sensitive,
             options=options,
+        )
+
+    def changes(
+        self,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        start_time: int | str | dt.datetime | None = None,
+        end_time: int | str | dt.datetime | None = None,
+        columns: Sequence[str] | None = None,
+        filter: str | BooleanExpression | None = None,
+        compute_updates: bool = True,
+        net_changes: bool = False,
+        identifier_columns: Sequence[str] | None = None,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+    ) -> pa.Table:
+        """The changelog of a range of snapshots on ``branch`` (start exclusive, end
+        inclusive, default: everything up to the head): the changed rows with
+        ``_change_type`` (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER),
+        ``_change_ordinal`` and ``_commit_snapshot_id``, as Iceberg-Java's changelog
+        view. Updates are paired by the primary key (or ``identifier_columns``);
+        ``net_changes`` collapses each key's changes across the range
+        (docs/CHANGELOG-READS.md)."""
+        # heavy: the pyarrow data path (see TableScan.to_arrow)
+        from neve.arrow.changelog import changelog_table
+
+        plan = self.plan_changes(
+            start_snapshot_id,
+            end_snapshot_id,
+            start_time,
+            end_time,
+            filter=filter,
+            identifier_columns=identifier_columns,
+            branch=branch,
+            case_sensitive=case_sensitive,
+        )
+        return changelog_table(
+            self.io,
+            plan,
+            columns=columns,
+            compute_updates=compute_updates,
+            net_changes=net_changes,
+        )
+
+    def plan_changes(
+        self,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        start_time: int | str | dt.datetime | None = None,
+        end_time: int | str | dt.datetime | None = None,
+        *,
+        filter: str | BooleanExpression | None = None,
+        identifier_columns: Sequence[str] | None = None,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+    ) -> ChangelogPlan:
+        """The planned changelog of a range (snapshots and change tasks; reads only
+        manifests), for engines that read it themselves (Spark, streaming)."""
+        return plan_changelog(
+            self._metadata,
+            self.io,
+            start_snapshot_id=start_snapshot_id,
+            end_snapshot_id=end_snapshot_id,
+            start_time=start_time,
+            end_time=end_time,
+            filter=filter,
+            identifier_columns=identifier_columns,
+            branch=branch,
+            case_sensitive=case_sensitive,
         )
 
     # -- writing (each commits at once) ---------------------------------------------------
