@@ -28,10 +28,12 @@ from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
 from neve.io.fileio import FileIO, local_path
-from neve.planning.compaction import plan_compaction
-from neve.planning.delete import file_scoped_deletes, plan_position_delete_rewrite
+from neve.planning.compaction import CompactionPlan, plan_compaction
+from neve.planning.delete import DeleteFiles, file_scoped_deletes, plan_position_delete_rewrite
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
+from neve.planning.tasks import FileScanTask
+from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.refs import MAIN_BRANCH
@@ -50,6 +52,8 @@ class MaintainedTable(TableState, Protocol):
 
 
 __all__ = [
+    "Compactor",
+    "DeleteMerger",
     "ExpireResult",
     "FileDeleter",
     "Maintenance",
@@ -322,6 +326,19 @@ class OrphanResult:
 #: default, Spark tasks with ``neve.spark.maintenance``.
 FileDeleter = Callable[[FileIO, Sequence[str], int], tuple[str, ...]]
 
+#: Writes the live rows of a compaction plan's groups as new data files of the plan's
+#: target size (rows keep their v3 row lineage) and returns them, leaving nothing behind
+#: when it fails: pyarrow on the driver by default (``arrow.write.compact_groups``),
+#: Spark jobs with ``neve.spark.maintenance``. A compactor gives no row origins, so a
+#: compaction through one does not rebase over concurrent deletes: it fails with
+#: ``CommitConflictError`` as before.
+Compactor = Callable[[TableState, CompactionPlan], list[DataFile]]
+
+#: Merges each task's position deletes into one delete file of its data file
+#: (``arrow.positions.merge_deletes`` by default; Spark tasks with
+#: ``neve.spark.maintenance``).
+DeleteMerger = Callable[[TableState, Sequence[FileScanTask]], DeleteFiles]
+
 
 @dataclass(frozen=True)
 class RewriteDeletesResult:
@@ -414,9 +431,20 @@ class Maintenance:
     """Maintenance actions of one table (``table.maintenance``). Names and options
     follow Iceberg-Java's Spark procedures."""
 
-    def __init__(self, table: MaintainedTable, deleter: FileDeleter | None = None) -> None:
+    def __init__(
+        self,
+        table: MaintainedTable,
+        deleter: FileDeleter | None = None,
+        compactor: Compactor | None = None,
+        delete_merger: DeleteMerger | None = None,
+    ) -> None:
         self.table = table
         self.deleter: FileDeleter = deleter if deleter is not None else delete_files
+        #: None: the pyarrow engine on the driver.
+        self.compactor = compactor
+        self.delete_merger: DeleteMerger = (
+            delete_merger if delete_merger is not None else merge_deletes
+        )
 
     def expire_snapshots(
         self,
@@ -572,7 +600,7 @@ class Maintenance:
                 len(plan.dangling),
                 dry_run=dry_run,
             )
-        merged = merge_deletes(table, plan.tasks)
+        merged = self.delete_merger(table, plan.tasks)
         written = sorted({f.file_path for f in merged.added})
         removed = {(f.file_path, f.content_offset): f for f in (*plan.replaced, *plan.dangling)}
         try:
@@ -626,7 +654,10 @@ class Maintenance:
             return RewriteDataResult(
                 len(tasks), 0, size, len(dangling), len(plan.groups), dry_run=dry_run
             )
-        written = compact_groups(table, plan.groups, plan.options.target)
+        if self.compactor is not None:
+            written = self.compactor(table, plan)
+        else:
+            written = compact_groups(table, plan.groups, plan.options.target)
         try:
             txn = table.transaction()
             removed = [t.file for t in tasks] + list(dangling.values())
