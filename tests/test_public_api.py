@@ -32,6 +32,7 @@ NEVE_API = {
     "NestedField",
     "NeveError",
     "NeveIOError",
+    "NonAppendSnapshotError",
     "NoSuchCatalogError",
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",

@@ -21,6 +21,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── DuplicateKeyError            (rows whose primary key the table holds)
     │   ├── MergeEngineError             (merge-engine properties or row kinds that
     │   │                                 do not fit the table)
+    │   ├── NonAppendSnapshotError       (an incremental append read met an overwrite or
+    │   │                                 delete snapshot it was not told to skip)
     │   └── UnsupportedFormatVersionError
     ├── CommitError
     │   ├── CommitFailedError            (compare-and-swap lost; retried internally)
@@ -54,6 +56,7 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NonAppendSnapshotError",
     "NotFoundError",
     "SchemaError",
     "TableAlreadyExistsError",
@@ -140,6 +143,14 @@ class MergeEngineError(ValidationError):
     row kind that is not +I, -U, +U or -D; a retraction the engine or a column's
     function does not take). Nothing was changed; docs/MERGE-ENGINES.md lists the
     properties."""
+
+
+class NonAppendSnapshotError(ValidationError):
+    """An incremental append read (a scan with ``start_snapshot_id``, a streaming read
+    in append mode) met an ``overwrite`` or ``delete`` snapshot: its changes are not
+    appended rows. Skip such snapshots with the option
+    ``streaming-skip-overwrite-snapshots`` / ``streaming-skip-delete-snapshots``, or
+    read the range as a changelog."""
 
 
 class UnsupportedFormatVersionError(ValidationError):
