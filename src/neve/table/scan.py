@@ -4,14 +4,20 @@ with the pyarrow engine."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from neve.arrow.schema import to_arrow_schema
+from neve.expressions import BooleanExpression
+from neve.io.fileio import FileIO
+from neve.planning.incremental import append_snapshots, plan_appended_files
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["TableScan"]
+__all__ = ["IncrementalAppendScan", "TableScan"]
 
 
 class TableScan(ScanPlan):
@@ -38,3 +44,57 @@ class TableScan(ScanPlan):
 
     def count(self) -> int:
         return int(self.to_arrow().num_rows)
+
+
+class IncrementalAppendScan(TableScan):
+    """The rows the ``append`` snapshots of a range added (start exclusive, end
+    inclusive; Iceberg's incremental append scan, :mod:`neve.planning.incremental`).
+    Reads the end snapshot's schema and only the manifests the range's snapshots wrote;
+    an overwrite or delete snapshot in the range fails unless ``options`` skip it."""
+
+    def __init__(
+        self,
+        metadata: TableMetadata,
+        io: FileIO,
+        *,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        start_time: Any = None,
+        end_time: Any = None,
+        branch: str = MAIN_BRANCH,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        case_sensitive: bool = True,
+        options: dict[str, str] | None = None,
+    ) -> None:
+        self.range = append_snapshots(
+            metadata,
+            start_snapshot_id=start_snapshot_id,
+            end_snapshot_id=end_snapshot_id,
+            start_time=start_time,
+            end_time=end_time,
+            branch=branch,
+            options=options,
+        )
+        ends = self.range.appends + self.range.skipped
+        end = max(ends, key=lambda s: s.sequence_number).snapshot_id if ends else None
+        super().__init__(
+            metadata,
+            io,
+            filter=filter,
+            columns=columns,
+            snapshot_id=end,
+            ref=None if end is not None else branch,
+            case_sensitive=case_sensitive,
+            options=options,
+        )
+
+    def plan_files(self) -> list[FileScanTask]:
+        return plan_appended_files(
+            self.metadata,
+            self.io,
+            self.range.appends,
+            schema=self.table_schema,
+            filter=self.row_filter,
+            case_sensitive=self.case_sensitive,
+        )

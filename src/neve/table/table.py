@@ -12,6 +12,7 @@ from neve.actions.commit import Committer
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
+from neve.errors import ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.planning.changelog import ChangelogPlan, plan_changelog
@@ -24,7 +25,7 @@ from neve.spec.table_metadata import TableMetadata
 from neve.table.inspect import InspectTable
 from neve.table.maintenance import Maintenance
 from neve.table.merge import MergeBuilder, MergeResult
-from neve.table.scan import TableScan
+from neve.table.scan import IncrementalAppendScan, TableScan
 from neve.table.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -159,7 +160,39 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
         options: dict[str, str] | None = None,
+        *,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        start_time: int | str | dt.datetime | None = None,
+        end_time: int | str | dt.datetime | None = None,
     ) -> TableScan:
+        """A scan of one snapshot (the head of ``main`` unless ``snapshot_id``,
+        ``as_of`` or ``ref`` names another), or with ``start_snapshot_id`` /
+        ``end_snapshot_id`` / ``start_time`` / ``end_time`` an incremental append scan:
+        the rows appended after the start (exclusive) up to the end (inclusive) on the
+        branch ``ref`` (default main). Overwrite and delete snapshots in that range fail
+        with NonAppendSnapshotError unless ``options`` skip them
+        (``streaming-skip-overwrite-snapshots`` / ``streaming-skip-delete-snapshots``)."""
+        incremental = (start_snapshot_id, end_snapshot_id, start_time, end_time)
+        if any(x is not None for x in incremental):
+            if snapshot_id is not None or as_of is not None:
+                raise ValidationError(
+                    "an incremental scan (start_/end_snapshot_id, start_/end_time) reads a "
+                    "range; leave out snapshot_id and as_of, or leave out the range"
+                )
+            return IncrementalAppendScan(
+                self._metadata,
+                self.io,
+                start_snapshot_id=start_snapshot_id,
+                end_snapshot_id=end_snapshot_id,
+                start_time=start_time,
+                end_time=end_time,
+                branch=ref or MAIN_BRANCH,
+                filter=filter,
+                columns=columns,
+                case_sensitive=case_sensitive,
+                options=options,
+            )
         return TableScan(
             self._metadata,
             self.io,
