@@ -4,7 +4,13 @@ and ``rewrite_position_delete_files`` (delete files replaced by merged ones), as
 ``replace`` snapshot. The rows of the table do not change, so readers of changes and
 validation of concurrent writers skip it. It fails as a conflict when a concurrent
 commit added deletes for a data file it rewrites or merges deletes of (those rows would
-come back, or those positions be lost), or removed a file it replaces."""
+come back, or those positions be lost), or removed a file it replaces.
+
+Two settings of a compaction relax the first rule, as Iceberg-Java's ``RewriteFiles``
+does for the second: with ``rebases_positions`` a rebase hook has carried concurrent
+position deletes over to the new files (``arrow/compaction_rebase.py``), and with a
+:attr:`~neve.actions.snapshot.SnapshotAction.data_sequence_number` (the starting
+snapshot's) concurrent equality deletes still apply to the new files."""
 
 from __future__ import annotations
 
@@ -39,6 +45,9 @@ class RewriteFiles(SnapshotAction):
         )
         #: Data files whose rows or deletes this change rewrites (validated at commit).
         self.data_files: dict[str, DataFile] = {}
+        #: Concurrent position deletes of rewritten files are carried over (a rebase
+        #: hook maps them to the added files) instead of refused.
+        self.rebases_positions = False
 
     def rewrite(
         self,
@@ -61,4 +70,9 @@ class RewriteFiles(SnapshotAction):
     def validate(self, md: TableMetadata, parent: Snapshot | None) -> None:
         if parent is None:
             return
-        check_no_new_deletes(self, md, parent, self.data_files.values())
+        contents = []
+        if not self.rebases_positions:
+            contents.append(DataFileContent.POSITION_DELETES)
+        if self.data_sequence_number is None:
+            contents.append(DataFileContent.EQUALITY_DELETES)
+        check_no_new_deletes(self, md, parent, self.data_files.values(), contents)

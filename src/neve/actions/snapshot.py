@@ -108,6 +108,9 @@ class SnapshotAction(Action):
         self._attempt = 0
         #: How this change rebases over concurrent commits (None: validation only).
         self.rebase: Rebase | None = None
+        #: The data sequence number of the data files this change adds, when they hold
+        #: older rows (a compaction keeping its starting snapshot's); None: the commit's.
+        self.data_sequence_number: int | None = None
         self._carried_over: TableMetadata | None = None
 
     # -- what subclasses fill in -----------------------------------------------------
@@ -250,8 +253,9 @@ class SnapshotAction(Action):
                     if f.content is DataFileContent.DATA
                     else ManifestContent.DELETES
                 )
+                seq = self.data_sequence_number if content is ManifestContent.DATA else None
                 groups.setdefault((f.spec_id, content), []).append(
-                    ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, None, None, f)
+                    ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, seq, None, f)
                 )
             for (spec_id, content), entries in groups.items():
                 self._added_manifests.append(self._write(md, spec_id, content, entries))
@@ -356,8 +360,14 @@ class SnapshotAction(Action):
             for e in read_manifest(self.io, m, specs_by_id=md.specs_by_id):
                 if e.snapshot_id == self.snapshot_id:
                     if e.status is ManifestEntryStatus.ADDED:
-                        # inherit this snapshot's sequence number again
-                        entries.append(e.with_(sequence_number=None, file_sequence_number=None))
+                        # inherit this snapshot's sequence number again (or keep the
+                        # data sequence number this change gives its data files)
+                        seq = (
+                            self.data_sequence_number
+                            if e.data_file.content is DataFileContent.DATA
+                            else None
+                        )
+                        entries.append(e.with_(sequence_number=seq, file_sequence_number=None))
                     else:
                         entries.append(e)
                 elif e.is_live:

@@ -5,7 +5,7 @@ data files it reads from or removes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 from neve.actions.snapshot import SnapshotAction, file_key
@@ -86,12 +86,21 @@ def added_since(
 
 
 def check_no_new_deletes(
-    action: SnapshotAction, md: TableMetadata, parent: Snapshot, data_files: Iterable[DataFile]
+    action: SnapshotAction,
+    md: TableMetadata,
+    parent: Snapshot,
+    data_files: Iterable[DataFile],
+    contents: Collection[DataFileContent] = (
+        DataFileContent.POSITION_DELETES,
+        DataFileContent.EQUALITY_DELETES,
+    ),
 ) -> None:
     """No delete file committed since ``action``'s base may apply to ``data_files`` (the
     data files it rewrites, removes or marks deleted rows in): its deletes would be
     lost or merged over. File-scoped deletes apply to the file they name; the others
-    to their partition; equality deletes of an unpartitioned spec to every file."""
+    to their partition; equality deletes of an unpartitioned spec to every file. Only
+    delete files of ``contents`` count (a compaction that rebases position deletes
+    checks equality deletes alone)."""
     paths = {f.file_path for f in data_files if f.content is DataFileContent.DATA}
     if not paths:
         return
@@ -115,6 +124,8 @@ def check_no_new_deletes(
     }
     for e in entries:
         d = e.data_file
+        if d.content not in contents:
+            continue
         if file_key(d) in action.removed_paths or (
             d.referenced_data_file is not None and d.referenced_data_file in merged
         ):

@@ -23,6 +23,7 @@ __all__ = [
     "partition_path",
     "partition_table",
     "partition_value_arrays",
+    "source_array",
     "url_encode",
 ]
 
@@ -36,9 +37,9 @@ class PartitionSlice:
     table: pa.Table
 
 
-def _source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
-    """The source column of a partition field; nested struct fields are null where
-    any enclosing struct is null."""
+def source_array(table: pa.Table, schema: Schema, source_id: int) -> pa.ChunkedArray:
+    """The column of field ``source_id`` in ``table`` (a partition or sort source);
+    nested struct fields are null where any enclosing struct is null."""
     name = schema.column_name(source_id)
     if name is None:
         raise SchemaError(
@@ -72,7 +73,7 @@ def partition_value_arrays(
     out = []
     for f in spec.fields:
         source_type = schema.find_type(f.source_id)
-        src = _source_array(table, schema, f.source_id)
+        src = source_array(table, schema, f.source_id)
         chunks = [transform_array(f.transform, source_type, c) for c in src.chunks]
         out.append(pa.chunked_array(chunks, type=chunks[0].type) if chunks else _empty(f, schema))
     return out

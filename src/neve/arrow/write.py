@@ -1,26 +1,41 @@
 """The pyarrow write path of the table layer: write rows as data files of a table's
-current schema and spec, and rewrite files without the rows a filter matches
-(copy-on-write deletes)."""
+current schema and spec, rewrite files without the rows a filter matches
+(copy-on-write deletes), and compact groups of files (keeping where every row went)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
+from pyroaring import BitMap64
 
 from neve.actions.base import TableState
 from neve.arrow.expression import delete_filter
+from neve.arrow.partitioning import partition_table
 from neve.arrow.positions import read_task
 from neve.arrow.reader import DeleteCache
+from neve.arrow.sorting import sort_indices
 from neve.arrow.writer import delete_written_files, write_data_files
 from neve.expressions import BooleanExpression
 from neve.io.locations import LocationProvider
+from neve.planning.compaction import ZOrder
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
-from neve.spec.schema import Schema, with_row_lineage
+from neve.spec.schema import ROW_POSITION, Schema, with_row_lineage
+from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["rewrite_schema", "rewrite_without", "write_table_files"]
+__all__ = [
+    "CompactedFiles",
+    "compact_groups",
+    "compact_with_origins",
+    "rewrite_schema",
+    "rewrite_without",
+    "write_table_files",
+]
 
 
 def write_table_files(
@@ -86,32 +101,120 @@ def rewrite_without(
     return written
 
 
-def compact_groups(
-    table: TableState, groups: Sequence[Sequence[FileScanTask]], target_size: int
-) -> list[DataFile]:
+@dataclass
+class CompactedFiles:
+    """The files a compaction wrote, and where each of their rows came from:
+    ``origins[path]`` is, per row of the written file in order, the index of its source
+    data file in ``sources`` and its position there. With it a delete that a concurrent
+    commit added to a source file is carried to the written files
+    (:meth:`map_positions`)."""
+
+    files: list[DataFile] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    origins: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]] = field(
+        default_factory=dict
+    )
+
+    def map_positions(self, deleted: Mapping[str, BitMap64]) -> dict[str, BitMap64]:
+        """The positions in the written files of the rows at ``deleted`` (source data
+        file path -> positions); rows the compaction did not copy map to nothing."""
+        index = {p: i for i, p in enumerate(self.sources)}
+        wanted = {index[p]: bits for p, bits in deleted.items() if p in index and bits}
+        out: dict[str, BitMap64] = {}
+        for path, (src, pos) in self.origins.items():
+            hit = np.zeros(len(src), dtype=bool)
+            for i, bits in wanted.items():
+                mine = src == i
+                if mine.any():
+                    marked = np.array(bits.to_array(), dtype=np.int64) if bits else None
+                    if marked is not None:
+                        hit |= mine & np.isin(pos, marked)
+            if hit.any():
+                out[path] = BitMap64(np.flatnonzero(hit).tolist())
+        return out
+
+
+def _sort_order_id(md: TableMetadata, sort: SortOrder | ZOrder | None) -> int | None:
+    """The sort order id written files record: the table order they are sorted by
+    (bin-packed files keep recording the default order, as before)."""
+    if sort is None:
+        return md.default_sort_order_id or None
+    if isinstance(sort, SortOrder):
+        for order in md.sort_orders:
+            if order.fields == sort.fields and order.order_id:
+                return order.order_id
+    return None
+
+
+_SOURCE = "__neve_source"
+
+
+def compact_with_origins(
+    table: TableState,
+    groups: Sequence[Sequence[FileScanTask]],
+    target_size: int,
+    sort: SortOrder | ZOrder | None = None,
+    on_group: Callable[[int], None] | None = None,
+) -> CompactedFiles:
     """New data files holding the live rows of each group of whole-file tasks, written
-    together (partitioned by the current spec, ``target_size`` bytes per file); in v3
-    the rows keep their row lineage. Nothing is left behind when writing fails."""
+    together (partitioned by the current spec, ``target_size`` bytes per file; with
+    ``sort``, the rows of each group in that order); in v3 the rows keep their row
+    lineage. Records where each row came from. ``on_group(rows)`` is called after each
+    group. Nothing is left behind when writing fails."""
     md = table.metadata
     rows_schema = rewrite_schema(md)
+    read_schema = Schema(*rows_schema.fields, ROW_POSITION)
     properties = {**md.properties, "write.target-file-size-bytes": str(target_size)}
-    read = _live_rows(table)
-    written: list[DataFile] = []
+    cache = DeleteCache()
+    spec = md.spec()
+    order_id = _sort_order_id(md, sort)
+    out = CompactedFiles()
     try:
         for group in groups:
-            parts = [read(task) for task in group]
+            parts = []
+            for task in group:
+                rows = read_task(table, task, read_schema, cache=cache)
+                source = np.full(rows.num_rows, len(out.sources), dtype=np.int32)
+                out.sources.append(task.file.file_path)
+                parts.append(rows.append_column(_SOURCE, pa.array(source)))
             rows = pa.concat_tables(parts) if parts else None
-            if rows is not None and rows.num_rows:
-                written += write_data_files(
+            if rows is None or not rows.num_rows:
+                continue
+            for part in partition_table(rows, rows_schema, spec):
+                data = part.table
+                if sort is not None:
+                    data = data.take(sort_indices(data, rows_schema, sort))
+                src = data.column(_SOURCE).to_numpy().astype(np.int32)
+                pos = data.column(ROW_POSITION.name).to_numpy().astype(np.int64)
+                files = write_data_files(
                     table.io,
                     rows_schema,
-                    md.spec(),
-                    rows,
+                    spec,
+                    data.drop_columns([_SOURCE, ROW_POSITION.name]),
                     LocationProvider(md.location, md.properties),
                     properties,
-                    sort_order_id=md.default_sort_order_id or None,
+                    sort_order_id=order_id,
                 )
+                start = 0
+                for f in files:
+                    end = start + f.record_count
+                    out.origins[f.file_path] = (src[start:end], pos[start:end])
+                    start = end
+                out.files += files
+            if on_group is not None:
+                on_group(rows.num_rows)
     except BaseException:
-        delete_written_files(table.io, written)
+        delete_written_files(table.io, out.files)
         raise
-    return written
+    return out
+
+
+def compact_groups(
+    table: TableState,
+    groups: Sequence[Sequence[FileScanTask]],
+    target_size: int,
+    sort: SortOrder | ZOrder | None = None,
+) -> list[DataFile]:
+    """New data files holding the live rows of each group of whole-file tasks
+    (:func:`compact_with_origins` without the row origins)."""
+    return compact_with_origins(table, groups, target_size, sort).files

@@ -21,24 +21,22 @@ from typing import Protocol
 from neve.actions.base import TableState
 from neve.actions.expire import ExpireSnapshots
 from neve.arrow.positions import merge_deletes
-from neve.arrow.write import compact_groups
 from neve.arrow.writer import delete_written_files
 from neve.errors import NeveError, NeveIOError, ValidationError
-from neve.expressions import ALWAYS_TRUE, BooleanExpression
-from neve.expressions.binding import bind
-from neve.expressions.parser import to_expression
+from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO, local_path
-from neve.planning.compaction import CompactionPlan, plan_compaction
-from neve.planning.delete import DeleteFiles, file_scoped_deletes, plan_position_delete_rewrite
+from neve.planning.delete import DeleteFiles, plan_position_delete_rewrite
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
 from neve.planning.tasks import FileScanTask
-from neve.spec.manifest import DataFile
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.refs import MAIN_BRANCH
+from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
+from neve.table.compaction import Compactor, Progress, RewriteDataResult
+from neve.table.compaction import rewrite_data_files as compact_table
 from neve.table.transaction import Transaction
 
 
@@ -326,14 +324,6 @@ class OrphanResult:
 #: default, Spark tasks with ``neve.spark.maintenance``.
 FileDeleter = Callable[[FileIO, Sequence[str], int], tuple[str, ...]]
 
-#: Writes the live rows of a compaction plan's groups as new data files of the plan's
-#: target size (rows keep their v3 row lineage) and returns them, leaving nothing behind
-#: when it fails: pyarrow on the driver by default (``arrow.write.compact_groups``),
-#: Spark jobs with ``neve.spark.maintenance``. A compactor gives no row origins, so a
-#: compaction through one does not rebase over concurrent deletes: it fails with
-#: ``CommitConflictError`` as before.
-Compactor = Callable[[TableState, CompactionPlan], list[DataFile]]
-
 #: Merges each task's position deletes into one delete file of its data file
 #: (``arrow.positions.merge_deletes`` by default; Spark tasks with
 #: ``neve.spark.maintenance``).
@@ -357,30 +347,6 @@ class RewriteDeletesResult:
                 ("delete files added", self.added_delete_files),
                 ("delete files removed", self.removed_delete_files),
                 ("of them dangling", self.dangling_delete_files),
-            ]
-        )
-
-
-@dataclass(frozen=True)
-class RewriteDataResult:
-    """Counts as Iceberg-Java's ``rewrite_data_files`` procedure reports them."""
-
-    rewritten_data_files_count: int
-    added_data_files_count: int
-    rewritten_bytes_count: int
-    removed_delete_files_count: int
-    file_groups: int
-    dry_run: bool = False
-
-    def __str__(self) -> str:
-        verb = "would rewrite" if self.dry_run else "rewrote"
-        return _rows(
-            [
-                (f"{verb} data files", self.rewritten_data_files_count),
-                ("in file groups", self.file_groups),
-                ("bytes rewritten", f"{self.rewritten_bytes_count:,}"),
-                ("data files added", self.added_data_files_count),
-                ("delete files removed", self.removed_delete_files_count),
             ]
         )
 
@@ -633,37 +599,29 @@ class Maintenance:
         options: Mapping[str, str] | None = None,
         branch: str = MAIN_BRANCH,
         dry_run: bool = False,
+        strategy: str = "binpack",
+        sort_order: str | SortOrder | None = None,
+        progress: Progress | None = None,
     ) -> RewriteDataResult:
-        """Bin-pack compaction: rewrite small, large and much-deleted data files (of the
-        rows ``where`` selects, by partition) into files of the target size, with their
-        deletes applied, in one ``replace`` snapshot; rows and (v3) row ids do not
-        change. ``options`` are Iceberg-Java's (:mod:`neve.planning.compaction`). A
-        concurrent commit that added deletes for a rewritten file makes it fail with
-        :class:`~neve.errors.CommitConflictError`, leaving no file behind."""
-        table = self.table
-        md = table.metadata
-        expr = ALWAYS_TRUE if where is None else to_expression(where)
-        bind(md.schema(), expr)  # fail early on a bad filter
-        plan = plan_compaction(md, table.io, expr, options, branch=branch)
-        tasks = plan.tasks
-        dangling = {
-            (d.file_path, d.content_offset): d for t in tasks for d in file_scoped_deletes(t)
-        }
-        size = sum(t.file.file_size_in_bytes for t in tasks)
-        if dry_run or not tasks:
-            return RewriteDataResult(
-                len(tasks), 0, size, len(dangling), len(plan.groups), dry_run=dry_run
-            )
-        if self.compactor is not None:
-            written = self.compactor(table, plan)
-        else:
-            written = compact_groups(table, plan.groups, plan.options.target)
-        try:
-            txn = table.transaction()
-            removed = [t.file for t in tasks] + list(dangling.values())
-            txn.rewrite_files(written, removed, branch=branch)
-            txn.commit()
-        except BaseException:
-            delete_written_files(table.io, [f.file_path for f in written])
-            raise
-        return RewriteDataResult(len(tasks), len(written), size, len(dangling), len(plan.groups))
+        """Compaction: rewrite small, large and much-deleted data files (of the rows
+        ``where`` selects, by partition) into files of the target size, with their
+        deletes applied, as ``replace`` snapshots; rows and (v3) row ids do not change.
+        ``strategy="sort"`` writes each group's rows in ``sort_order`` (Iceberg-Java's
+        form, ``"id desc nulls last, s"`` or ``"zorder(a, b)"``; default: the table's
+        sort order). ``options`` are Iceberg-Java's (:mod:`neve.planning.compaction`,
+        :mod:`neve.table.compaction`). A position delete a concurrent commit added to a
+        rewritten file is carried over to the new files; a concurrent commit that
+        removed one makes it fail with :class:`~neve.errors.CommitConflictError`,
+        leaving no file behind. ``progress(done, total)`` is told of each file group
+        written."""
+        return compact_table(
+            self.table,
+            where,
+            options,
+            strategy=strategy,
+            sort_order=sort_order,
+            branch=branch,
+            dry_run=dry_run,
+            compactor=self.compactor,
+            progress=progress,
+        )

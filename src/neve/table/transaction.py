@@ -864,13 +864,26 @@ class Transaction:
         removed: Sequence[DataFile],
         data_files: Sequence[DataFile] = (),
         branch: str = MAIN_BRANCH,
-    ) -> None:
+        *,
+        data_sequence_number: int | None = None,
+        starting_snapshot_id: int | None = None,
+        rebase: Rebase | None = None,
+    ) -> RewriteFiles:
         """Replace files by equivalent ones (a ``replace`` snapshot): ``added`` hold
         the live rows of the removed data files, or the positions of the removed delete
-        files for ``data_files``."""
+        files for ``data_files``. A compaction passes the data sequence number its new
+        files keep, the snapshot it read (concurrent commits are those after it), and
+        the ``rebase`` that carries concurrent position deletes over to its files."""
         self._writable(branch, None)
         action = RewriteFiles(self.table, branch=branch, owned_files=[f.file_path for f in added])
+        action.data_sequence_number = data_sequence_number
+        if starting_snapshot_id is not None:
+            action.base_snapshot_id = starting_snapshot_id
+        if rebase is not None:
+            action.rebase = rebase
+            action.rebases_positions = True
         self._stage(action.rewrite(added, removed, data_files))
+        return action
 
     def rewrite_manifests(
         self, spec_id: int | None = None, branch: str = MAIN_BRANCH
