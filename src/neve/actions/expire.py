@@ -11,7 +11,9 @@ The rules (as Iceberg-Java's ``ExpireSnapshots``):
   ``max-snapshot-age-ms``, else ``older_than``, else the table's
   ``history.expire.max-snapshot-age-ms``, 5 days); ``retain_last`` stands in for the
   table's ``history.expire.min-snapshots-to-keep`` (1).
-- Each remaining tag keeps its snapshot.
+- Each remaining tag keeps its snapshot. A consumer's tag (``neve-consumer-<name>``,
+  docs/STREAMING.md) also keeps the snapshots after it on every branch that descends
+  from it: the consumer has still to read them (an explicit id among them is an error).
 - A snapshot no ref reaches is kept while it is newer than the cut-off.
 - ``snapshot_ids`` expire whatever their age, unless a ref points at one (an error).
 
@@ -30,7 +32,7 @@ from neve.errors import ValidationError
 from neve.io.fileio import FileIO
 from neve.planning.manifests import read_manifest_list
 from neve.spec.properties import read_property
-from neve.spec.refs import MAIN_BRANCH
+from neve.spec.refs import CONSUMER_TAG_PREFIX, MAIN_BRANCH
 from neve.spec.requirements import (
     AssertCurrentSchemaId,
     AssertDefaultSpecId,
@@ -110,6 +112,21 @@ def plan_expiration(
             else:
                 break
 
+    # A consumer's tag marks what it has read; what it has still to read are the
+    # snapshots after the tag on a branch: keep those too (docs/STREAMING.md).
+    needed: dict[int, str] = {}
+    for name, ref in kept_refs.items():
+        if name.startswith(CONSUMER_TAG_PREFIX) and not ref.is_branch:
+            for branch in kept_refs.values():
+                if not branch.is_branch:
+                    continue
+                line = md.ancestors(branch.snapshot_id)
+                ids = [s.snapshot_id for s in line]
+                if ref.snapshot_id in ids:
+                    for i in ids[: ids.index(ref.snapshot_id) + 1]:
+                        needed.setdefault(i, name[len(CONSUMER_TAG_PREFIX) :])
+    retained.update(needed)
+
     referenced = {s.snapshot_id for r in md.refs.values() for s in md.ancestors(r.snapshot_id)}
     for s in md.snapshots:
         if s.snapshot_id not in referenced and s.timestamp_ms >= cutoff:
@@ -122,6 +139,14 @@ def plan_expiration(
         raise ValidationError(
             f"cannot expire snapshots {pinned}: refs {names} point at them; "
             "remove or move those refs first"
+        )
+    held = sorted(explicit & set(needed))
+    if held:
+        names = sorted({needed[i] for i in held})
+        raise ValidationError(
+            f"cannot expire snapshots {held}: streaming consumers {names} have not read "
+            "past them yet; let them catch up, or reset them with "
+            "table.remove_consumer(name)"
         )
     retained -= explicit
     gone = tuple(sorted(s.snapshot_id for s in md.snapshots if s.snapshot_id not in retained))

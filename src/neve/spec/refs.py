@@ -5,9 +5,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["MAIN_BRANCH", "SnapshotRef", "SnapshotRefType"]
+__all__ = ["CONSUMER_TAG_PREFIX", "MAIN_BRANCH", "SnapshotRef", "SnapshotRefType"]
 
 MAIN_BRANCH = "main"
+
+#: Tags named ``neve-consumer-<name>`` record how far a streaming consumer has read
+#: (docs/STREAMING.md): the tag keeps that snapshot from expiring in every Iceberg
+#: engine, and neve's expiration also keeps the snapshots after it on a branch.
+CONSUMER_TAG_PREFIX = "neve-consumer-"
 
 
 class SnapshotRefType(enum.Enum):

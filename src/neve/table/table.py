@@ -12,7 +12,7 @@ from neve.actions.commit import Committer
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
-from neve.errors import ValidationError
+from neve.errors import CommitFailedError, NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.planning.changelog import ChangelogPlan, plan_changelog
@@ -22,6 +22,13 @@ from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
+from neve.table.consumers import (
+    Consumer,
+    consumer_tag,
+    find_consumer,
+    list_consumers,
+    parse_duration_ms,
+)
 from neve.table.inspect import InspectTable
 from neve.table.maintenance import Maintenance
 from neve.table.merge import MergeBuilder, MergeResult
@@ -32,6 +39,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Table", "TableCatalog"]
+
+#: Attempts at moving a consumer's tag when concurrent commits move the table.
+_CONSUMER_ATTEMPTS = 5
 
 
 class TableCatalog(Committer, Protocol):
@@ -421,6 +431,41 @@ class Table:
 
     def remove_branch(self, name: str) -> None:
         self._now().remove_branch(name)
+
+    # -- streaming consumers (neve.table.consumers, docs/STREAMING.md) -------------------
+
+    def consumers(self) -> list[Consumer]:
+        """The streaming consumers recorded on this table (as of this handle's version;
+        ``refresh()`` first for the latest)."""
+        return list_consumers(self._metadata)
+
+    def record_consumer(
+        self, name: str, snapshot_id: int, expiration: str | int | None = None
+    ) -> None:
+        """Record that consumer ``name`` has consumed up to ``snapshot_id`` (one commit
+        moving its tag). ``expiration`` (``"7d"``, ms) forgets it once that snapshot
+        is older than that; None keeps the consumer's current setting."""
+        tag = consumer_tag(name)
+        age = parse_duration_ms(expiration) if expiration is not None else None
+        for attempt in range(_CONSUMER_ATTEMPTS):
+            try:
+                self._now().set_tag(tag, snapshot_id, max_ref_age_ms=age)
+                return
+            except CommitFailedError:
+                # the tag moved or expired under us: plan again on the fresh version
+                if attempt + 1 == _CONSUMER_ATTEMPTS:
+                    raise
+                self.refresh()
+
+    def remove_consumer(self, name: str) -> None:
+        """Forget consumer ``name``: it no longer holds back expiration, and a stream
+        started with its id begins where its options say, not where it stopped."""
+        tag = consumer_tag(name)
+        if find_consumer(self._metadata, name) is None:
+            raise NoSuchSnapshotError(
+                f"table {self.name} has no consumer {name!r}; table.consumers() lists them"
+            )
+        self._now().remove_tag(tag)
 
     def remove_tag(self, name: str) -> None:
         self._now().remove_tag(name)

@@ -848,6 +848,22 @@ class Transaction:
             )
         )
 
+    def set_tag(self, name: str, snapshot_id: int, *, max_ref_age_ms: int | None = None) -> None:
+        """Create the tag ``name`` or move it to ``snapshot_id`` (Iceberg's
+        create-or-replace); ``max_ref_age_ms`` replaces the tag's age limit when given."""
+        md = self._staged
+        current = md.refs.get(name)
+        self._stage(
+            ref_action(
+                md,
+                name,
+                snapshot_id,
+                ref_type=SnapshotRefType.TAG,
+                create=current is None,
+                max_ref_age_ms=max_ref_age_ms,
+            )
+        )
+
     def remove_branch(self, name: str) -> None:
         self._stage(ref_action(self._staged, name, None, remove=True))
 
