@@ -1,26 +1,79 @@
 """Table maintenance on Spark: the same actions as ``table.maintenance`` (planned and
-committed on the driver, see :mod:`neve.table.maintenance`), with the files deleted by
-Spark tasks, so that a large expiration or orphan clean-up spreads its deletes over the
-cluster.
+committed on the driver by the same planners, see :mod:`neve.table.maintenance`), with
+the data work done by Spark:
+
+- ``expire_snapshots`` and ``remove_orphan_files`` delete files in Spark tasks;
+- ``rewrite_data_files`` reads each planned group's files with their deletes applied
+  (:func:`neve.spark.reader.read_tasks`) and writes the live rows with the distributed
+  writer (:func:`neve.spark.job.write_data`) into files of the plan's target size; v3
+  rows keep their ``_row_id`` and ``_last_updated_sequence_number``;
+- ``rewrite_position_delete_files`` merges each data file's position deletes in Spark
+  tasks (the pyarrow engine's merge, run on the executors);
+- ``rewrite_manifests`` runs on the driver: manifests are metadata, small next to the
+  data, and the pyarrow rewrite reads them with the process-wide manifest cache.
+
+Each commits one ``replace`` snapshot through the one commit path.
 
     from neve.spark import maintenance
+    maintenance.rewrite_data_files(spark, table, options={"min-input-files": "2"})
     maintenance.expire_snapshots(spark, table, older_than="2024-01-01T00:00:00+00:00")
     maintenance.remove_orphan_files(spark, table, dry_run=True)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import math
+import pickle
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
+from neve.actions.base import TableState
+from neve.arrow.positions import merge_deletes
+from neve.arrow.write import rewrite_schema
+from neve.arrow.writer import delete_written_files
+from neve.errors import NeveError, ValidationError
+from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
+from neve.io.locations import data_location
+from neve.planning.compaction import CompactionPlan
+from neve.planning.delete import DeleteFiles
+from neve.planning.scan import ScanPlan
+from neve.planning.tasks import FileScanTask
+from neve.spark.job import delete_write_dir, write_data
+from neve.spark.reader import read_tasks
 from neve.spark.session import check_session
-from neve.table.maintenance import ExpireResult, Maintenance, OrphanResult, delete_files
+from neve.spec.manifest import DataFile
+from neve.spec.refs import MAIN_BRANCH
+from neve.spec.sort_order import SortOrder
+from neve.spec.table_metadata import TableMetadata
+from neve.table.maintenance import (
+    Compactor,
+    DeleteMerger,
+    ExpireResult,
+    Maintenance,
+    OrphanResult,
+    RewriteDataResult,
+    RewriteDeletesResult,
+    RewriteManifestsResult,
+    delete_files,
+)
 from neve.table.table import Table
 
-__all__ = ["expire_snapshots", "remove_orphan_files"]
+__all__ = [
+    "expire_snapshots",
+    "remove_orphan_files",
+    "rewrite_data_files",
+    "rewrite_manifests",
+    "rewrite_position_delete_files",
+    "spark_compactor",
+    "spark_delete_merger",
+]
 
 #: Paths per Spark task.
 _PATHS_PER_TASK = 1000
@@ -87,3 +140,164 @@ def remove_orphan_files(
         prefix_mismatch_mode,
         max_concurrent_deletes,
     )
+
+
+@dataclass(frozen=True)
+class _Version:
+    """A table state at one metadata version, small enough to ship to executors."""
+
+    io: FileIO
+    metadata: TableMetadata
+
+
+def _with_properties(table: TableState, **props: str) -> _Version:
+    md = table.metadata
+    return _Version(table.io, dataclasses.replace(md, properties={**md.properties, **props}))
+
+
+def _sorted_by(md: TableMetadata, sort: object) -> TableMetadata:
+    """``md`` with ``sort`` (the plan's order of the sort strategy) as its default sort
+    order, so the distributed writer ranges and sorts the rows by it."""
+    if isinstance(sort, SortOrder):
+        for order in md.sort_orders:
+            if order.fields == sort.fields:
+                return dataclasses.replace(md, default_sort_order_id=order.order_id)
+        raise ValidationError(
+            "rewrite_data_files on Spark sorts by one of the table's sort orders; add this "
+            "order to the table first (table.replace_sort_order), or run the rewrite with "
+            "table.maintenance.rewrite_data_files"
+        )
+    raise ValidationError(
+        "z-order rewrites run on the pyarrow engine for now: use "
+        "table.maintenance.rewrite_data_files(strategy='sort', sort_order='zorder(...)')"
+    )
+
+
+def spark_compactor(spark: SparkSession) -> Compactor:
+    """A :data:`~neve.table.maintenance.Compactor` running on Spark: the planned
+    groups' files are read with their deletes applied and the current schema (in v3
+    with the row lineage columns, so rows keep their ``_row_id`` and
+    ``_last_updated_sequence_number``), and written by the distributed writer with
+    the plan's target file size. An unpartitioned group is gathered into as many
+    tasks as target-size files it fills; partitioned rows are distributed by
+    partition, as every write is. One Spark job; a failure removes its directory."""
+
+    def run(table: TableState, plan: CompactionPlan) -> list[DataFile]:
+        check_session(spark)
+        md = table.metadata
+        target = plan.options.target
+        view = _with_properties(table, **{"write.target-file-size-bytes": str(target)})
+        sort = getattr(plan, "sort", None)  # the plan says how to write the groups
+        if sort is not None:
+            view = _Version(view.io, _sorted_by(view.metadata, sort))
+        rows_schema = rewrite_schema(md)
+        scan = ScanPlan(md, table.io)
+        rows = read_tasks(
+            spark, scan, plan.tasks, apply_residual=False, projected_schema=rows_schema
+        )
+        if not md.spec().fields and sort is None:
+            size = sum(t.file.file_size_in_bytes for t in plan.tasks)
+            files = max(1, math.ceil(size / target))
+            if rows.rdd.getNumPartitions() > files:
+                rows = rows.coalesce(files)
+        return write_data(rows, view, schema=rows_schema).files
+
+    return run
+
+
+def spark_delete_merger(spark: SparkSession) -> DeleteMerger:
+    """A :data:`~neve.table.maintenance.DeleteMerger` running the pyarrow engine's
+    merge (:func:`neve.arrow.positions.merge_deletes`) in Spark tasks, into one new
+    directory that a failure removes whole."""
+
+    def run(table: TableState, tasks: Sequence[FileScanTask]) -> DeleteFiles:
+        check_session(spark)
+        if not tasks:
+            return DeleteFiles()
+        md = table.metadata
+        directory = f"{data_location(md.location, md.properties)}/{uuid.uuid4()}"
+        view = _with_properties(table, **{"write.data.path": directory})
+        slices = max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
+
+        def part(items: Iterable[FileScanTask]) -> Iterator[bytes]:
+            # runs on an executor: merge this slice's deletes with the pyarrow engine
+            try:
+                done = merge_deletes(view, list(items))
+            except Exception as exc:  # reported to the driver, which cleans up
+                yield pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
+                return
+            yield pickle.dumps(("ok", done))
+
+        try:
+            results = [
+                pickle.loads(r)
+                for r in spark.sparkContext.parallelize(list(tasks), slices)
+                .mapPartitions(part)
+                .collect()
+            ]
+        except BaseException:
+            delete_write_dir(table.io, directory)
+            raise
+        errors = [r[1] for r in results if r[0] == "error"]
+        merged = [r[1] for r in results if r[0] == "ok"]
+        added = tuple(f for d in merged for f in d.added)
+        if errors:
+            delete_written_files(table.io, [f.file_path for f in added])
+            delete_write_dir(table.io, directory)
+            raise NeveError(
+                f"merging position deletes failed on Spark ({errors[0]}); nothing was "
+                "committed and the files written were removed. Fix the cause and run it again"
+            )
+        return DeleteFiles(added, tuple(f for d in merged for f in d.replaced))
+
+    return run
+
+
+def rewrite_data_files(
+    spark: SparkSession,
+    table: Table,
+    where: str | BooleanExpression | None = None,
+    options: Mapping[str, str] | None = None,
+    strategy: str = "binpack",
+    sort_order: str | SortOrder | None = None,
+    branch: str = MAIN_BRANCH,
+    dry_run: bool = False,
+) -> RewriteDataResult:
+    """:meth:`neve.table.maintenance.Maintenance.rewrite_data_files` with the groups'
+    rows read and written by Spark (:func:`spark_compactor`); planned and committed on
+    the driver. A concurrent commit that added deletes for a rewritten file makes it
+    fail with :class:`~neve.errors.CommitConflictError`, leaving no file behind."""
+    check_session(spark)
+    m = Maintenance(table, compactor=spark_compactor(spark))
+    if strategy == "binpack" and sort_order is None:
+        return m.rewrite_data_files(where, options, branch=branch, dry_run=dry_run)
+    sorting: dict[str, Any] = {"strategy": strategy, "sort_order": sort_order}
+    try:
+        return m.rewrite_data_files(where, options, branch=branch, dry_run=dry_run, **sorting)
+    except TypeError as exc:
+        if "strategy" not in str(exc) and "sort_order" not in str(exc):
+            raise
+        raise ValidationError(
+            f"strategy={strategy!r} / sort_order= are not available yet; use the "
+            "default binpack strategy"
+        ) from exc
+
+
+def rewrite_position_delete_files(
+    spark: SparkSession, table: Table, branch: str = MAIN_BRANCH, dry_run: bool = False
+) -> RewriteDeletesResult:
+    """:meth:`neve.table.maintenance.Maintenance.rewrite_position_delete_files` with
+    the deletes merged in Spark tasks (:func:`spark_delete_merger`)."""
+    check_session(spark)
+    m = Maintenance(table, delete_merger=spark_delete_merger(spark))
+    return m.rewrite_position_delete_files(branch, dry_run)
+
+
+def rewrite_manifests(
+    spark: SparkSession, table: Table, spec_id: int | None = None, branch: str = MAIN_BRANCH
+) -> RewriteManifestsResult:
+    """:meth:`neve.table.maintenance.Maintenance.rewrite_manifests`, run on the driver:
+    manifests are small next to the data they list, and the driver reads them with
+    the process-wide manifest cache, so a Spark job would only add its start-up."""
+    check_session(spark)
+    return Maintenance(table).rewrite_manifests(spec_id, branch)
