@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import neve
+from neve.arrow.deletes import write_equality_delete_file
 from neve.errors import CommitConflictError
 from neve.spec.snapshot import Operation
 from neve.table.maintenance import reachable_files
@@ -194,7 +195,6 @@ def test_concurrent_equality_deletes_and_the_starting_sequence_number(
     """With the starting snapshot's sequence number (the default) an equality delete
     committed meanwhile still applies to the new files; with a new sequence number it
     would not, so that compaction refuses (Iceberg-Java's rule)."""
-    from neve.arrow.deletes import write_equality_delete_file  # a writer for the test only
 
     def eq_delete(t: Table, s: str, day: int) -> None:
         schema = t.schema()

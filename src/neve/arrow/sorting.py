@@ -56,7 +56,7 @@ def sort_indices(table: pa.Table, schema: Schema, order: SortOrder | ZOrder) -> 
         sort_keys.append((f"v{i}", direction))
     if not keys:
         return pa.array(np.arange(table.num_rows, dtype=np.int64))
-    return pc.sort_indices(pa.table(keys), sort_keys=sort_keys, null_placement="at_end")
+    return pc.sort_indices(pa.table(keys), sort_keys=sort_keys)
 
 
 def _column_words(arr: pa.Array, width: int) -> tuple[Words, int]:

@@ -24,11 +24,19 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from neve.actions.base import TableState
+from neve.actions.snapshot import write_parent
 from neve.actions.update_sort_order import sort_order_from_terms
+from neve.actions.validation import added_since
 from neve.arrow.compaction_rebase import CompactionRebase
 from neve.arrow.write import CompactedFiles, compact_with_origins
 from neve.arrow.writer import delete_written_files
-from neve.errors import NeveError, SchemaError, ValidationError
+from neve.errors import (
+    CommitError,
+    CommitStateUnknownError,
+    NeveError,
+    SchemaError,
+    ValidationError,
+)
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
@@ -46,6 +54,8 @@ __all__ = [
     "Compactor",
     "Progress",
     "RewriteDataResult",
+    "auto_compact",
+    "execute_compaction",
     "resolve_sort",
     "rewrite_data_files",
 ]
@@ -240,14 +250,25 @@ def rewrite_data_files(
     bind(md.schema(), expr)  # fail early on a bad filter
     sort = resolve_sort(md, strategy, sort_order)
     plan = plan_compaction(md, table.io, expr, options, branch=branch, strategy=strategy, sort=sort)
-    o = plan.options
-    tasks = plan.tasks
-    size = sum(t.file.file_size_in_bytes for t in tasks)
-    if dry_run or not tasks:
+    if dry_run or not plan.groups:
+        tasks = plan.tasks
+        size = sum(t.file.file_size_in_bytes for t in tasks)
         scoped = {(d.file_path, d.content_offset) for t in tasks for d in file_scoped_deletes(t)}
         return RewriteDataResult(
             len(tasks), 0, size, len(scoped), len(plan.groups), dry_run=dry_run
         )
+    return execute_compaction(table, plan, branch, compactor, progress)
+
+
+def execute_compaction(
+    table: CompactedTable,
+    plan: CompactionPlan,
+    branch: str = MAIN_BRANCH,
+    compactor: Compactor | None = None,
+    progress: Progress | None = None,
+) -> RewriteDataResult:
+    """Write and commit the groups of ``plan`` (module docstring)."""
+    o = plan.options
     total = len(plan.groups)
     written_groups = 0
 
@@ -269,15 +290,18 @@ def rewrite_data_files(
         try:
             done = _commit_groups(table, replace(plan, groups=batch), branch, compactor, one_group)
         except NeveError as exc:
-            if not o.partial_progress:
+            if not o.partial_progress or isinstance(exc, CommitStateUnknownError):
                 raise
             failed_commits += 1
             failed_files += len(files)
             log.warning(
-                "compaction of %d data files of %s failed: %s", len(files), md.location, exc
+                "compaction of %d data files of %s failed: %s",
+                len(files),
+                table.metadata.location,
+                exc,
             )
             if failed_commits > o.max_failed_commits:
-                raise ValidationError(
+                raise CommitError(
                     f"{failed_commits} commits of this compaction failed, more than "
                     f"partial-progress.max-failed-commits={o.max_failed_commits} (last: "
                     f"{exc}); the {commits} that landed stay. Run it again"
@@ -302,3 +326,40 @@ def rewrite_data_files(
         failed_data_files_count=failed_files,
         commits=commits,
     )
+
+
+#: Table properties of automatic compaction after writes (off by default).
+AUTO_COMPACT_ENABLED = "write.auto-compact.enabled"
+AUTO_COMPACT_MIN_INPUT_FILES = "write.auto-compact.min-input-files"
+
+
+def auto_compact(
+    table: CompactedTable, branch: str, before: int | None
+) -> RewriteDataResult | None:
+    """With ``write.auto-compact.enabled``, compact the small files of the partitions
+    the write that moved ``branch`` from snapshot ``before`` added files to: bin-packed
+    to the table's ``write.target-file-size-bytes`` once a partition holds
+    ``write.auto-compact.min-input-files`` (5) candidates, as a ``replace`` commit of
+    its own. A failure is logged, never raised: the write has landed."""
+    md = table.metadata
+    try:
+        if not md.bool_property(AUTO_COMPACT_ENABLED, False):
+            return None
+        head = write_parent(md, branch)
+        if head is None or head.snapshot_id == before:
+            return None
+        touched = {
+            (e.data_file.spec_id, e.data_file.partition)
+            for e in added_since(md, table.io, before, head, set())
+        }
+        if not touched:
+            return None
+        options = {"min-input-files": md.properties.get(AUTO_COMPACT_MIN_INPUT_FILES, "5")}
+        plan = plan_compaction(md, table.io, options=options, branch=branch)
+        groups = tuple(g for g in plan.groups if (g[0].spec_id, g[0].file.partition) in touched)
+        if not groups:
+            return None
+        return execute_compaction(table, replace(plan, groups=groups), branch)
+    except Exception as exc:  # the write landed; a compaction that fails only logs
+        log.warning("automatic compaction of %s after a write failed: %s", md.location, exc)
+        return None

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from neve.actions.commit import Committer
+from neve.actions.snapshot import write_parent
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
@@ -22,6 +23,7 @@ from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
+from neve.table.compaction import auto_compact
 from neve.table.consumers import (
     Consumer,
     consumer_tag,
@@ -300,8 +302,12 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> None:
-        """Append rows (a pyarrow Table whose columns match the table's by name)."""
+        """Append rows (a pyarrow Table whose columns match the table's by name). With
+        ``write.auto-compact.enabled`` the small files of the partitions it touched are
+        compacted afterwards (:func:`neve.table.compaction.auto_compact`)."""
+        before = write_parent(self.metadata, branch)
         self._now().append(data, branch=branch, snapshot_properties=snapshot_properties)
+        auto_compact(self, branch, before.snapshot_id if before is not None else None)
 
     def row_delta(
         self,
@@ -367,10 +373,13 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> MergeResult:
         """Update the rows whose key (default: the primary key) is in ``source``, insert
-        the others, as one snapshot."""
-        return self._now().upsert(
+        the others, as one snapshot (then compacts as :meth:`append` does)."""
+        before = write_parent(self.metadata, branch)
+        result = self._now().upsert(
             source, on, branch=branch, snapshot_properties=snapshot_properties
         )
+        auto_compact(self, branch, before.snapshot_id if before is not None else None)
+        return result
 
     def overwrite(
         self,
