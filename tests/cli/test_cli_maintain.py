@@ -94,3 +94,24 @@ def test_compact_and_rewrite_manifests(run: Runner, sqlite: Catalog, events: nev
     assert r.json()["rewritten_manifests_count"] >= 1
     assert len(t.refresh().inspect.manifests()) <= manifests
     assert sorted(t.scan().to_arrow().column("id").to_pylist()) == before
+
+
+def test_compact_sorted(run: Runner, sqlite: Catalog, events: neve.Table) -> None:
+    import pyarrow.parquet as pq  # only this test reads the written files directly
+
+    t = events.refresh()
+    before = sorted(t.scan().to_arrow().column("id").to_pylist())
+    refused = run(*sqlite.flags, "compact", "db.events", "--strategy", "sort")
+    assert refused.code == 1 and "needs a sort order" in refused.err
+    opts = ["--option", "rewrite-all=true"]
+    done = run(
+        *sqlite.flags, "compact", "db.events", "--strategy", "sort", "--sort-order", "id desc",
+        *opts, "--json",
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    assert done.json()["added_data_files_count"] >= 1
+    t.refresh()
+    assert sorted(t.scan().to_arrow().column("id").to_pylist()) == before
+    for task in t.scan().plan_files():
+        ids = pq.read_table(task.file.file_path.removeprefix("file://")).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True)

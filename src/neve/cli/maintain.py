@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from neve.catalog.config import register_catalog
 from neve.cli.change import key_value_pairs
@@ -35,6 +42,31 @@ def _working(label: str, fn: Callable[[], T]) -> T:
     ) as progress:
         progress.add_task(label, total=None)
         out = fn()
+    err_console.print(f"✓ {label}: done in {time.perf_counter() - t0:.2f} s")
+    return out
+
+
+def _working_bar(label: str, unit: str, fn: Callable[[Callable[[int, int], None]], T]) -> T:
+    """As :func:`_working`, with a bar of ``done``/``total`` ``unit`` that ``fn`` moves
+    through the callback it is given (a spinner until the first call)."""
+    t0 = time.perf_counter()
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        out = fn(advance)
     err_console.print(f"✓ {label}: done in {time.perf_counter() - t0:.2f} s")
     return out
 
@@ -116,6 +148,18 @@ def remove_orphans(
 @click.argument("table")
 @click.option("--where", "-w", help="Compact only the rows this neve filter selects.")
 @click.option("--option", "options", multiple=True, help="A compaction option KEY=VALUE.")
+@click.option(
+    "--strategy",
+    type=click.Choice(["binpack", "sort"]),
+    default="binpack",
+    show_default=True,
+    help="Keep file order, or sort the rows of each file group.",
+)
+@click.option(
+    "--sort-order",
+    help="With --strategy sort: 'col desc nulls last, col2' or 'zorder(a, b)' "
+    "(default: the table's sort order).",
+)
 @click.option("--branch", default="main", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Say what would be rewritten; change nothing.")
 @json_option
@@ -125,17 +169,27 @@ def compact(
     table: str,
     where: str | None,
     options: tuple[str, ...],
+    strategy: str,
+    sort_order: str | None,
     branch: str,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Bin-pack small files and files with deletes into files of the target size."""
+    """Rewrite small files and files with deletes into files of the target size
+    (bin-packed, or sorted); a bar counts the file groups written."""
     t = state.table(table)
     opts = key_value_pairs(options, "--option")
-    result = _working(
+    result = _working_bar(
         f"compacting {t.name}",
-        lambda: t.maintenance.rewrite_data_files(
-            where=where, options=opts, branch=branch, dry_run=dry_run
+        "file groups",
+        lambda advance: t.maintenance.rewrite_data_files(
+            where=where,
+            options=opts,
+            branch=branch,
+            dry_run=dry_run,
+            strategy=strategy,
+            sort_order=sort_order,
+            progress=advance,
         ),
     )
     _report(result, as_json)
