@@ -226,3 +226,19 @@ def test_concurrent_equality_deletes_and_the_starting_sequence_number(
     new = [task for task in after.scan().plan_files()]
     assert {task.data_sequence_number for task in new} == {start.sequence_number}
     assert_folder_is_reachable(after)
+
+
+def test_a_concurrent_rewrite_of_the_delete_files_is_carried_over(catalog: neve.Catalog) -> None:
+    """Another maintenance job turned the position deletes of files being compacted
+    into deletion vectors (a ``replace`` snapshot): the compaction removes those."""
+    t = small_files(catalog, 2)
+    t.upgrade_format_version(3)  # its Parquet position deletes now qualify
+    stale = catalog.load_table("db.t")
+    merged = t.maintenance.rewrite_position_delete_files()
+    assert merged.data_files >= 1
+    want = live_state(t, 2)
+    stale.maintenance.rewrite_data_files()
+    after = catalog.load_table("db.t")
+    assert live_state(after, 2) == want
+    assert not any(task.delete_files for task in after.scan().plan_files())
+    assert_folder_is_reachable(after)

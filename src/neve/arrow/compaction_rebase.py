@@ -10,7 +10,8 @@ action validates. Each call works from the head's state: every position delete t
 rewritten files have there is mapped to the new files (rows deleted before the
 compaction read them were not copied and map to nothing), the delete files written by
 an earlier call are replaced, and the action removes the file-scoped deletes the
-rewritten files have at that head. A rewritten file that a concurrent commit removed
+rewritten files have at that head (so a concurrent rewrite of those delete files, a
+``replace`` snapshot, does not make it fail either). A rewritten file that a concurrent commit removed
 (a copy-on-write delete or another compaction) is left for the commit to refuse as a
 conflict. Equality deletes are not rebased: they apply by value, to the new files too
 when those keep the starting sequence number; otherwise validation refuses them.
@@ -24,7 +25,6 @@ from pyroaring import BitMap64
 
 from neve.actions.rewrite_files import RewriteFiles
 from neve.actions.snapshot import SnapshotAction, file_key
-from neve.actions.validation import added_since
 from neve.arrow.positions import write_deletes
 from neve.arrow.reader import DeleteCache, deleted_positions
 from neve.arrow.write import CompactedFiles
@@ -33,7 +33,7 @@ from neve.io.fileio import FileIO
 from neve.planning.delete import file_scoped_deletes, whole_file_tasks
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
-from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
+from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 
@@ -63,20 +63,6 @@ class CompactionRebase:
         if not isinstance(action, RewriteFiles):
             raise TypeError("CompactionRebase rebases compactions only")
         io = action.io
-        concurrent = [
-            e.data_file
-            for e in added_since(
-                md,
-                io,
-                action.base_snapshot_id,
-                parent,
-                action.ignore_snapshot_ids,
-                ManifestContent.DELETES,
-            )
-            if e.data_file.content is DataFileContent.POSITION_DELETES
-        ]
-        if not any(d.referenced_data_file in (None, *self.sources) for d in concurrent):
-            return
         scan = ScanPlan(md, io, filter=ALWAYS_TRUE, snapshot_id=parent.snapshot_id)
         live = {
             t.file.file_path: t

@@ -119,16 +119,18 @@ class CompactedFiles:
         """The positions in the written files of the rows at ``deleted`` (source data
         file path -> positions); rows the compaction did not copy map to nothing."""
         index = {p: i for i, p in enumerate(self.sources)}
-        wanted = {index[p]: bits for p, bits in deleted.items() if p in index and bits}
+        wanted = {
+            index[p]: np.array(bits.to_array(), dtype=np.int64)
+            for p, bits in deleted.items()
+            if p in index and bits
+        }
         out: dict[str, BitMap64] = {}
         for path, (src, pos) in self.origins.items():
             hit = np.zeros(len(src), dtype=bool)
-            for i, bits in wanted.items():
+            for i, marked in wanted.items():
                 mine = src == i
                 if mine.any():
-                    marked = np.array(bits.to_array(), dtype=np.int64) if bits else None
-                    if marked is not None:
-                        hit |= mine & np.isin(pos, marked)
+                    hit |= mine & np.isin(pos, marked)
             if hit.any():
                 out[path] = BitMap64(np.flatnonzero(hit).tolist())
         return out
