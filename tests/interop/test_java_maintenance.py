@@ -214,3 +214,58 @@ def test_neve_compacts_a_java_merge_on_read_table(
     java_catalog.load_table((java_ns, "t")).maintenance.rewrite_position_delete_files()
     assert iceberg_java.sql(f"SELECT count(*) FROM {name}.delete_files").scalar() == 0
     assert canon_rows(iceberg_java.sql(f"SELECT {cols} FROM {name}").rows) == before
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_neve_compaction_rebases_over_a_java_delete(
+    iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str, version: int
+) -> None:
+    """neve plans and reads a sorting compaction, then Iceberg-Java deletes rows of the
+    files being compacted (partition-scoped position deletes in v2, DVs in v3); neve
+    carries the deletes over to its new files, keeps the starting sequence number and
+    removes the deletes left dangling; Java reads the rows it left, and the new files
+    with the starting snapshot's data sequence number."""
+    name = f"neve.{java_ns}.t"
+    iceberg_java.sql(
+        f"CREATE TABLE {name} (id bigint NOT NULL, cat string, v int) USING iceberg "
+        f"PARTITIONED BY (cat) TBLPROPERTIES ('format-version'='{version}', "
+        "'write.delete.mode'='merge-on-read', 'write.delete.granularity'='partition')"
+    )
+    for start in range(0, 60, 10):
+        values = ", ".join(f"({i}, '{'ab'[i % 2]}', {i})" for i in range(start, start + 10))
+        iceberg_java.sql(f"INSERT INTO {name} VALUES {values}")
+    iceberg_java.sql(f"DELETE FROM {name} WHERE id % 7 = 0")
+    t = java_catalog.load_table((java_ns, "t"))
+    start = t.current_snapshot()
+    assert start is not None
+    cols = "id, cat, v" + (", _row_id" if version >= 3 else "")
+
+    def race(done: int, total: int) -> None:
+        if done == 1:  # written, not committed: Java deletes from the same files
+            iceberg_java.sql(f"DELETE FROM {name} WHERE id % 5 = 1")
+
+    result = t.maintenance.rewrite_data_files(
+        strategy="sort",
+        sort_order="v desc",
+        options={"remove-dangling-deletes": "true"},
+        progress=race,
+    )
+    assert result.added_data_files_count == 2
+    want = {(i, "ab"[i % 2], i) for i in range(60) if i % 7 and i % 5 != 1}
+    got = iceberg_java.sql(f"SELECT {cols} FROM {name}").rows
+    assert {tuple(r[:3]) for r in got} == want and len(got) == len(want)
+    seqs = iceberg_java.sql(
+        f"SELECT DISTINCT sequence_number FROM {name}.entries "
+        "WHERE status < 2 AND data_file.content = 0"
+    ).rows
+    assert [r[0] for r in seqs] == [start.sequence_number]
+    # v3: only the carried-over DVs of the new files are left. v2: Java's
+    # partition-scoped position deletes stay too: their sequence numbers are not lower
+    # than the new files' (the starting one), so by Iceberg-Java's rule they are not
+    # dangling; the delete file rewrite, which reads them, drops them
+    count = f"SELECT count(*) FROM {name}.delete_files"
+    assert iceberg_java.sql(count).scalar() == (2 if version >= 3 else 6)
+    java_catalog.load_table((java_ns, "t")).maintenance.rewrite_position_delete_files()
+    assert iceberg_java.sql(count).scalar() == 2
+    got = iceberg_java.sql(f"SELECT {cols} FROM {name}").rows
+    assert {tuple(r[:3]) for r in got} == want and len(got) == len(want)
