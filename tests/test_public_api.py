@@ -54,6 +54,7 @@ NEVE_API = {
 SPARK_API = {
     "REQUIRED_CONF",
     "NeveDataSource",
+    "changes",
     "check_session",
     "configure",
     "delete",

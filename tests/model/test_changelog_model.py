@@ -13,13 +13,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from changelog_model import Row, State, actual_changes, expected_changes
 from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
-from test_rowlevel_model import SCHEMA, RowLevelMachine, filters, ids, rows_for, to_arrow
 
 from budget import LONG, examples
+from model.changelog_model import Row, State, actual_changes, expected_changes
+from model.test_rowlevel_model import SCHEMA, RowLevelMachine, filters, ids, rows_for, to_arrow
 
 pytestmark = pytest.mark.property
 
@@ -76,29 +76,60 @@ class ChangelogMachine(RowLevelMachine):
             net = data.draw(st.booleans(), label="net_changes")
             filtered = data.draw(st.booleans(), label="filtered")
             text, keep = data.draw(filters()) if filtered else (None, lambda _r: True)
-            start = hist[i][0]
-            rng = [hist[i]] + [h for h in hist[i + 1 : j + 1] if h[1] != "replace"]
-            expected = expected_changes(
-                [(sid or 0, state) for sid, _, state in rng],
-                NAMES,
-                keep=keep,
-                compute_updates=compute,
-                net_changes=net,
-            )
-            got = self.read_changes(
-                t,
-                start_snapshot_id=start,
-                end_snapshot_id=hist[j][0],
-                filter=text,
-                compute_updates=compute,
-                net_changes=net,
-            )
-            actual = actual_changes(got, NAMES)
-            assert actual == expected, (
-                f"{mode} ({start}, {hist[j][0]}] filter={text} compute={compute} net={net}: "
-                f"extra {[c for c in actual if c not in expected]} "
-                f"missing {[c for c in expected if c not in actual]}"
-            )
+            self.check(mode, t, i, j, compute=compute, net=net, text=text, keep=keep)
+
+    #: How many start snapshots the final check reads the changelog from (to the end).
+    final_starts = 3
+
+    def teardown(self) -> None:
+        # every run ends with changelogs up to the last snapshot, paired and net
+        try:
+            for mode, t in self.tables.items():
+                hist = self.history.get(mode, [])
+                last = len(hist) - 1
+                for i in sorted({0, last // 2, last - 1})[: self.final_starts]:
+                    if 0 <= i < last:
+                        for net in (False, True):
+                            self.check(mode, t, i, last, compute=True, net=net)
+        finally:
+            super().teardown()
+
+    def check(
+        self,
+        mode: str,
+        t: Any,
+        i: int,
+        j: int,
+        *,
+        compute: bool,
+        net: bool,
+        text: str | None = None,
+        keep: Callable[[Row], bool] = lambda _r: True,
+    ) -> None:
+        hist = self.history[mode]
+        start = hist[i][0]
+        rng = [hist[i]] + [h for h in hist[i + 1 : j + 1] if h[1] != "replace"]
+        expected = expected_changes(
+            [(sid or 0, state) for sid, _, state in rng],
+            NAMES,
+            keep=keep,
+            compute_updates=compute,
+            net_changes=net,
+        )
+        got = self.read_changes(
+            t,
+            start_snapshot_id=start,
+            end_snapshot_id=hist[j][0],
+            filter=text,
+            compute_updates=compute,
+            net_changes=net,
+        )
+        actual = actual_changes(got, NAMES)
+        assert actual == expected, (
+            f"{mode} ({start}, {hist[j][0]}] filter={text} compute={compute} net={net}: "
+            f"extra {[c for c in actual if c not in expected]} "
+            f"missing {[c for c in expected if c not in actual]}"
+        )
 
     def read_changes(self, t: Any, **kwargs: Any) -> list[Row]:
         table: pa.Table = t.changes(**kwargs)

@@ -52,6 +52,7 @@ __all__ = [
     "changelog_table",
     "finish_changes",
     "read_change_task",
+    "tag_changes",
 ]
 
 
@@ -128,26 +129,43 @@ def _mapping(plan: ChangelogPlan) -> NameMapping | None:
     return parse_name_mapping(text) if text else None
 
 
+def tag_changes(
+    io: FileIO,
+    plan: ChangelogPlan,
+    task: ChangeTask,
+    *,
+    mapping: NameMapping | None = None,
+    cache: DeleteCache | None = None,
+) -> pa.Table:
+    """The rows of one change task with ``_change_type`` (INSERT or DELETE, before
+    pairing), ``_change_ordinal`` and ``_commit_snapshot_id``, in the schema of
+    :func:`changelog_arrow_schema`."""
+    raw_schema = changelog_arrow_schema(plan.schema)
+    if mapping is None:
+        mapping = _mapping(plan)
+    rows = read_change_task(io, plan, task, mapping=mapping, cache=cache)
+    n = rows.num_rows
+    rows = rows.append_column(
+        raw_schema.field(CHANGE_TYPE), pa.array([task.change_type.value] * n, pa.string())
+    )
+    rows = rows.append_column(
+        raw_schema.field(CHANGE_ORDINAL), pa.array(np.full(n, task.ordinal, dtype=np.int32))
+    )
+    rows = rows.append_column(
+        raw_schema.field(COMMIT_SNAPSHOT_ID),
+        pa.array(np.full(n, task.snapshot_id, dtype=np.int64)),
+    )
+    return rows.cast(raw_schema)
+
+
 def _read_tasks(io: FileIO, plan: ChangelogPlan, tasks: Sequence[ChangeTask]) -> pa.Table:
-    """The rows of ``tasks`` with ``_change_type`` (INSERT or DELETE), ordinal and
-    snapshot id."""
+    """The rows of ``tasks`` tagged (:func:`tag_changes`), read in parallel."""
     cache = DeleteCache()
     mapping = _mapping(plan)
     raw_schema = changelog_arrow_schema(plan.schema)
 
     def one(t: ChangeTask) -> pa.Table:
-        rows = read_change_task(io, plan, t, mapping=mapping, cache=cache)
-        n = rows.num_rows
-        rows = rows.append_column(
-            raw_schema.field(CHANGE_TYPE), pa.array([t.change_type.value] * n, pa.string())
-        )
-        rows = rows.append_column(
-            raw_schema.field(CHANGE_ORDINAL), pa.array(np.full(n, t.ordinal, dtype=np.int32))
-        )
-        return rows.append_column(
-            raw_schema.field(COMMIT_SNAPSHOT_ID),
-            pa.array(np.full(n, t.snapshot_id, dtype=np.int64)),
-        )
+        return tag_changes(io, plan, t, mapping=mapping, cache=cache)
 
     if not tasks:
         return raw_schema.empty_table()
@@ -157,7 +175,7 @@ def _read_tasks(io: FileIO, plan: ChangelogPlan, tasks: Sequence[ChangeTask]) ->
         workers = min(16, (os.cpu_count() or 2) * 2, len(tasks))
         with ThreadPoolExecutor(max_workers=workers) as ex:
             parts = list(ex.map(one, tasks))
-    return pa.concat_tables(parts).cast(raw_schema)
+    return pa.concat_tables(parts)
 
 
 def _key_expr(name: str) -> pl.Expr:
@@ -187,7 +205,10 @@ def finish_changes(
         return rows
     df = pl.from_arrow(rows.select([*data_columns, CHANGE_TYPE, CHANGE_ORDINAL]))
     assert isinstance(df, pl.DataFrame)
-    df = df.with_row_index(_ROW)
+    # floats compare by their shortest text: -0.0 is not 0.0, NaN equals NaN (the
+    # frame only decides which rows to keep; the rows themselves come from ``rows``)
+    floats = [c for c, t in df.schema.items() if t in (pl.Float32, pl.Float64)]
+    df = df.with_columns([pl.col(c).cast(pl.String) for c in floats]).with_row_index(_ROW)
     data = list(data_columns)
     ins, dele = ChangeType.INSERT.value, ChangeType.DELETE.value
     # carry-over: identical rows deleted and inserted by one snapshot, one for one

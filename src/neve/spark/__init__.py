@@ -12,6 +12,7 @@ writes Parquet natively in the JVM.
 from __future__ import annotations
 
 from neve.spark import maintenance
+from neve.spark.changelog import changes
 from neve.spark.commands import overwrite, overwrite_partitions, write, write_files
 from neve.spark.datasource import NeveDataSource, register_datasource
 from neve.spark.reader import read, read_tasks, register_view
@@ -22,6 +23,7 @@ from neve.spark.session import REQUIRED_CONF, check_session, configure, local_se
 __all__ = [
     "REQUIRED_CONF",
     "NeveDataSource",
+    "changes",
     "check_session",
     "configure",
     "delete",
