@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
 import neve
-from neve.errors import CommitConflictError
+from neve.errors import CommitConflictError, ValidationError
 from neve.spark import maintenance
 from neve.spark.reader import read as spark_read
 from neve.spec.manifest import DataFileContent
@@ -193,3 +194,24 @@ def test_spark_rewrite_manifests(spark: SparkSession, catalog: neve.Catalog) -> 
         assert canon(t.scan(snapshot_id=sid).to_arrow()) == want
     assert canon(t.scan(columns=LINEAGE).to_arrow()) == lineage
     assert listing <= on_disk(t)
+
+
+def test_spark_sort_strategy(spark: SparkSession, catalog: neve.Catalog) -> None:
+    """The sort strategy on Spark writes each partition's rows in the order given; an
+    order that is not the table's is recorded by no file; z-order is refused (it runs
+    on the pyarrow engine) with nothing changed."""
+    t = history_table(catalog, 3)
+    want = canon(t.scan().to_arrow())
+    with pytest.raises(ValidationError, match="z-order"):
+        maintenance.rewrite_data_files(spark, t, strategy="sort", sort_order="zorder(id, v)")
+    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    done = maintenance.rewrite_data_files(
+        spark, t, options={"rewrite-all": "true"}, strategy="sort", sort_order="v desc"
+    )
+    assert done.rewritten_data_files_count > 0
+    t = catalog.load_table("db.t")
+    assert canon(t.scan().to_arrow()) == want
+    for task in t.scan().plan_files():
+        assert task.file.sort_order_id is None
+        values = pq.read_table(task.file.file_path.removeprefix("file://")).column("v").to_pylist()
+        assert values == sorted(values, reverse=True)

@@ -29,7 +29,6 @@ import pickle
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -41,7 +40,7 @@ from neve.errors import NeveError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.io.locations import data_location
-from neve.planning.compaction import CompactionPlan
+from neve.planning.compaction import CompactionPlan, ZOrder
 from neve.planning.delete import DeleteFiles
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
@@ -52,6 +51,7 @@ from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
+from neve.table.compaction import Progress
 from neve.table.maintenance import (
     Compactor,
     DeleteMerger,
@@ -155,22 +155,24 @@ def _with_properties(table: TableState, **props: str) -> _Version:
     return _Version(table.io, dataclasses.replace(md, properties={**md.properties, **props}))
 
 
-def _sorted_by(md: TableMetadata, sort: object) -> TableMetadata:
+def _sorted_by(md: TableMetadata, sort: SortOrder | ZOrder) -> tuple[TableMetadata, bool]:
     """``md`` with ``sort`` (the plan's order of the sort strategy) as its default sort
-    order, so the distributed writer ranges and sorts the rows by it."""
-    if isinstance(sort, SortOrder):
-        for order in md.sort_orders:
-            if order.fields == sort.fields:
-                return dataclasses.replace(md, default_sort_order_id=order.order_id)
+    order, so the distributed writer ranges and sorts the rows by it; and whether it
+    is one of the table's orders (files record only those)."""
+    if isinstance(sort, ZOrder):
         raise ValidationError(
-            "rewrite_data_files on Spark sorts by one of the table's sort orders; add this "
-            "order to the table first (table.replace_sort_order), or run the rewrite with "
-            "table.maintenance.rewrite_data_files"
+            "z-order rewrites run on the pyarrow engine for now: use "
+            "table.maintenance.rewrite_data_files(strategy='sort', sort_order='zorder(...)')"
         )
-    raise ValidationError(
-        "z-order rewrites run on the pyarrow engine for now: use "
-        "table.maintenance.rewrite_data_files(strategy='sort', sort_order='zorder(...)')"
+    for order in md.sort_orders:
+        if order.fields == sort.fields:
+            return dataclasses.replace(md, default_sort_order_id=order.order_id), True
+    new_id = max((o.order_id for o in md.sort_orders), default=0) + 1
+    added = SortOrder(new_id, sort.fields)
+    view = dataclasses.replace(
+        md, sort_orders=(*md.sort_orders, added), default_sort_order_id=new_id
     )
+    return view, False
 
 
 def spark_compactor(spark: SparkSession) -> Compactor:
@@ -187,20 +189,21 @@ def spark_compactor(spark: SparkSession) -> Compactor:
         md = table.metadata
         target = plan.options.target
         view = _with_properties(table, **{"write.target-file-size-bytes": str(target)})
-        sort = getattr(plan, "sort", None)  # the plan says how to write the groups
-        if sort is not None:
-            view = _Version(view.io, _sorted_by(view.metadata, sort))
+        known = True
+        if plan.sort is not None:  # the plan says how to write the groups
+            sorted_md, known = _sorted_by(view.metadata, plan.sort)
+            view = _Version(view.io, sorted_md)
         rows_schema = rewrite_schema(md)
         scan = ScanPlan(md, table.io)
         rows = read_tasks(
             spark, scan, plan.tasks, apply_residual=False, projected_schema=rows_schema
         )
-        if not md.spec().fields and sort is None:
+        if not md.spec().fields and plan.sort is None:
             size = sum(t.file.file_size_in_bytes for t in plan.tasks)
-            files = max(1, math.ceil(size / target))
-            if rows.rdd.getNumPartitions() > files:
-                rows = rows.coalesce(files)
-        return write_data(rows, view, schema=rows_schema).files
+            rows = rows.coalesce(max(1, math.ceil(size / target)))  # never adds tasks
+        files = write_data(rows, view, schema=rows_schema).files
+        # an order given for this rewrite only is not the table's: files name none
+        return files if known else [f.with_(sort_order_id=None) for f in files]
 
     return run
 
@@ -262,25 +265,26 @@ def rewrite_data_files(
     sort_order: str | SortOrder | None = None,
     branch: str = MAIN_BRANCH,
     dry_run: bool = False,
+    progress: Progress | None = None,
 ) -> RewriteDataResult:
     """:meth:`neve.table.maintenance.Maintenance.rewrite_data_files` with the groups'
     rows read and written by Spark (:func:`spark_compactor`); planned and committed on
-    the driver. A concurrent commit that added deletes for a rewritten file makes it
-    fail with :class:`~neve.errors.CommitConflictError`, leaving no file behind."""
+    the driver; Spark's progress bar shows the jobs, ``progress(done, total)`` the
+    file groups. ``strategy="sort"`` ranges and sorts the rows by ``sort_order``
+    (default: the table's; z-order runs on the pyarrow engine only). The Spark engine
+    keeps no row origins, so a concurrent commit that added deletes for a rewritten
+    file makes it fail with :class:`~neve.errors.CommitConflictError` (the pyarrow
+    engine rebases instead), leaving no file behind."""
     check_session(spark)
-    m = Maintenance(table, compactor=spark_compactor(spark))
-    if strategy == "binpack" and sort_order is None:
-        return m.rewrite_data_files(where, options, branch=branch, dry_run=dry_run)
-    sorting: dict[str, Any] = {"strategy": strategy, "sort_order": sort_order}
-    try:
-        return m.rewrite_data_files(where, options, branch=branch, dry_run=dry_run, **sorting)
-    except TypeError as exc:
-        if "strategy" not in str(exc) and "sort_order" not in str(exc):
-            raise
-        raise ValidationError(
-            f"strategy={strategy!r} / sort_order= are not available yet; use the "
-            "default binpack strategy"
-        ) from exc
+    return Maintenance(table, compactor=spark_compactor(spark)).rewrite_data_files(
+        where,
+        options,
+        branch=branch,
+        dry_run=dry_run,
+        strategy=strategy,
+        sort_order=sort_order,
+        progress=progress,
+    )
 
 
 def rewrite_position_delete_files(
