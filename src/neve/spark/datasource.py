@@ -85,10 +85,19 @@ from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider
+from neve.planning.incremental import SKIP_DELETE_SNAPSHOTS, SKIP_OVERWRITE_SNAPSHOTS
 from neve.planning.tasks import FileScanTask
 from neve.spark.conform import check_write_schema
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
+from neve.spark.streaming import (
+    STREAM_READ_KEYS,
+    STREAM_WRITE_KEYS,
+    NeveStreamReader,
+    NeveStreamWriter,
+    changelog_spark_schema,
+    is_changelog_stream,
+)
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.refs import MAIN_BRANCH
@@ -116,6 +125,8 @@ DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 WRITE_BUFFER_BYTES = 256 * 1024 * 1024
 
 _READ_KEYS = {"filter", "columns", "snapshotid", "asof", "ref", "casesensitive", "partitions"}
+_READ_KEYS |= {"startsnapshotid", "endsnapshotid", "starttimestamp", "endtimestamp"}
+_READ_KEYS |= {"streamingskipoverwritesnapshots", "streamingskipdeletesnapshots"}
 _WRITE_KEYS = {"branch", "overwritemode"}
 _COMMON_KEYS = {"uri", "warehouse", "catalog", "table", "path"}
 _SPELLING = {
@@ -123,6 +134,18 @@ _SPELLING = {
     "asof": "as-of",
     "casesensitive": "case-sensitive",
     "overwritemode": "overwrite-mode",
+    "startsnapshotid": "start-snapshot-id",
+    "endsnapshotid": "end-snapshot-id",
+    "starttimestamp": "start-timestamp",
+    "endtimestamp": "end-timestamp",
+    "streamingskipoverwritesnapshots": "streaming-skip-overwrite-snapshots",
+    "streamingskipdeletesnapshots": "streaming-skip-delete-snapshots",
+    "startingposition": "starting-position",
+    "maxfilespertrigger": "max-files-per-trigger",
+    "maxrowspertrigger": "max-rows-per-trigger",
+    "consumerid": "consumer-id",
+    "consumer.expirationtime": "consumer.expiration-time",
+    "queryid": "query-id",
 }
 
 
@@ -219,18 +242,37 @@ def _catalog(opts: _Options) -> Iterator[Catalog]:
             cat.dispose()
 
 
-def _scan(table: Table, opts: _Options) -> TableScan:
+def _time(raw: str | None) -> int | str | None:
+    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        return int(raw)
+    return raw
+
+
+def _scan(table: Table, opts: _Options, ranged: bool = True) -> TableScan:
+    """The scan the options ask for; ``ranged=False`` leaves out an incremental range
+    (the schema does not depend on it, and a stream reads its own ranges)."""
     columns = opts.get("columns")
-    as_of: int | str | None = opts.get("asof")
-    if isinstance(as_of, str) and as_of.strip().lstrip("-").isdigit():
-        as_of = int(as_of)
+    incremental = {}
+    if ranged:  # an incremental append read (neve.planning.incremental)
+        incremental = dict(
+            start_snapshot_id=opts.integer("startsnapshotid"),
+            end_snapshot_id=opts.integer("endsnapshotid"),
+            start_time=_time(opts.get("starttimestamp")),
+            end_time=_time(opts.get("endtimestamp")),
+        )
+    skips = {
+        SKIP_OVERWRITE_SNAPSHOTS: str(opts.flag("streamingskipoverwritesnapshots", False)),
+        SKIP_DELETE_SNAPSHOTS: str(opts.flag("streamingskipdeletesnapshots", False)),
+    }
     return table.scan(
         filter=opts.get("filter"),
         columns=[c.strip() for c in columns.split(",") if c.strip()] if columns else None,
         snapshot_id=opts.integer("snapshotid"),
-        as_of=as_of,
+        as_of=_time(opts.get("asof")),
         ref=opts.get("ref"),
         case_sensitive=opts.flag("casesensitive", True),
+        options=skips,
+        **incremental,  # type: ignore[arg-type]
     )
 
 
@@ -410,14 +452,16 @@ class NeveDataSource(DataSource):
         return "neve"
 
     def schema(self) -> T.StructType:
-        opts = _Options.parse(self.options, _READ_KEYS)
+        # the same schema serves spark.read and spark.readStream (streaming options too)
+        opts = _Options.parse(self.options, _READ_KEYS | STREAM_READ_KEYS)
         with _catalog(opts) as cat:
             table = cat.load_table(opts.table)
-        scan = _scan(table, opts)
+        scan = _scan(table, opts, ranged=False)
         bind(scan.table_schema, scan.row_filter, scan.case_sensitive)  # bad filters fail now
         # later scans of this DataFrame read this very version of the table
         self.metadata_location: str | None = table.metadata_location
-        return to_spark_schema(scan.projected_schema())
+        data = to_spark_schema(scan.projected_schema())
+        return changelog_spark_schema(data) if is_changelog_stream(opts) else data
 
     def reader(self, schema: T.StructType) -> DataSourceReader:
         opts = _Options.parse(self.options, _READ_KEYS)
@@ -444,6 +488,25 @@ class NeveDataSource(DataSource):
             table = cat.load_table(opts.table)
         check_write_schema(schema, table.schema())
         return _NeveWriter(opts, table, overwrite)
+
+    def streamReader(self, schema: T.StructType) -> NeveStreamReader:
+        """``spark.readStream.format("neve")`` (:mod:`neve.spark.streaming`)."""
+        return NeveStreamReader(_Options.parse(self.options, _READ_KEYS | STREAM_READ_KEYS), schema)
+
+    def streamWriter(self, schema: T.StructType, overwrite: bool) -> NeveStreamWriter:
+        """``df.writeStream.format("neve")`` (:mod:`neve.spark.streaming`)."""
+        opts = _Options.parse(self.options, _WRITE_KEYS | STREAM_WRITE_KEYS)
+        if overwrite:
+            raise ValidationError(
+                'the neve streaming sink appends or upserts: use outputMode("append") or '
+                '"update" with .option("upsert", "true")'
+            )
+        with _catalog(opts) as cat:
+            table = cat.load_table(opts.table)
+        upsert = opts.flag("upsert", False)
+        if not upsert:
+            check_write_schema(schema, table.schema())
+        return NeveStreamWriter(opts, table, upsert, opts.get("branch") or MAIN_BRANCH)
 
 
 def register_datasource(spark: SparkSession) -> None:

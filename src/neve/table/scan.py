@@ -49,7 +49,7 @@ class TableScan(ScanPlan):
 class IncrementalAppendScan(TableScan):
     """The rows the ``append`` snapshots of a range added (start exclusive, end
     inclusive; Iceberg's incremental append scan, :mod:`neve.planning.incremental`).
-    Reads the end snapshot's schema and only the manifests the range's snapshots wrote;
+    Reads with the branch's current schema, and only the manifests the range's snapshots wrote;
     an overwrite or delete snapshot in the range fails unless ``options`` skip it."""
 
     def __init__(
@@ -76,15 +76,14 @@ class IncrementalAppendScan(TableScan):
             branch=branch,
             options=options,
         )
-        ends = self.range.appends + self.range.skipped
-        end = max(ends, key=lambda s: s.sequence_number).snapshot_id if ends else None
+        # rows are read with the branch's current schema, as Iceberg-Java's
+        # incremental scans read with the table's
         super().__init__(
             metadata,
             io,
             filter=filter,
             columns=columns,
-            snapshot_id=end,
-            ref=None if end is not None else branch,
+            ref=branch,
             case_sensitive=case_sensitive,
             options=options,
         )
