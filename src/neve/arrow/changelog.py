@@ -211,16 +211,19 @@ def finish_changes(
     df = df.with_columns([pl.col(c).cast(pl.String) for c in floats]).with_row_index(_ROW)
     data = list(data_columns)
     ins, dele = ChangeType.INSERT.value, ChangeType.DELETE.value
-    # carry-over: identical rows deleted and inserted by one snapshot, one for one
-    df = df.with_columns(
-        pl.int_range(pl.len()).over([*data, CHANGE_ORDINAL, CHANGE_TYPE]).alias(_N)
-    )
-    on = [*data, CHANGE_ORDINAL, _N]
-    gone = df.filter(pl.col(CHANGE_TYPE) == dele).join(
-        df.filter(pl.col(CHANGE_TYPE) == ins), on=on, how="inner", nulls_equal=True, suffix="_i"
-    )
-    dropped = pl.concat([gone.get_column(_ROW), gone.get_column(_ROW + "_i")])
-    df = df.filter(~pl.col(_ROW).is_in(dropped.implode())).drop(_N)
+    # carry-over: identical rows deleted and inserted by one snapshot, one for one (net
+    # changes without a key cancel them across the range, keeping the latest rows, as
+    # Iceberg-Java does)
+    if key or not net_changes:
+        df = df.with_columns(
+            pl.int_range(pl.len()).over([*data, CHANGE_ORDINAL, CHANGE_TYPE]).alias(_N)
+        )
+        on = [*data, CHANGE_ORDINAL, _N]
+        gone = df.filter(pl.col(CHANGE_TYPE) == dele).join(
+            df.filter(pl.col(CHANGE_TYPE) == ins), on=on, how="inner", nulls_equal=True, suffix="_i"
+        )
+        dropped = pl.concat([gone.get_column(_ROW), gone.get_column(_ROW + "_i")])
+        df = df.filter(~pl.col(_ROW).is_in(dropped.implode())).drop(_N)
     types = df.get_column(CHANGE_TYPE).to_list()
     if net_changes:
         df, types = _net(df, data, key, ins, dele)
