@@ -31,6 +31,7 @@ from neve.arrow.compaction_rebase import CompactionRebase
 from neve.arrow.write import CompactedFiles, compact_with_origins
 from neve.arrow.writer import delete_written_files
 from neve.errors import (
+    CommitConflictError,
     CommitError,
     CommitStateUnknownError,
     NeveError,
@@ -50,6 +51,8 @@ from neve.spec.transforms import IdentityTransform
 from neve.table.transaction import Transaction
 
 __all__ = [
+    "AUTO_COMPACT_ENABLED",
+    "AUTO_COMPACT_MIN_INPUT_FILES",
     "CompactedTable",
     "Compactor",
     "Progress",
@@ -60,7 +63,7 @@ __all__ = [
     "rewrite_data_files",
 ]
 
-log = logging.getLogger("neve.compaction")
+_log = logging.getLogger("neve.compaction")
 
 
 class CompactedTable(TableState, Protocol):
@@ -221,13 +224,18 @@ def _commit_groups(
 
 def _remove_dangling(table: CompactedTable, branch: str) -> int:
     """Commit the removal of the delete files that apply to nothing (a ``replace``
-    snapshot of its own); returns how many."""
+    snapshot of its own); returns how many. The rewrite has landed: when a concurrent
+    commit removed one of them first, this is logged and counts none."""
     dangling = dangling_deletes(table.metadata, table.io, branch)
     if not dangling:
         return 0
-    txn = table.transaction()
-    txn.rewrite_files([], dangling, branch=branch)
-    txn.commit()
+    try:
+        txn = table.transaction()
+        txn.rewrite_files([], dangling, branch=branch)
+        txn.commit()
+    except CommitConflictError as exc:
+        _log.warning("removing dangling deletes of %s failed: %s", table.metadata.location, exc)
+        return 0
     return len(dangling)
 
 
@@ -294,7 +302,7 @@ def execute_compaction(
                 raise
             failed_commits += 1
             failed_files += len(files)
-            log.warning(
+            _log.warning(
                 "compaction of %d data files of %s failed: %s",
                 len(files),
                 table.metadata.location,
@@ -361,5 +369,5 @@ def auto_compact(
             return None
         return execute_compaction(table, replace(plan, groups=groups), branch)
     except Exception as exc:  # the write landed; a compaction that fails only logs
-        log.warning("automatic compaction of %s after a write failed: %s", md.location, exc)
+        _log.warning("automatic compaction of %s after a write failed: %s", md.location, exc)
         return None
