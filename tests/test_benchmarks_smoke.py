@@ -131,3 +131,29 @@ def test_bench_merge_quick_runs() -> None:
     assert "table.append of 600 rows under new keys" in out
     assert out.count(" check off ") == 2 and out.count("on/off") == 2
     assert "key check passed: every run added 600 rows" in out
+
+
+def test_bench_maintenance_quick_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_maintenance.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout
+    for section in ("(a) compaction on Spark", "(c) orphan listing", "(b) expiration"):
+        assert out.count(f"== {section}") == 1
+    # (a) 50 small files with ~1% of rows deleted by DVs; both engines compacted them
+    # into one file and hold the same rows (the script checks sums too)
+    assert "TPC-H lineitem SF0.01: 60,175 rows in 50 data files (v3, unpartitioned)" in out
+    assert "  neve rewrite_data_files (Spark)" in out and "50 -> 1 files" in out
+    assert out.count("neve/Java") == 2
+    assert "rows check passed: both tables hold 59,560 rows" in out
+    # (c) both engines found the same old unreachable files among 2,000
+    assert "2,000 files under the table location" in out
+    assert out.count(" 12 orphans") == 2
+    # (b) 50 appends of 10 files and an overwrite: everything but the head expires,
+    # neve deletes the 500 replaced data files, pyiceberg only changes metadata
+    assert "a v2 table of 51 snapshots" in out
+    assert "deleted 500 data files, 50 manifest files, 50 manifest lists" in out
+    assert "metadata only, 0 files deleted   neve/pyiceberg" in out
