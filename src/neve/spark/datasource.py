@@ -35,6 +35,13 @@ Options (names are case-insensitive and may be kebab, snake or camel case:
                     ``dynamic`` (replace only the partitions the new rows fall into)
 ==================  ====================================================================
 
+Incremental append reads (docs/STREAMING.md): ``start-snapshot-id``, ``end-snapshot-id``,
+``start-timestamp``, ``end-timestamp``, with ``streaming-skip-overwrite-snapshots`` and
+``streaming-skip-delete-snapshots``.
+``spark.readStream`` and ``df.writeStream`` take the streaming options of
+:mod:`neve.spark.streaming` as well (``mode``, ``consumer-id``, ``upsert`` ...;
+docs/STREAMING.md).
+
 How it works. Planning and committing happen on the driver (in the Python workers
 Spark starts there): ``load()`` opens the catalog once, pins the table's metadata
 file, and later scans of that DataFrame read exactly that version. Executors read
