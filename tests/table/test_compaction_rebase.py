@@ -11,8 +11,10 @@ file group was read and written, before the commit, and there the other writer c
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -241,4 +243,68 @@ def test_a_concurrent_rewrite_of_the_delete_files_is_carried_over(catalog: neve.
     after = catalog.load_table("db.t")
     assert live_state(after, 2) == want
     assert not any(task.delete_files for task in after.scan().plan_files())
+    assert_folder_is_reachable(after)
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_compactions_in_a_loop_while_a_writer_upserts_and_deletes(
+    tmp_path: Path, catalog: neve.Catalog, version: int
+) -> None:
+    """A thread compacts over and over while the test upserts and deletes keys: however
+    the commits interleave, the table ends equal to the writer's model with one row per
+    key and nothing left behind (a writer change that a compaction moved rows from is
+    refused as a conflict and made again; the compactions carry the writer's deletes)."""
+    t = small_files(catalog, version)
+    model = {r["id"]: r["s"] for r in t.scan().to_arrow().to_pylist()}
+    rng = random.Random(version)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    landed: list[int] = []
+
+    def compact_forever() -> None:
+        own = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+        c = own.load_table("db.t")
+        while not stop.is_set() or not landed:  # at least one lands
+            try:
+                result = c.refresh().maintenance.rewrite_data_files(
+                    options={"min-input-files": "2", "delete-ratio-threshold": "0.01"}
+                )
+                landed.append(result.commits)
+            except CommitConflictError:
+                continue
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    thread = threading.Thread(target=compact_forever)
+    thread.start()
+    try:
+        w = catalog.load_table("db.t")
+        for i in range(16):
+            keys = rng.sample(range(200), 5)
+            for _attempt in range(50):
+                try:
+                    if i % 2 == 0:
+                        w.refresh().upsert(rows(keys, tag=f"u{i}-"))
+                    else:
+                        w.refresh().delete(f"id in ({', '.join(map(str, keys))})")
+                    break
+                except CommitConflictError:
+                    continue
+            else:
+                pytest.fail("the writer lost 50 times in a row")
+            for k in keys:
+                if i % 2 == 0:
+                    model[k] = f"u{i}-{k}"
+                else:
+                    model.pop(k, None)
+    finally:
+        stop.set()
+        thread.join()
+    assert not failures, failures
+    assert sum(landed) > 0  # compactions did land in between
+    after = catalog.load_table("db.t")
+    got = after.scan(columns=["id", "s"]).to_arrow().to_pylist()
+    assert len(got) == len(model)
+    assert {r["id"]: r["s"] for r in got} == model
     assert_folder_is_reachable(after)

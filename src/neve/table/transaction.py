@@ -898,6 +898,9 @@ class Transaction:
         if rebase is not None:
             action.rebase = rebase
             action.rebases_positions = True
+            # losing the swap then only says others were faster: retry until the
+            # total timeout, as rebasing row deltas do
+            action.always_rebases = True
         self._stage(action.rewrite(added, removed, data_files))
         return action
 
