@@ -16,9 +16,15 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 import neve
+from neve.planning.changelog import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
 from neve.spark.datasource import NeveDataSource, register_datasource
 from neve.spark.schema import to_spark_schema
-from neve.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY, last_committed_batch
+from neve.spark.streaming import (
+    BATCH_ID_PROPERTY,
+    QUERY_ID_PROPERTY,
+    changelog_to_row_kinds,
+    last_committed_batch,
+)
 from neve.table.table import Table
 
 pytestmark = pytest.mark.spark
@@ -243,3 +249,40 @@ def test_changelog_stream_upserts_into_a_copy_and_moves_its_consumer(env: Env) -
     env.run_to_table(changes, "db.dst", "ck", upsert="true")
     assert canon(dst.refresh().scan().to_arrow()) == canon(src.refresh().scan().to_arrow())
     assert src.refresh().consumers()[0].snapshot_id == head(src)
+
+
+def test_a_new_query_with_a_consumer_id_starts_after_its_tag(env: Env) -> None:
+    src = env.catalog.create_table("db.src", SCHEMA)
+    src.append(rows(range(0, 4)))
+    src.append(rows(range(4, 6)))
+    src.record_consumer("job", head(src))
+    src.append(rows(range(6, 9)))
+    # a fresh checkpoint, starting options saying "earliest": the consumer decides
+    fresh = env.stream("db.src", **{"consumer-id": "job", "starting-position": "earliest"})
+    assert canon(env.run_to_memory(fresh, "m_consumer", "ck")) == canon(rows(range(6, 9)))
+    assert src.refresh().consumers()[0].snapshot_id == head(src)
+
+
+def test_changelog_rows_become_row_kinds_in_apply_order() -> None:
+    changes = pa.table(
+        {
+            "id": [1, 1, 2, 3, 3],
+            "v": [5, 6, 7, 8, 9],
+            CHANGE_TYPE: ["UPDATE_AFTER", "UPDATE_BEFORE", "DELETE", "INSERT", "DELETE"],
+            CHANGE_ORDINAL: [0, 0, 0, 1, 0],
+            COMMIT_SNAPSHOT_ID: [10, 10, 10, 11, 10],
+        }
+    )
+    out = changelog_to_row_kinds(changes, "_kind")
+    assert out.column_names == ["id", "v", "_kind"]
+    assert out.to_pylist() == [
+        {"id": 1, "v": 6, "_kind": "-U"},
+        {"id": 2, "v": 7, "_kind": "-D"},
+        {"id": 3, "v": 9, "_kind": "-D"},
+        {"id": 1, "v": 5, "_kind": "+U"},
+        {"id": 3, "v": 8, "_kind": "+I"},
+    ]
+    with pytest.raises(neve.ValidationError, match=r"rowkind\.field"):
+        changelog_to_row_kinds(changes, None)
+    plain = changes.drop_columns([CHANGE_TYPE])
+    assert changelog_to_row_kinds(plain, None).column_names == ["id", "v"]

@@ -439,7 +439,7 @@ class NeveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         # runs on Spark executors: the pyarrow data path is imported there only
         from neve.arrow.changelog import changelog_batches
-        from neve.arrow.scan import scan_batches
+        from neve.arrow.scan import scan_batches  # executors only, as above
 
         if isinstance(partition, _AppendPartition):
             for batch in scan_batches(partition.scan, partition.tasks):
