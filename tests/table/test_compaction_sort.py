@@ -207,3 +207,22 @@ def test_bad_sort_requests_change_nothing(table: Table) -> None:
         dry_run=True,
     )
     assert ok.dry_run
+
+
+def test_transform_terms_sort_by_their_values(table: Table) -> None:
+    before = canon(table.scan().to_arrow())
+    table.maintenance.rewrite_data_files(
+        strategy="sort", sort_order="truncate(2, s) desc, id", options={"rewrite-all": "true"}
+    )
+    t = table.refresh()
+    assert canon(t.scan().to_arrow()) == before
+    for rows in written_files(t):
+        got = list(zip(rows.column("s").to_pylist(), rows.column("id").to_pylist(), strict=True))
+
+        def key(r: tuple[str | None, int]) -> tuple[int, list[int], int]:
+            # desc puts nulls last by default; a longer string sorts after its prefix
+            if r[0] is None:
+                return (1, [], r[1])
+            return (0, [-b for b in r[0][:2].encode()] + [1], r[1])
+
+        assert got == sorted(got, key=key)
