@@ -42,6 +42,14 @@ Incremental append reads (docs/STREAMING.md): ``start-snapshot-id``, ``end-snaps
 :mod:`neve.spark.streaming` as well (``mode``, ``consumer-id``, ``upsert`` ...;
 docs/STREAMING.md).
 
+Changelog reads: ``changelog=true`` with ``start-snapshot-id`` / ``end-snapshot-id``
+or ``start-timestamp`` / ``end-timestamp`` (start exclusive, end inclusive; default
+everything up to the head of ``ref``) reads ``table.changes(...)``: the changed rows
+with ``_change_type``, ``_change_ordinal`` and ``_commit_snapshot_id``; also
+``compute-updates`` (default true), ``net-changes`` (default false) and
+``identifier-columns`` (comma-separated; default the primary key), with ``filter`` and
+``columns`` as above. One Spark task per snapshot (docs/CHANGELOG-READS.md).
+
 How it works. Planning and committing happen on the driver (in the Python workers
 Spark starts there): ``load()`` opens the catalog once, pins the table's metadata
 file, and later scans of that DataFrame read exactly that version. Executors read
@@ -94,6 +102,7 @@ from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider
 from neve.planning.incremental import SKIP_DELETE_SNAPSHOTS, SKIP_OVERWRITE_SNAPSHOTS
 from neve.planning.tasks import FileScanTask
+from neve.spark.changelog import ChangelogReader
 from neve.spark.conform import check_write_schema
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
@@ -134,6 +143,7 @@ WRITE_BUFFER_BYTES = 256 * 1024 * 1024
 _READ_KEYS = {"filter", "columns", "snapshotid", "asof", "ref", "casesensitive", "partitions"}
 _READ_KEYS |= {"startsnapshotid", "endsnapshotid", "starttimestamp", "endtimestamp"}
 _READ_KEYS |= {"streamingskipoverwritesnapshots", "streamingskipdeletesnapshots"}
+_READ_KEYS |= {"changelog", "computeupdates", "netchanges", "identifiercolumns"}
 _WRITE_KEYS = {"branch", "overwritemode"}
 _COMMON_KEYS = {"uri", "warehouse", "catalog", "table", "path"}
 _SPELLING = {
@@ -153,6 +163,9 @@ _SPELLING = {
     "consumerid": "consumer-id",
     "consumer.expirationtime": "consumer.expiration-time",
     "queryid": "query-id",
+    "computeupdates": "compute-updates",
+    "netchanges": "net-changes",
+    "identifiercolumns": "identifier-columns",
 }
 
 
@@ -447,6 +460,30 @@ def _files_of(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
     return [f for m in messages if isinstance(m, NeveCommitMessage) for f in m.files]
 
 
+def _changelog_reader(table: Table, opts: _Options, schema: T.StructType) -> ChangelogReader:
+    """The ``changelog=true`` read: the changelog of the options' range on the branch
+    ``ref`` (default main), one Spark task per snapshot."""
+    columns, keys = opts.get("columns"), opts.get("identifiercolumns")
+    plan = table.plan_changes(
+        opts.integer("startsnapshotid"),
+        opts.integer("endsnapshotid"),
+        _time(opts.get("starttimestamp")),
+        _time(opts.get("endtimestamp")),
+        filter=opts.get("filter"),
+        identifier_columns=[c.strip() for c in keys.split(",") if c.strip()] if keys else None,
+        branch=opts.get("ref") or MAIN_BRANCH,
+        case_sensitive=opts.flag("casesensitive", True),
+    )
+    return ChangelogReader(
+        table.io,
+        plan,
+        schema,
+        compute_updates=opts.flag("computeupdates", True),
+        net_changes=opts.flag("netchanges", False),
+        columns=[c.strip() for c in columns.split(",") if c.strip()] if columns else None,
+    )
+
+
 # -- the data source -------------------------------------------------------------------------
 
 
@@ -468,7 +505,8 @@ class NeveDataSource(DataSource):
         # later scans of this DataFrame read this very version of the table
         self.metadata_location: str | None = table.metadata_location
         data = to_spark_schema(scan.projected_schema())
-        return changelog_spark_schema(data) if is_changelog_stream(opts) else data
+        changelog = is_changelog_stream(opts) or opts.flag("changelog", False)
+        return changelog_spark_schema(data) if changelog else data
 
     def reader(self, schema: T.StructType) -> DataSourceReader:
         opts = _Options.parse(self.options, _READ_KEYS)
@@ -479,6 +517,8 @@ class NeveDataSource(DataSource):
             else:
                 ident = parse_identifier(opts.table)
                 table = Table(ident, cat.read_metadata(location), location, cat)
+        if opts.flag("changelog", False):  # a changelog of the range (neve.spark.changelog)
+            return _changelog_reader(table, opts, schema)
         scan = _scan(table, opts)
         expected = to_spark_schema(scan.projected_schema())
         if schema.fieldNames() != expected.fieldNames():
