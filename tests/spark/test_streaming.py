@@ -286,3 +286,23 @@ def test_changelog_rows_become_row_kinds_in_apply_order() -> None:
         changelog_to_row_kinds(changes, None)
     plain = changes.drop_columns([CHANGE_TYPE])
     assert changelog_to_row_kinds(plain, None).column_names == ["id", "v"]
+
+
+@pytest.mark.parametrize("mode", ["append", "changelog"])
+def test_earliest_reads_a_first_snapshot_whose_history_expired_in_full(env: Env, mode: str) -> None:
+    src = env.catalog.create_table("db.src", SCHEMA, primary_key=["id"])
+    src.append(rows(range(0, 5)))
+    src.append(rows(range(5, 10)))
+    src.delete("id in (1, 2)")  # a delete before the kept history: its rows stay gone
+    src.append(rows(range(10, 12)))
+    keep = head(src)
+    src.maintenance.expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+    assert [s.snapshot_id for s in src.refresh().snapshots()] == [keep]
+    src.append(rows(range(12, 14)))
+    got = env.run_to_memory(env.stream("db.src", mode=mode), f"m_expired_{mode}", "ck")
+    assert canon(got) == canon(src.refresh().scan().to_arrow())
+    if mode == "changelog":
+        assert {r["_change_type"] for r in got} == {"INSERT"}
+        first = {r["id"]: r["_commit_snapshot_id"] for r in got}
+        assert {first[i] for i in range(12, 14)} == {head(src)}
+        assert {first[i] for i in (0, 3, 11)} == {keep}

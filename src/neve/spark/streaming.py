@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from pyspark.sql import types as T
 from pyspark.sql.datasource import (
@@ -198,10 +199,12 @@ def _branch(opts: StreamOptions) -> str:
 
 @dataclass
 class _AppendPartition(InputPartition):
-    """Appended files one Spark task reads, with the scan that reads them."""
+    """Appended files one Spark task reads, with the scan that reads them. With
+    ``inserted_by`` (changelog mode) the rows are that snapshot's inserts."""
 
     scan: TableScan
     tasks: list[FileScanTask]
+    inserted_by: int | None = None
 
 
 @dataclass
@@ -211,6 +214,7 @@ class _ChangePartition(InputPartition):
     io: FileIO
     plan: ChangelogPlan
     columns: list[str] | None
+    shift: int = 0  # added to the ordinals (after a first snapshot read in full)
 
 
 def _cost(s: Snapshot, changelog: bool) -> tuple[int, int]:
@@ -396,16 +400,34 @@ class NeveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = None if first == _BEFORE_FIRST else first
         filter = self.opts.get("filter")
         case_sensitive = self.opts.flag("casesensitive", True)
+        parts: list[InputPartition] = []
+        line = md.ancestors(last) if begin is None else []
+        if line and line[-1].parent_snapshot_id is not None:
+            # The branch's history was expired before its oldest snapshot: what that
+            # snapshot holds is read in full (as inserts), then the changes after it
+            # (Iceberg-Java's streaming reads its first snapshot the same way).
+            oldest = line[-1].snapshot_id
+            full = table.scan(
+                filter=filter,
+                columns=self.columns,
+                snapshot_id=oldest,
+                case_sensitive=case_sensitive,
+            )
+            mark = oldest if self.changelog else None
+            parts += [_AppendPartition(full, [t], mark) for t in full.plan_files()]
+            begin = oldest
+            if begin == last:
+                return parts
         if self.changelog:
             plan = table.plan_changes(
                 begin, last, filter=filter, branch=self.branch, case_sensitive=case_sensitive
             )
-            parts: list[InputPartition] = []
+            shift = 1 if parts else 0
             for cs in plan.snapshots:
                 tasks = tuple(t for t in plan.tasks if t.ordinal == cs.ordinal)
                 if tasks:
                     one = dataclasses.replace(plan, snapshots=(cs,), tasks=tasks)
-                    parts.append(_ChangePartition(table.io, one, self.columns))
+                    parts.append(_ChangePartition(table.io, one, self.columns, shift))
             return parts
         scan = IncrementalAppendScan(
             md,
@@ -418,7 +440,7 @@ class NeveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             case_sensitive=case_sensitive,
             options=self.skip,
         )
-        return [_AppendPartition(scan, [t]) for t in scan.plan_files()]
+        return parts + [_AppendPartition(scan, [t]) for t in scan.plan_files()]
 
     def commit(self, end: dict[str, int]) -> None:
         self._record(int(end["snapshot_id"]))
@@ -443,10 +465,26 @@ class NeveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         if isinstance(partition, _AppendPartition):
             for batch in scan_batches(partition.scan, partition.tasks):
-                if batch.num_rows:
-                    yield batch.cast(self.arrow_schema)
+                if not batch.num_rows:
+                    continue
+                if partition.inserted_by is not None:  # a changelog's first snapshot
+                    n = batch.num_rows
+                    batch = pa.RecordBatch.from_arrays(
+                        [
+                            *batch.columns,
+                            pa.array([ChangeType.INSERT.value] * n, pa.string()),
+                            pa.array([0] * n, pa.int32()),
+                            pa.array([partition.inserted_by] * n, pa.int64()),
+                        ],
+                        names=[*batch.schema.names, *_CHANGE_COLUMNS],
+                    )
+                yield batch.cast(self.arrow_schema)
         elif isinstance(partition, _ChangePartition):
             for table in changelog_batches(partition.io, partition.plan, columns=partition.columns):
+                if partition.shift:
+                    shifted = pc.add(table.column(CHANGE_ORDINAL), partition.shift)
+                    i = table.column_names.index(CHANGE_ORDINAL)
+                    table = table.set_column(i, CHANGE_ORDINAL, shifted.cast(pa.int32()))
                 yield from table.cast(self.arrow_schema).to_batches()
 
 
