@@ -240,7 +240,11 @@ def test_changelog_stream_upserts_into_a_copy_and_moves_its_consumer(env: Env) -
     src.append(rows(range(0, 10)))
     src.upsert(rows([3, 4, 12], v=50))
     src.delete("id in (5, 6)")
-    changes = env.stream("db.src", mode="changelog", **{"consumer-id": "copier"})
+    changes = env.stream(
+        "db.src",
+        mode="changelog",
+        **{"consumer-id": "copier", "consumer.expiration-time": "2d"},
+    )
     env.run_to_table(changes, "db.dst", "ck", upsert="true")
     assert canon(dst.refresh().scan().to_arrow()) == canon(src.refresh().scan().to_arrow())
     assert [(c.name, c.snapshot_id) for c in src.refresh().consumers()] == [("copier", head(src))]
@@ -249,6 +253,7 @@ def test_changelog_stream_upserts_into_a_copy_and_moves_its_consumer(env: Env) -
     env.run_to_table(changes, "db.dst", "ck", upsert="true")
     assert canon(dst.refresh().scan().to_arrow()) == canon(src.refresh().scan().to_arrow())
     assert src.refresh().consumers()[0].snapshot_id == head(src)
+    assert src.consumers()[0].expiration_ms == 2 * 86_400_000
 
 
 def test_a_new_query_with_a_consumer_id_starts_after_its_tag(env: Env) -> None:
