@@ -1,12 +1,16 @@
 """The streaming copy test (issue 15, done when): a writer process commits appends,
 upserts and deletes to a primary-key table in a loop while a streaming query reads its
 changelog (with a consumer id) and upserts the changes into a copy through the neve
-sink; the query is stopped mid-stream and restarted from its checkpoint twice. At the
-end the copy equals the source (no change lost or applied twice), each sink commit is
-one micro-batch, and the consumer's tag sits on the source's head."""
+sink. The query is stopped mid-stream, restarted from its checkpoint in a process of
+its own, which is killed (SIGKILL, Spark JVM and all) mid-stream, and restarted again
+from the checkpoint to read the rest. At the end the copy equals the source (no change
+lost or applied twice), each sink commit is one micro-batch, and the consumer's tag
+sits on the source's head."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +29,7 @@ from neve.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
 pytestmark = pytest.mark.spark
 
 WRITER = Path(__file__).with_name("stream_writer.py")
+QUERY = Path(__file__).with_name("stream_query.py")
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -32,7 +37,7 @@ SCHEMA = pa.schema(
         pa.field("s", pa.string()),
     ]
 )
-OPERATIONS = 40
+OPERATIONS = 60
 #: Upper bound on any wait below (a hung query fails the test instead of hanging it).
 PATIENCE_S = 600
 
@@ -94,12 +99,41 @@ def test_changelog_stream_copies_a_changing_table_across_restarts(
         stderr=subprocess.PIPE,
         text=True,
     )
+    query: subprocess.Popen[str] | None = None
     try:
-        for _ in range(2):  # run a while, then stop mid-stream and start again
-            q = start(processingTime="1 second")
-            wait_for(lambda q=q: batches_done(q) >= 2 or q.exception(), "two micro-batches")
-            assert q.exception() is None, q.exception()
-            q.stop()
+        # run a while in this process, then stop the query mid-stream
+        q = start(processingTime="1 second")
+        wait_for(lambda: batches_done(q) >= 2 or q.exception(), "two micro-batches")
+        assert q.exception() is None, q.exception()
+        q.stop()
+        # go on from the checkpoint in a process of its own, and kill it (and its
+        # Spark JVM, in its process group) when it has committed two more batches
+        committed = len(dst.refresh().snapshots())
+        query = subprocess.Popen(
+            [sys.executable, str(QUERY), uri, wh, checkpoint],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+        def caught_up() -> bool:  # nothing left to read: the writer is done, all read
+            head = src.refresh().current_snapshot()
+            return writer.poll() is not None and [c.snapshot_id for c in src.consumers()] == [
+                head.snapshot_id if head else None
+            ]
+
+        wait_for(
+            lambda: (
+                len(dst.refresh().snapshots()) >= committed + 2
+                or query.poll() is not None
+                or caught_up()
+            ),
+            "the query process to commit two micro-batches",
+        )
+        assert query.poll() is None, query.communicate()[1][-3000:]
+        os.killpg(query.pid, signal.SIGKILL)
+        query.wait(timeout=PATIENCE_S)
         out, err = writer.communicate(timeout=PATIENCE_S)
         assert writer.returncode == 0, err
         assert "done" in out
@@ -110,6 +144,8 @@ def test_changelog_stream_copies_a_changing_table_across_restarts(
     finally:
         if writer.poll() is None:
             writer.kill()
+        if query is not None and query.poll() is None:
+            os.killpg(query.pid, signal.SIGKILL)
     src.refresh()
     dst.refresh()
     assert len(src.snapshots()) > OPERATIONS // 2  # the writer did change the table
