@@ -157,3 +157,23 @@ def test_bench_maintenance_quick_runs() -> None:
     assert "a v2 table of 51 snapshots" in out
     assert "deleted 500 data files, 50 manifest files, 50 manifest lists" in out
     assert "metadata only, 0 files deleted   neve/pyiceberg" in out
+
+
+def test_bench_changelog_quick_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_changelog.py"), "--quick"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    ).stdout
+    # the script checked that the changelog and both diffs found the same changes
+    assert "TPC-H lineitem SF0.01: 60,175 rows" in out
+    assert "upsert of 600 rows (300 changed, 300 new)" in out
+    labels = [line.split("  ")[1].strip() for line in out.splitlines() if line.endswith(" s")]
+    assert labels == [
+        "changelog (neve.spark.changes)",
+        "diff of snapshots (exceptAll)",
+        "diff of snapshots (outer join)",
+    ]
+    assert "ratio diff/changelog" in out

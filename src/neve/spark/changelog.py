@@ -224,11 +224,17 @@ def finish_changes_df(
     df = df.withColumn(_CMP, F.to_json(F.struct(*data), opts))
     is_del = (F.col(CHANGE_TYPE) == _DEL).cast("int")
     is_ins = (F.col(CHANGE_TYPE) == _INS).cast("int")
+    keys = [_key_col(k) for k in key]
+    if keys:
+        # every window below partitions by the key (identical rows share it), so one
+        # shuffle by the key serves them all
+        df = df.repartition(*keys)
     # carry-over: identical rows of one snapshot, deleted and inserted, cancel one for
     # one (net changes without a key cancel them across the range, as in the pyarrow rules)
     if key or not net_changes:
-        same = Window.partitionBy(_CMP, CHANGE_ORDINAL)
-        nth = Window.partitionBy(_CMP, CHANGE_ORDINAL, CHANGE_TYPE).orderBy(COMMIT_SNAPSHOT_ID)
+        same_row = [*keys, F.col(CHANGE_ORDINAL), F.col(_CMP)]
+        same = Window.partitionBy(*same_row)
+        nth = Window.partitionBy(*same_row, F.col(CHANGE_TYPE)).orderBy(COMMIT_SNAPSHOT_ID)
         df = (
             df.withColumn(_D, F.sum(is_del).over(same))
             .withColumn(_I, F.sum(is_ins).over(same))
@@ -236,7 +242,6 @@ def finish_changes_df(
             .filter(F.col(_N) > F.least(F.col(_D), F.col(_I)))
             .drop(_D, _I, _N)
         )
-    keys = [_key_col(k) for k in key]
     if net_changes:
         df = _net(df, keys)
     if keys and compute_updates:
