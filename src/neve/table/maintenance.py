@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from neve.actions.base import TableState
 from neve.actions.expire import ExpireSnapshots
@@ -70,15 +70,21 @@ _METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
 _VERSION_HINT = "version-hint.text"  # the filesystem catalog's pointer file
 
 
-def _metadata_reaches(io: FileIO, md: TableMetadata, out: set[str], seen: set[str]) -> None:
+def _metadata_reaches(
+    io: FileIO, md: TableMetadata, out: set[str], seen: set[str], lists: set[str]
+) -> None:
     """Add the statistics files, manifest lists, manifests, data and delete files
-    ``md`` reaches."""
+    ``md`` reaches; ``seen`` and ``lists`` hold the manifests and manifest lists
+    already followed (files never change, so each is read once)."""
     for stats in (*md.statistics, *md.partition_statistics):
         path = stats.get("statistics-path")
         if isinstance(path, str):
             out.add(path)
     for s in md.snapshots:
         out.add(s.manifest_list)
+        if s.manifest_list in lists:
+            continue
+        lists.add(s.manifest_list)
         try:
             manifests = read_manifest_list(io, s.manifest_list)
         except NeveError:  # missing or damaged: nothing more to find from it
@@ -106,18 +112,58 @@ def reachable_files(table: MaintainedTable, older_metadata: Iterable[str] = ()) 
     out: set[str] = {table.metadata_location}
     out.update(e.metadata_file for e in md.metadata_log)
     seen: set[str] = set()
-    _metadata_reaches(io, md, out, seen)
+    lists: set[str] = set()
+    _metadata_reaches(io, md, out, seen, lists)
     logged = [e.metadata_file for e in md.metadata_log]
     followed = {table.metadata_location}
     for loc in logged + list(older_metadata):
         if loc in followed:
             continue
         followed.add(loc)
+        raw = _read_json(io, loc)
+        if raw is None or str(raw.get("table-uuid")) != md.table_uuid:
+            continue
+        out.add(loc)
+        # a table with a long history has as many metadata files as commits, each
+        # naming most snapshots again: parse one fully only for snapshots not seen yet
+        named = _manifest_lists_and_stats(raw)
+        if named is not None and named[0] <= lists:
+            out.update(named[0] | named[1])
+            continue
         older = _read_metadata(io, loc)
-        if older is not None and older.table_uuid == md.table_uuid:
-            out.add(loc)
-            _metadata_reaches(io, older, out, seen)
+        if older is not None:
+            _metadata_reaches(io, older, out, seen, lists)
     return out
+
+
+def _read_json(io: FileIO, location: str) -> dict[str, Any] | None:
+    """A metadata file's JSON object; None when it cannot be read."""
+    try:
+        data = io.read_bytes(location)
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        raw = json.loads(data)
+    except (NeveError, OSError, ValueError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def _manifest_lists_and_stats(raw: Mapping[str, Any]) -> tuple[set[str], set[str]] | None:
+    """The manifest lists and statistics files a metadata JSON object names; None when
+    a snapshot has no manifest list (v1 snapshots may list manifests inline)."""
+    lists: set[str] = set()
+    for snap in raw.get("snapshots") or ():
+        path = snap.get("manifest-list") if isinstance(snap, dict) else None
+        if not isinstance(path, str):
+            return None
+        lists.add(path)
+    stats: set[str] = set()
+    for key in ("statistics", "partition-statistics"):
+        for entry in raw.get(key) or ():
+            path = entry.get("statistics-path") if isinstance(entry, dict) else None
+            if isinstance(path, str):
+                stats.add(path)
+    return lists, stats
 
 
 def _read_metadata(io: FileIO, location: str) -> TableMetadata | None:
