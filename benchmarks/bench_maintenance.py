@@ -231,6 +231,9 @@ def bench_compaction(
         spark.stop()
         for path in files_below(cache) - before_run:  # what this run wrote
             os.remove(path)
+        for folder, _, _ in os.walk(cache, topdown=False):  # and its write directories
+            if not os.listdir(folder):
+                os.rmdir(folder)
 
 
 # -- (b) and (c): a table with a long history -----------------------------------------
