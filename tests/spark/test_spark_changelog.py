@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 import neve
 import neve.spark as ns
 from javaengine import canon
+from neve.errors import ValidationError
 from neve.spark.datasource import register_datasource
 
 pytestmark = pytest.mark.spark
@@ -96,7 +97,10 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[neve.Tab
     return uri, out
 
 
-def test_spark_changes_equal_pyarrow(spark: SparkSession, tables: Any) -> None:
+@pytest.mark.parametrize("local_rows_max", [0, 10_000], ids=["spark-tasks", "driver"])
+def test_spark_changes_equal_pyarrow(spark: SparkSession, tables: Any, local_rows_max: int) -> None:
+    # 0: read and finished by Spark tasks; 10,000: these small changelogs are finished
+    # by the pyarrow engine on the driver and handed to Spark
     _, ts = tables
     for t in ts:
         first = t.snapshots()[0].snapshot_id
@@ -106,7 +110,10 @@ def test_spark_changes_equal_pyarrow(spark: SparkSession, tables: Any) -> None:
             {"start_snapshot_id": first, "filter": "id < 6", "columns": ["id", "f", "m"]},
         ):
             want = t.changes(**kwargs).to_pylist()
-            got = [r.asDict(recursive=True) for r in ns.changes(spark, t, **kwargs).collect()]
+            df = ns.changes(spark, t, local_rows_max=local_rows_max, **kwargs)
+            spark_tasks = ns.changes(spark, t, local_rows_max=0, **kwargs)
+            assert df.schema.simpleString() == spark_tasks.schema.simpleString()
+            got = [r.asDict(recursive=True) for r in df.collect()]
             # Spark gives maps as dicts and structs as dicts: compare canonical forms
             want = [
                 {k: (dict(v) if k == "m" and v is not None else v) for k, v in r.items()}
@@ -172,6 +179,10 @@ def test_spark_pairing_error_says_what_to_do(spark: SparkSession, tmp_path: Path
     t.append(rows([1]))
     t.update({"price": Decimal(1)}, "id = 1")
     with pytest.raises(Exception, match="identifier_columns"):
+        ns.changes(spark, t, identifier_columns=["id"], local_rows_max=0).collect()
+    with pytest.raises(ValidationError, match="identifier_columns"):  # on the driver
         ns.changes(spark, t, identifier_columns=["id"]).collect()
     # without pairing the changes are there
-    assert ns.changes(spark, t, identifier_columns=["id"], compute_updates=False).count() == 7
+    for local in (0, 100):
+        kwargs: dict[str, Any] = {"compute_updates": False, "local_rows_max": local}
+        assert ns.changes(spark, t, identifier_columns=["id"], **kwargs).count() == 7

@@ -22,7 +22,9 @@ class SparkChangelogMachine(ChangelogMachine):
 
     def read_changes(self, t: Any, **kwargs: Any) -> list[Row]:
         spark = ns.local_session()
-        return [r.asDict() for r in ns.changes(spark, t.refresh(), **kwargs).collect()]
+        # local_rows_max=0: every changelog read and finished by Spark tasks
+        df = ns.changes(spark, t.refresh(), local_rows_max=0, **kwargs)
+        return [r.asDict() for r in df.collect()]
 
 
 SparkChangelogMachine.TestCase.settings = settings(

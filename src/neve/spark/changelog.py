@@ -35,12 +35,14 @@ from neve.planning.changelog import (
     CHANGE_ORDINAL,
     CHANGE_TYPE,
     COMMIT_SNAPSHOT_ID,
+    ChangeKind,
     ChangelogPlan,
     ChangeTask,
     ChangeType,
 )
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
+from neve.spec.manifest import DataFileContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
 
@@ -48,11 +50,13 @@ if TYPE_CHECKING:
     from neve.table.table import Table
 
 __all__ = [
+    "LOCAL_ROWS_MAX",
     "ChangeTasksSource",
     "ChangelogReader",
     "changelog_spark_schema",
     "changes",
     "finish_changes_df",
+    "planned_rows",
     "read_change_tasks",
 ]
 
@@ -62,6 +66,10 @@ _I = "__neve_i"
 _N = "__neve_n"
 _INS = ChangeType.INSERT.value
 _DEL = ChangeType.DELETE.value
+#: Default bound of :func:`changes`' driver-side path, in planned rows.
+LOCAL_ROWS_MAX = 500_000
+
+
 #: Change tasks per Spark task when reading (small tasks share one).
 _TASKS_PER_PARTITION = 4
 
@@ -91,9 +99,15 @@ def changes(
     identifier_columns: Sequence[str] | None = None,
     branch: str = MAIN_BRANCH,
     case_sensitive: bool = True,
+    local_rows_max: int = LOCAL_ROWS_MAX,
 ) -> DataFrame:
     """The changelog of a range of snapshots as a Spark DataFrame: the same rows as
-    ``table.changes(...)`` (same arguments), read and finished by Spark tasks."""
+    ``table.changes(...)`` (same arguments), read and finished by Spark tasks.
+
+    A changelog the plan says touches at most ``local_rows_max`` rows (rows of the
+    inserted and removed files, and the rows new deletes mark) is read and finished by
+    the pyarrow engine on the driver, which is many times faster than Spark jobs for a
+    small change to a large table; ``0`` always uses Spark tasks."""
     check_session(spark)
     plan = table.plan_changes(
         start_snapshot_id,
@@ -105,6 +119,10 @@ def changes(
         branch=branch,
         case_sensitive=case_sensitive,
     )
+    if planned_rows(plan) <= local_rows_max:
+        return _local_changes(
+            spark, table.io, plan, columns, compute_updates, net_changes, case_sensitive
+        )
     raw = read_change_tasks(spark, table.io, plan, plan.tasks)
     data = [f.name for f in plan.schema.fields]
     out = finish_changes_df(
@@ -118,6 +136,49 @@ def changes(
         names = [f.name for f in plan.schema.select(list(columns), case_sensitive).fields]
         out = out.select(*names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)
     return out
+
+
+def planned_rows(plan: ChangelogPlan) -> int:
+    """An upper bound of the rows ``plan``'s tasks read: whole files for inserted and
+    removed files, and for rows newly deleted the rows the file's new delete files mark
+    (a DV's count is exact; a position delete file may count other files' rows too;
+    an equality delete counts the whole data file)."""
+    total = 0
+    for t in plan.tasks:
+        if t.kind is not ChangeKind.DELETED_ROWS:
+            total += t.file.record_count
+            continue
+        before = {d.file_path for d in t.deletes}
+        new = [d for d in t.deletes_after if d.file_path not in before]
+        if any(d.content is DataFileContent.EQUALITY_DELETES for d in new):
+            total += t.file.record_count
+        else:
+            total += min(t.file.record_count, sum(d.record_count for d in new))
+    return total
+
+
+def _local_changes(
+    spark: SparkSession,
+    io: FileIO,
+    plan: ChangelogPlan,
+    columns: Sequence[str] | None,
+    compute_updates: bool,
+    net_changes: bool,
+    case_sensitive: bool,
+) -> DataFrame:
+    # the pyarrow data path runs on the driver here, for small changelogs only
+    from neve.arrow.changelog import changelog_table
+
+    names = None
+    fields = plan.schema
+    if columns is not None:
+        fields = plan.schema.select(list(columns), case_sensitive)
+        names = [f.name for f in fields.fields]
+    rows = changelog_table(
+        io, plan, columns=names, compute_updates=compute_updates, net_changes=net_changes
+    )
+    schema = changelog_spark_schema(Schema(*fields.fields))
+    return spark.createDataFrame(rows.cast(spark_arrow_schema(schema, timezone="UTC")), schema)
 
 
 def read_change_tasks(
