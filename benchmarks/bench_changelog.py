@@ -9,7 +9,10 @@ result (Spark's ``noop`` sink), best of ``--runs``, alternating:
 
 - neve: ``neve.spark.changes(spark, table, start_snapshot_id=<before>,
   end_snapshot_id=<upsert>)`` -- the upsert's changelog: the new files, and the rows
-  its deletion vectors mark, read back by position; updates paired by the key;
+  its deletion vectors mark, read back by position; updates paired by the key. By
+  default a changelog this small (the plan bounds it by ``local_rows_max`` rows) is
+  finished by the pyarrow engine on the driver; also timed with ``local_rows_max=0``,
+  read and finished by Spark tasks;
 - diff (exceptAll): what a user does without a changelog: read both snapshots with
   ``neve.spark.read`` and ``before.exceptAll(after)`` (deleted rows) plus
   ``after.exceptAll(before)`` (inserted rows);
@@ -124,10 +127,15 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
         columns = [f.name for f in table.schema().fields]
         key_cols = list(KEYS)
 
-        def changelog() -> DataFrame:
+        def changelog(local_rows_max: int | None = None) -> DataFrame:
             t = cat.load_table("bench.lineitem")
+            path = {} if local_rows_max is None else {"local_rows_max": local_rows_max}
             return ns.changes(
-                spark, t, start_snapshot_id=before.snapshot_id, end_snapshot_id=after.snapshot_id
+                spark,
+                t,
+                start_snapshot_id=before.snapshot_id,
+                end_snapshot_id=after.snapshot_id,
+                **path,
             )
 
         def snapshots() -> tuple[DataFrame, DataFrame]:
@@ -170,20 +178,27 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
         ours = changelog().withColumn("_change_type", as_plain).select(*columns, "_change_type")
         kinds = {r[0]: r[1] for r in changelog().groupBy("_change_type").count().collect()}
         assert kinds == {"UPDATE_BEFORE": half, "UPDATE_AFTER": half, "INSERT": half}, kinds
-        for other in (diff_except(), diff_join()):
+        tasks = changelog(0).withColumn("_change_type", as_plain).select(*columns, "_change_type")
+        for other in (tasks, diff_except(), diff_join()):
             assert ours.exceptAll(other).count() == 0 and other.exceptAll(ours).count() == 0
 
-        times: dict[str, list[float]] = {"neve": [], "except": [], "join": []}
+        times: dict[str, list[float]] = {"neve": [], "tasks": [], "except": [], "join": []}
         for _ in range(runs):
             times["neve"].append(timed(lambda: materialise(changelog())))
+            times["tasks"].append(timed(lambda: materialise(changelog(0))))
             times["except"].append(timed(lambda: materialise(diff_except())))
             times["join"].append(timed(lambda: materialise(diff_join())))
         best = {k: min(v) for k, v in times.items()}
         reference = min(best["except"], best["join"])
         print(f"  changelog (neve.spark.changes)  {best['neve']:8.2f} s", flush=True)
+        print(f"  changelog on Spark tasks only   {best['tasks']:8.2f} s", flush=True)
         print(f"  diff of snapshots (exceptAll)   {best['except']:8.2f} s", flush=True)
         print(f"  diff of snapshots (outer join)  {best['join']:8.2f} s", flush=True)
         print(f"  ratio diff/changelog            {reference / best['neve']:8.1f}x", flush=True)
+        print(
+            f"  ratio diff/changelog on Spark tasks only {reference / best['tasks']:8.1f}x",
+            flush=True,
+        )
         return best
     finally:
         spark.stop()

@@ -173,7 +173,8 @@ def test_bench_changelog_quick_runs() -> None:
     labels = [line.split("  ")[1].strip() for line in out.splitlines() if line.endswith(" s")]
     assert labels == [
         "changelog (neve.spark.changes)",
+        "changelog on Spark tasks only",
         "diff of snapshots (exceptAll)",
         "diff of snapshots (outer join)",
     ]
-    assert "ratio diff/changelog" in out
+    assert "ratio diff/changelog " in out and "ratio diff/changelog on Spark tasks only" in out
