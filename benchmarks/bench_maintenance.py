@@ -52,7 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from bench_merge import lineitem
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -67,24 +67,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def files_below(folder: Path | str) -> set[str]:
     return {os.path.join(r, n) for r, _, ns in os.walk(folder) for n in ns}
-
-
-def lineitem(scale: float) -> pa.Table:
-    """TPC-H lineitem at ``scale`` (generated once under benchmarks/data), plain
-    strings."""
-    from neve.tpch import generate
-
-    folder = generate(DATA / "tpch", scale, ("lineitem",))["lineitem"]
-    data = pq.read_table(folder)
-    fields = [
-        pa.field(
-            f.name,
-            pa.large_string() if pa.types.is_string_view(f.type) else f.type,
-            nullable=f.nullable,
-        )
-        for f in data.schema
-    ]
-    return data.cast(pa.schema(fields))
 
 
 def java_engine(root: Path, uri: str, warehouse: Path) -> Any:
