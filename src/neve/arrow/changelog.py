@@ -42,8 +42,8 @@ from neve.planning.changelog import (
     ChangelogPlan,
     ChangeTask,
     ChangeType,
+    has_equality_deletes,
 )
-from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.schema import ROW_POSITION, Schema
 
 __all__ = [
@@ -68,10 +68,6 @@ def changelog_arrow_schema(schema: Schema, columns: Sequence[str] | None = None)
             pa.field(COMMIT_SNAPSHOT_ID, pa.int64(), nullable=False),
         ]
     )
-
-
-def _has_equality(files: Sequence[DataFile]) -> bool:
-    return any(d.content is DataFileContent.EQUALITY_DELETES for d in files)
 
 
 def read_change_task(
@@ -99,7 +95,7 @@ def read_change_task(
     )
     if task.kind is not ChangeKind.DELETED_ROWS:
         return read_data_file(io, f, schema, delete_files=task.deletes, **common)  # type: ignore[arg-type]
-    if not _has_equality(task.deletes) and not _has_equality(task.deletes_after):
+    if not has_equality_deletes(task.deletes) and not has_equality_deletes(task.deletes_after):
         # positions deleted anew, read back from the data file by position
         before = deleted_positions(io, f, task.deletes, cache) or BitMap64()
         after = deleted_positions(io, f, task.deletes_after, cache) or BitMap64()

@@ -73,6 +73,7 @@ __all__ = [
     "ChangeType",
     "ChangelogPlan",
     "changelog_snapshots",
+    "has_equality_deletes",
     "plan_changelog",
 ]
 
@@ -151,6 +152,29 @@ class ChangelogPlan:
     row_filter: BooleanExpression
     case_sensitive: bool
     identifier_columns: tuple[str, ...]
+
+    def row_bound(self) -> int:
+        """An upper bound of the rows the tasks read: whole files for inserted and
+        removed files, and for rows newly deleted the rows the file's new delete files
+        mark (a DV's count is exact; a position delete file may count other files'
+        rows too; an equality delete counts the whole data file)."""
+        total = 0
+        for t in self.tasks:
+            if t.kind is not ChangeKind.DELETED_ROWS:
+                total += t.file.record_count
+                continue
+            before = {d.file_path for d in t.deletes}
+            new = [d for d in t.deletes_after if d.file_path not in before]
+            if has_equality_deletes(new):
+                total += t.file.record_count
+            else:
+                total += min(t.file.record_count, sum(d.record_count for d in new))
+        return total
+
+
+def has_equality_deletes(files: Sequence[DataFile]) -> bool:
+    """Whether any of ``files`` is an equality delete file."""
+    return any(d.content is DataFileContent.EQUALITY_DELETES for d in files)
 
 
 def changelog_snapshots(

@@ -35,14 +35,12 @@ from neve.planning.changelog import (
     CHANGE_ORDINAL,
     CHANGE_TYPE,
     COMMIT_SNAPSHOT_ID,
-    ChangeKind,
     ChangelogPlan,
     ChangeTask,
     ChangeType,
 )
 from neve.spark.schema import to_spark_schema
 from neve.spark.session import check_session
-from neve.spec.manifest import DataFileContent
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
 
@@ -56,7 +54,6 @@ __all__ = [
     "changelog_spark_schema",
     "changes",
     "finish_changes_df",
-    "planned_rows",
     "read_change_tasks",
 ]
 
@@ -119,7 +116,7 @@ def changes(
         branch=branch,
         case_sensitive=case_sensitive,
     )
-    if planned_rows(plan) <= local_rows_max:
+    if plan.row_bound() <= local_rows_max:
         return _local_changes(
             spark, table.io, plan, columns, compute_updates, net_changes, case_sensitive
         )
@@ -136,25 +133,6 @@ def changes(
         names = [f.name for f in plan.schema.select(list(columns), case_sensitive).fields]
         out = out.select(*names, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID)
     return out
-
-
-def planned_rows(plan: ChangelogPlan) -> int:
-    """An upper bound of the rows ``plan``'s tasks read: whole files for inserted and
-    removed files, and for rows newly deleted the rows the file's new delete files mark
-    (a DV's count is exact; a position delete file may count other files' rows too;
-    an equality delete counts the whole data file)."""
-    total = 0
-    for t in plan.tasks:
-        if t.kind is not ChangeKind.DELETED_ROWS:
-            total += t.file.record_count
-            continue
-        before = {d.file_path for d in t.deletes}
-        new = [d for d in t.deletes_after if d.file_path not in before]
-        if any(d.content is DataFileContent.EQUALITY_DELETES for d in new):
-            total += t.file.record_count
-        else:
-            total += min(t.file.record_count, sum(d.record_count for d in new))
-    return total
 
 
 def _local_changes(
