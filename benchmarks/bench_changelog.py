@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_merge_spark import upsert_source
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 KEYS = ("l_orderkey", "l_linenumber")
@@ -81,22 +83,8 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
         lineitem = spark.read.parquet(str(source_dir))
         rows = lineitem.count()
         half = max(1, int(30_000 * scale))
-        max_key = lineitem.agg(F.max("l_orderkey")).collect()[0][0]
-        changed = (
-            lineitem.orderBy(F.rand(7))
-            .limit(half)
-            .withColumn(
-                "l_quantity", (F.col("l_quantity") + 1).cast(lineitem.schema["l_quantity"].dataType)
-            )
-        )
-        fresh = (
-            lineitem.orderBy(F.rand(11))
-            .limit(half)
-            .withColumn("l_orderkey", F.col("l_orderkey") + F.lit(max_key))
-        )
         source_path = root / "source.parquet"
-        changed.unionByName(fresh).write.parquet(str(source_path))
-        source = spark.read.parquet(str(source_path))
+        source = upsert_source(spark, lineitem, half, source_path)
 
         cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "wh"))
         cat.create_namespace("bench")

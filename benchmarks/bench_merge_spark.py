@@ -41,10 +41,32 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+def upsert_source(spark: Any, lineitem: Any, half: int, path: Path) -> Any:
+    """The upsert's source, written once to ``path`` and read back: ``half``
+    random existing rows with l_quantity + 1, and ``half`` random rows moved to new
+    keys (l_orderkey + the largest key)."""
+    from pyspark.sql import functions as F
+
+    max_key = lineitem.agg(F.max("l_orderkey")).collect()[0][0]
+    changed = (
+        lineitem.orderBy(F.rand(7))
+        .limit(half)
+        .withColumn(
+            "l_quantity", (F.col("l_quantity") + 1).cast(lineitem.schema["l_quantity"].dataType)
+        )
+    )
+    fresh = (
+        lineitem.orderBy(F.rand(11))
+        .limit(half)
+        .withColumn("l_orderkey", F.col("l_orderkey") + F.lit(max_key))
+    )
+    changed.unionByName(fresh).write.parquet(str(path))
+    return spark.read.parquet(str(path))
+
+
 def run(scale: float, runs: int, master: str = "local[2]") -> list[tuple[str, float]]:
     """Time the upserts; returns (label, best seconds) for neve merge-on-read,
     Iceberg-Java MERGE INTO and neve copy-on-write."""
-    from pyspark.sql import functions as F
 
     import neve
     from neve.spark import from_spark_schema, local_session, upsert, write
@@ -70,22 +92,8 @@ def run(scale: float, runs: int, master: str = "local[2]") -> list[tuple[str, fl
         lineitem = spark.read.parquet(str(source_dir))
         rows = lineitem.count()
         half = max(1, int(30_000 * scale))
-        max_key = lineitem.agg(F.max("l_orderkey")).collect()[0][0]
-        changed = (
-            lineitem.orderBy(F.rand(7))
-            .limit(half)
-            .withColumn(
-                "l_quantity", (F.col("l_quantity") + 1).cast(lineitem.schema["l_quantity"].dataType)
-            )
-        )
-        fresh = (
-            lineitem.orderBy(F.rand(11))
-            .limit(half)
-            .withColumn("l_orderkey", F.col("l_orderkey") + F.lit(max_key))
-        )
         source_path = root / "source.parquet"
-        changed.unionByName(fresh).write.parquet(str(source_path))
-        source = spark.read.parquet(str(source_path))
+        source = upsert_source(spark, lineitem, half, source_path)
         n_source = source.count()
 
         # neve: one table, merge-on-read; copy-on-write by switching the property
