@@ -19,7 +19,6 @@ and, when asked, each key's changes across the range collapsed into its net chan
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
 
-from neve.arrow.reader import DeleteCache, deleted_positions, read_data_file
+from neve.arrow.reader import DeleteCache, deleted_positions, read_data_file, read_workers
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.errors import ValidationError
 from neve.expressions.binding import bind
@@ -168,7 +167,7 @@ def _read_tasks(io: FileIO, plan: ChangelogPlan, tasks: Sequence[ChangeTask]) ->
     if len(tasks) == 1:
         parts = [one(tasks[0])]
     else:
-        workers = min(16, (os.cpu_count() or 2) * 2, len(tasks))
+        workers = min(read_workers(), len(tasks))
         with ThreadPoolExecutor(max_workers=workers) as ex:
             parts = list(ex.map(one, tasks))
     return pa.concat_tables(parts)

@@ -23,7 +23,7 @@ from pyroaring import BitMap64
 
 from neve.actions.base import TableState
 from neve.arrow.positions import read_task
-from neve.arrow.reader import DeleteCache
+from neve.arrow.reader import DeleteCache, read_workers
 from neve.arrow.schema import to_arrow_schema
 from neve.errors import DuplicateKeyError, ValidationError
 from neve.expressions import ALWAYS_FALSE, BooleanExpression, and_
@@ -151,13 +151,9 @@ def find_keys(
     if len(todo) <= 1:
         found = [hits_in(t) for t in todo]
     else:
-        with ThreadPoolExecutor(max_workers=min(_workers(), len(todo))) as ex:
+        with ThreadPoolExecutor(max_workers=min(read_workers(), len(todo))) as ex:
             found = list(ex.map(hits_in, todo))
     return [h for h in found if h is not None]
-
-
-def _workers() -> int:
-    return min(16, (os.cpu_count() or 2) * 2)
 
 
 #: Default bound of the process-wide key column cache, in bytes of column values; the

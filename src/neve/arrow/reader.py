@@ -15,6 +15,7 @@ them (spec "Row Lineage").
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -81,9 +82,16 @@ __all__ = [
     "identity_partition_constants",
     "iter_data_file_batches",
     "read_data_file",
+    "read_workers",
 ]
 
 DEFAULT_BATCH_SIZE = 131_072
+
+
+def read_workers() -> int:
+    """How many data files one process reads at once (threads: pyarrow and polars
+    release the GIL while decoding): twice the cores, at most 16."""
+    return min(16, (os.cpu_count() or 2) * 2)
 
 
 def identity_partition_constants(

@@ -9,14 +9,13 @@ each row exactly once."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from neve.arrow.reader import DeleteCache, iter_data_file_batches, read_data_file
+from neve.arrow.reader import DeleteCache, iter_data_file_batches, read_data_file, read_workers
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.expressions.binding import bind
 from neve.planning.tasks import FileScanTask
@@ -30,10 +29,6 @@ __all__ = ["scan_batches", "scan_to_table"]
 def _mapping(scan: ScanPlan) -> NameMapping | None:
     text = scan.metadata.properties.get("schema.name-mapping.default")
     return parse_name_mapping(text) if text else None
-
-
-def _workers() -> int:
-    return min(16, (os.cpu_count() or 2) * 2)
 
 
 def _split(task: FileScanTask) -> tuple[int, int] | None:
@@ -79,7 +74,7 @@ def scan_to_table(scan: ScanPlan, tasks: Sequence[FileScanTask]) -> pa.Table:
     if len(tasks) == 1:
         parts = [_read(scan, tasks[0], cache, mapping)]
     else:
-        with ThreadPoolExecutor(max_workers=min(_workers(), len(tasks))) as ex:
+        with ThreadPoolExecutor(max_workers=min(read_workers(), len(tasks))) as ex:
             parts = list(ex.map(lambda t: _read(scan, t, cache, mapping), tasks))
     return _concat(parts, schema)
 

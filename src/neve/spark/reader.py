@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import array
 import json
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from pyspark.sql import types as T
 
 from neve.arrow.deletes import read_deletion_vector, read_position_deletes
 from neve.arrow.projection import merge_fields, prune_fields
+from neve.arrow.reader import read_workers
 from neve.arrow.schema import (
     NameMapping,
     apply_name_mapping,
@@ -307,7 +307,7 @@ class _Read:
         # deletes and footers (a default's column unnamed by the metrics) read in parallel
         if len(self.files) == 1 or not (defaults or any(t.delete_files for t in self.files)):
             return [plan(t) for t in self.files]
-        with ThreadPoolExecutor(max_workers=_workers()) as ex:
+        with ThreadPoolExecutor(max_workers=read_workers()) as ex:
             return list(ex.map(plan, self.files))
 
     def _initial_defaults(self) -> list[NestedField]:
@@ -358,7 +358,7 @@ class _Read:
             ids = set(_arrow_ids(mapped))
             return path, (_Layout(spark_schema.json()), ids)
 
-        with ThreadPoolExecutor(max_workers=_workers()) as ex:
+        with ThreadPoolExecutor(max_workers=read_workers()) as ex:
             return dict(ex.map(look, self.files))
 
     # -- building the DataFrame -----------------------------------------------------
@@ -549,10 +549,6 @@ class _Read:
 
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def _workers() -> int:
-    return min(16, (os.cpu_count() or 2) * 2)
 
 
 def _top(name: str) -> Column:
