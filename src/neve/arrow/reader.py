@@ -22,9 +22,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 from pyroaring import BitMap64
 
 from neve.arrow.deletes import (
@@ -365,6 +367,42 @@ def iter_data_file_batches(
         outside = only_positions.flip(0, sum(sizes))
         deleted = outside if deleted is None else deleted | outside
 
+    def finish(live: pa.RecordBatch) -> pa.RecordBatch | None:
+        """The projected, filtered rows of ``live`` (raw rows, no deleted row left;
+        with their file positions when lineage or ``_pos`` needs them)."""
+        batch = project_batch(live, file_schema, read_schema, constants)
+        if lineage is not None:
+            batch = lineage.fill(batch, live)
+        if with_pos:
+            batch = batch.append_column(_POS_FIELD, live.column(_POSITION))
+        old_keys = _dropped_key_columns(live, file_schema, dropped)
+        for e in equality:
+            keys = _key_table(batch, table_schema, e.ids, old_keys)
+            keep = equality_keep_mask(keys, e.rows, keys.column_names)
+            if keep is not None:
+                batch = batch.filter(keep)
+                old_keys = {k: v.filter(keep) for k, v in old_keys.items()}
+        if exact is not None and batch.num_rows:
+            batch = batch.filter(exact)
+        return project_batch(batch, batch.schema, projected_schema) if batch.num_rows else None
+
+    if only_positions is not None and row_groups:
+        # the wanted rows alone, gathered by polars, whose decoder is the faster one
+        read = BitMap64()
+        for rg in row_groups:
+            read.add_range(starts[rg], starts[rg] + sizes[rg])
+        # ``deleted`` holds the file's deletes and every row outside ``only_positions``
+        wanted_rows = read - deleted if deleted is not None else read
+        gathered = _gather_positions(
+            io, data_file.file_path, file_schema, file_columns, wanted_rows
+        )
+        if gathered is not None:
+            for live in gathered.to_batches():
+                out = finish(live)
+                if out is not None:
+                    yield out
+            return
+
     for rg in row_groups:
         position = starts[rg]
         try:
@@ -380,26 +418,61 @@ def iter_data_file_batches(
                 position += n
                 if live.num_rows == 0:
                     continue
-                batch = project_batch(live, file_schema, read_schema, constants)
-                if lineage is not None:
-                    batch = lineage.fill(batch, live)
-                if with_pos:
-                    batch = batch.append_column(_POS_FIELD, live.column(_POSITION))
-                old_keys = _dropped_key_columns(live, file_schema, dropped)
-                for e in equality:
-                    keys = _key_table(batch, table_schema, e.ids, old_keys)
-                    keep = equality_keep_mask(keys, e.rows, keys.column_names)
-                    if keep is not None:
-                        batch = batch.filter(keep)
-                        old_keys = {k: v.filter(keep) for k, v in old_keys.items()}
-                if exact is not None and batch.num_rows:
-                    batch = batch.filter(exact)
-                if batch.num_rows:
-                    yield project_batch(batch, batch.schema, projected_schema)
+                out = finish(live)
+                if out is not None:
+                    yield out
         except NeveError:
             raise
         except (OSError, pa.ArrowException) as exc:
             raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
+
+
+#: Arrow types of file columns that polars decodes to exactly the values pyarrow does
+#: (after a cast back to the file's type); files with other columns are read by pyarrow.
+def _polars_exact(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_signed_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_decimal128(t)
+        or pa.types.is_date32(t)
+    )
+
+
+def _gather_positions(
+    io: FileIO, path: str, file_schema: pa.Schema, columns: list[str], positions: BitMap64
+) -> pa.Table | None:
+    """The rows of a data file at ``positions`` (columns ``columns``, the types pyarrow
+    reads, plus their positions in ``_POSITION``), decoded by polars, which skips
+    materialising the other rows. ``None`` when a column's type is not one polars
+    decodes exactly (:func:`_polars_exact`) or polars cannot read the file: the caller
+    reads it with pyarrow then."""
+    types = pa.schema([file_schema.field(c) for c in columns])
+    if not all(_polars_exact(f.type) for f in types):
+        return None
+    wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
+    fs, inner = io.filesystem(path)
+    try:
+        source: Any = inner if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(inner)
+        frame = (
+            pl.scan_parquet(source)
+            .select(columns)
+            .with_row_index(_POSITION)
+            .filter(pl.col(_POSITION).is_in(pl.Series(wanted).implode(), nulls_equal=False))
+            .collect()
+        )
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    out = frame.to_arrow()
+    if out.num_rows != len(wanted):
+        return None  # not the rows asked for: let pyarrow read them
+    arrays = [out.column(c).cast(types.field(c).type) for c in columns]
+    arrays.append(out.column(_POSITION).cast(pa.int64()))
+    return pa.table(arrays, schema=pa.schema([*types, pa.field(_POSITION, pa.int64())]))
 
 
 #: The column of file positions added to raw batches while lineage is read.
