@@ -123,6 +123,23 @@ def test_spark_changes_equal_pyarrow(spark: SparkSession, tables: Any, local_row
             assert want or kwargs.get("filter")
 
 
+def test_driver_handover_leaves_the_session_settings_as_they_were(
+    spark: SparkSession, tables: Any
+) -> None:
+    # the hand-over sets two Arrow settings for its own call; the user's stay
+    _, ts = tables
+    threshold = "spark.sql.execution.arrow.localRelationThreshold"
+    batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    spark.conf.set(threshold, "12345")
+    spark.conf.unset(batch)
+    try:
+        rows = ns.changes(spark, ts[0], local_rows_max=10_000).collect()
+        assert rows and spark.conf.get(threshold) == "12345"
+        assert spark.conf.get(batch, None) in (None, "10000")  # unset: Spark's default
+    finally:
+        spark.conf.unset(threshold)
+
+
 def test_changes_see_sign_of_zero_and_pair_updates(tables: Any) -> None:
     _, ts = tables
     for t in ts:

@@ -290,8 +290,9 @@ def _pair(df: pl.DataFrame, key: Sequence[str], types: list[str], *, by_ordinal:
             "compute_updates=False"
         )
     paired = (d == 1) & (i == 1)
+    before, after = ChangeType.UPDATE_BEFORE.value, ChangeType.UPDATE_AFTER.value
     return [
-        (ChangeType.UPDATE_BEFORE.value if t == dele else ChangeType.UPDATE_AFTER.value) if p else t
+        (before if t == dele else after) if p else t
         for t, p in zip(types, paired.tolist(), strict=True)
     ]
 
