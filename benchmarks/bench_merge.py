@@ -431,14 +431,14 @@ def main() -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: scale 0.01 everywhere, 1 run, a 10 s window, 3 key-check runs",
+        help="smoke run: scale 0.01 everywhere, 1 run, a 5 s window, 1 key-check run",
     )
     args = p.parse_args()
     if args.quick:
         args.scale = args.pyarrow_scale = 0.01
         args.runs = 1
-        args.window = 10.0
-        args.check_runs = 3
+        args.window = 5.0
+        args.check_runs = 1
     sections = set(args.only.split(","))
     if args.skip_spark:
         sections.discard("a")
