@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
 
 __all__ = [
+    "DataFileStream",
     "ParquetWriteOptions",
     "delete_written_files",
     "parquet_data_file",
@@ -48,6 +49,9 @@ MiB = 1024 * 1024
 
 #: Returns the path of a new data file for a partition tuple and its directory path.
 PathFactory = Callable[[tuple[Any, ...], str], str]
+#: Told, for each chunk of rows written to a file, the file's path and the chunk's
+#: passenger columns (:class:`DataFileStream`).
+PassengerSink = Callable[[str, pa.Table], None]
 
 
 def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
@@ -209,6 +213,8 @@ class _RollingWriter:
         options: ParquetWriteOptions,
         config: MetricsConfig,
         sort_order_id: int | None,
+        passengers: Sequence[str] = (),
+        on_rows: PassengerSink | None = None,
     ) -> None:
         self.io = io
         self.schema = schema
@@ -218,20 +224,29 @@ class _RollingWriter:
         self.options = options
         self.config = config
         self.sort_order_id = sort_order_id
+        self.passengers = list(passengers)
+        self.on_rows = on_rows
         self.written: list[str] = []
         self.files: list[DataFile] = []
         self._bytes = 0
         self._rows = 0
         self._open: _OpenFile | None = None
+        self._partition: tuple[Any, ...] = ()
 
-    def _bytes_per_row(self, table: pa.Table) -> float:
+    def bytes_per_row(self, table: pa.Table) -> float:
+        """Compressed bytes per row as written so far (before that, ``table``'s size in
+        memory)."""
         if self._rows:
             return max(float(self._bytes) / self._rows, 1e-3)
         # before anything is written, the in-memory size is a safe overestimate
         rows: int = max(table.num_rows, 1)
         return max(float(table.nbytes) / rows, 1.0)
 
-    def write(self, part: PartitionSlice) -> None:
+    def write(self, part: PartitionSlice, keep_open: bool = False) -> None:
+        """Write the rows of one partition; with ``keep_open`` the last file stays open
+        for more rows of the same partition (another partition closes it)."""
+        if self._open is not None and self._partition != part.partition:
+            self._close(self._partition)
         table = part.table
         n = table.num_rows
         offset = 0
@@ -240,22 +255,33 @@ class _RollingWriter:
                 path = self.paths(part.partition, part.path)
                 self.written.append(path)
                 self._open = _OpenFile(self.io, path, self.schema, self.arrow_schema, self.options)
+                self._partition = part.partition
             current = self._open
-            bpr = self._bytes_per_row(table)
+            bpr = self.bytes_per_row(table)
             room = self.options.target_file_size - current.tell()
             rows = min(
                 n - offset,
                 max(1, math.ceil(self.options.row_group_size / bpr)),
                 max(1, math.ceil(room / bpr)),
             )
+            chunk = table.slice(offset, rows)
+            if self.passengers:
+                if self.on_rows is not None:
+                    self.on_rows(current.path, chunk.select(self.passengers))
+                chunk = chunk.drop_columns(self.passengers)
             before = current.tell()
-            current.write(table.slice(offset, rows))
+            current.write(chunk)
             self._bytes += current.tell() - before
             self._rows += rows
             offset += rows
             if current.tell() >= self.options.target_file_size:
                 self._close(part.partition)
-        self._close(part.partition)
+        if not keep_open:
+            self._close(part.partition)
+
+    def finish(self) -> None:
+        """Close the open file, if any."""
+        self._close(self._partition)
 
     def _close(self, partition: tuple[Any, ...]) -> None:
         current, self._open = self._open, None
@@ -322,6 +348,87 @@ def write_data_files(
         writer.abort()
         raise
     return writer.files
+
+
+class DataFileStream:
+    """Writes a stream of Arrow tables as data files, each table as
+    :func:`write_data_files` writes one (fitted to ``table_schema``, split by
+    ``spec``'s partitions, files rolled at the target size), for a writer that gets its
+    rows in batches (a Spark task). Rows clustered by partition, as a distributed write
+    sorts them, fill target-size files across tables: the rows of one partition are
+    gathered up to a row group before they are written, and a file stays open while
+    its partition goes on.
+
+    ``passengers`` are columns of the tables that are not written: for each chunk of
+    rows written to a file, ``on_rows(path, passengers)`` gets their values in the
+    file's row order. :meth:`close` returns the files; on failure call :meth:`abort`,
+    which deletes them."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        table_schema: Schema,
+        spec: PartitionSpec,
+        location_provider: PathFactory,
+        properties: Mapping[str, str] | None = None,
+        *,
+        sort_order_id: int | None = None,
+        passengers: Sequence[str] = (),
+        on_rows: PassengerSink | None = None,
+    ) -> None:
+        props = properties or {}
+        self.schema = table_schema
+        self.spec = spec
+        self.passengers = list(passengers)
+        self._writer = _RollingWriter(
+            io,
+            table_schema,
+            spec.spec_id,
+            location_provider,
+            ParquetWriteOptions.from_properties(props),
+            MetricsConfig.from_properties(table_schema, props),
+            sort_order_id,
+            self.passengers,
+            on_rows,
+        )
+        self._pending: list[PartitionSlice] = []
+        self._pending_rows = 0
+
+    def write(self, data: pa.Table) -> None:
+        """Add ``data`` (the table's columns by name, and the passengers)."""
+        if not data.num_rows:
+            return
+        body = conform_table(data.drop_columns(self.passengers), self.schema)
+        for name in self.passengers:
+            body = body.append_column(name, data.column(name))
+        for part in partition_table(body, self.schema, self.spec):
+            if self._pending and self._pending[0].partition != part.partition:
+                self._flush()
+            self._pending.append(part)
+            self._pending_rows += part.table.num_rows
+            per_group = self._writer.options.row_group_size / self._writer.bytes_per_row(part.table)
+            if self._pending_rows >= per_group:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        first = self._pending[0]
+        rows = pa.concat_tables([p.table for p in self._pending])
+        self._pending = []
+        self._pending_rows = 0
+        self._writer.write(PartitionSlice(first.partition, first.path, rows), keep_open=True)
+
+    def close(self) -> list[DataFile]:
+        """Write what is left, close the last file; the files written."""
+        self._flush()
+        self._writer.finish()
+        return self._writer.files
+
+    def abort(self) -> None:
+        """Delete every file written (and the open one)."""
+        self._pending = []
+        self._writer.abort()
 
 
 def write_parquet_file(

@@ -155,12 +155,13 @@ def check_write_schema(spark_schema: T.StructType, schema: Schema) -> None:
         )
 
 
-def conform(df: DataFrame, schema: Schema) -> DataFrame:
+def conform(df: DataFrame, schema: Schema, keep: Sequence[str] = ()) -> DataFrame:
     """``df`` with exactly the table's columns, types and field ids (checked by name;
-    see the module docs). Raises :class:`DataSchemaMismatchError` listing every
-    problem; nulls in required columns make the Spark job fail when it runs."""
-    check_write_schema(df.schema, schema)
-    given = {sf.name: sf for sf in df.schema.fields}
+    see the module docs), then the columns named in ``keep`` as they are (columns a
+    writer uses but does not write). Raises :class:`DataSchemaMismatchError` listing
+    every problem; nulls in required columns make the Spark job fail when it runs."""
+    given = {sf.name: sf for sf in df.schema.fields if sf.name not in keep}
+    check_write_schema(T.StructType(list(given.values())), schema)
     cols = []
     for f in schema.fields:
         sf = given.get(f.name)
@@ -169,7 +170,7 @@ def conform(df: DataFrame, schema: Schema) -> DataFrame:
         else:
             c = _fit(F.col(_quote(f.name)), sf.dataType, f, f.name, None)
         cols.append(_with_id(c, f))
-    return df.select(*cols)
+    return df.select(*cols, *[F.col(_quote(name)) for name in keep])
 
 
 def _with_id(c: Column, f: NestedField) -> Column:

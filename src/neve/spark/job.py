@@ -22,21 +22,34 @@ executors describe the files, the driver commits once.
    the directory names. The driver commits them in one transaction.
 
 A failed job, a validation error or a lost commit removes the whole write directory.
+
+Writers that copy rows (compaction) can ask for two more things: ``order_by``, a
+column the rows are ordered by in place of the table's sort order (z-order), and
+``origins``, two columns telling where each row came from. Neither is written. With
+``origins`` the Spark tasks write the files themselves with pyarrow
+(:class:`neve.arrow.writer.DataFileStream`, the metrics computed as they write) and
+return, with each file, where its rows came from, run-length encoded
+(:class:`neve.arrow.write.RowOrigins`); other writes keep Spark's Parquet writer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import pickle
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neve.actions.base import TableState
+from neve.arrow.write import RowOrigins
+from neve.arrow.writer import DataFileStream
 from neve.errors import (
     CommitStateUnknownError,
     DataSchemaMismatchError,
@@ -44,7 +57,7 @@ from neve.errors import (
     ValidationError,
 )
 from neve.io.fileio import FileIO
-from neve.io.locations import data_location
+from neve.io.locations import LocationProvider, data_location
 from neve.spark.conform import NULL_MARK, conform, field_column
 from neve.spark.paths import spark_output_path
 from neve.spark.session import check_session
@@ -90,10 +103,12 @@ _MiB = 1024 * 1024
 
 @dataclass(frozen=True)
 class WriteResult:
-    """The files one Spark job wrote, and the directory holding all of them."""
+    """The files one Spark job wrote, and the directory holding all of them; with
+    ``origins=`` asked for, where each file's rows came from (by path)."""
 
     directory: str
     files: list[DataFile]
+    origins: dict[str, RowOrigins] = field(default_factory=dict)
 
 
 class cleanup_on_failure:
@@ -131,11 +146,17 @@ def write_data(
     spec: PartitionSpec | None = None,
     directory: str | None = None,
     schema: Schema | None = None,
+    order_by: str | None = None,
+    origins: tuple[str, str] | None = None,
 ) -> WriteResult:
     """Run the Spark job writing ``df`` into a new directory under the table's data
     location; describe the files. Nothing is left behind when it fails. ``schema``
     (default: the table's) is the schema the files are written with, e.g. with the
-    row lineage columns for rows a rewrite copies."""
+    row lineage columns for rows a rewrite copies. ``order_by`` names a column of
+    ``df`` (not written) that orders the rows in place of the table's sort order;
+    ``origins`` names two integer columns of ``df`` (not written), each row's source
+    and its position there, and the result tells per file where its rows came from
+    (module docstring)."""
     spark = df.sparkSession
     check_session(spark)
     md = table.metadata
@@ -143,14 +164,28 @@ def write_data(
     spec = spec if spec is not None else md.spec()
     props = md.properties
     options = _write_options(props, table)
-    conformed = conform(df, schema)  # raises before anything is written
+    passengers = [*(origins or ()), *([order_by] if order_by is not None else [])]
+    conformed = conform(df, schema, passengers)  # raises before anything is written
     hidden = _hidden_columns(schema, spec, conformed.columns)
+    names = [n for n, _ in hidden]
     data = conformed.select("*", *[c.alias(name) for name, c in hidden])
-    data = _distribute(data, [n for n, _ in hidden], schema, spec, md.sort_order(), props)
+    order = None if order_by is None else [F.col(order_by).asc_nulls_first()]
+    data = _distribute(data, names, schema, spec, md.sort_order(), props, order)
+    if order_by is not None:
+        data = data.drop(order_by)
     if directory is None:
         base = data_location(md.location, props)
         directory = f"{base}/{uuid.uuid4()}"
     io = table.io
+    if origins is not None:
+        try:
+            files, runs = _write_in_tasks(
+                data.drop(*names), table, schema, spec, directory, origins
+            )
+        except BaseException as exc:
+            delete_write_dir(io, directory)
+            raise _translate(exc) from exc
+        return WriteResult(directory, files, runs)
     try:
         writer = data.write.mode("errorifexists")
         for key, value in options.items():
@@ -172,6 +207,74 @@ def write_data(
         delete_write_dir(io, directory)
         raise _translate(exc) from exc
     return WriteResult(directory, files)
+
+
+def _write_in_tasks(
+    data: DataFrame,
+    table: TableState,
+    schema: Schema,
+    spec: PartitionSpec,
+    directory: str,
+    origins: tuple[str, str],
+) -> tuple[list[DataFile], dict[str, RowOrigins]]:
+    """Each Spark task writes its rows (in their order) with pyarrow into files under
+    ``directory`` and returns them with their rows' origins. An Arrow UDF over
+    iterators (no pandas needed on the workers) sees a task's batches in order and
+    answers one value per row: null, except for the task's last row, which carries the
+    task's files."""
+    md = table.metadata
+    io = table.io
+    props = {**md.properties, "write.data.path": directory}
+    location = md.location
+    sort_order_id = md.default_sort_order_id or None
+
+    def write_task(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        # runs in a Spark task: write the task's rows, keep their origins as runs
+        runs: dict[str, list[RowOrigins]] = {}
+
+        def on_rows(path: str, rows: pa.Table) -> None:
+            source = rows.column(origins[0]).to_numpy()
+            position = rows.column(origins[1]).to_numpy()
+            runs.setdefault(path, []).append(RowOrigins.of(source, position))
+
+        stream = DataFileStream(
+            io,
+            schema,
+            spec,
+            LocationProvider(location, props),
+            props,
+            sort_order_id=sort_order_id,
+            passengers=origins,
+            on_rows=on_rows,
+        )
+        held = 0  # rows of the last batch, answered once the input ends
+        try:
+            for batch in batches:
+                if held:
+                    yield pa.nulls(held, pa.binary())
+                stream.write(pa.Table.from_struct_array(batch))
+                held = len(batch)
+            files = stream.close()
+        except BaseException:
+            stream.abort()
+            raise
+        if held:
+            described = pickle.dumps(
+                [(f, RowOrigins.concat(runs.get(f.file_path, []))) for f in files]
+            )
+            yield pa.array([None] * (held - 1) + [described], pa.binary())
+
+    # an iterator UDF by its type hints: Iterator[pa.Array] -> Iterator[pa.Array]
+    writer = F.arrow_udf(write_task, T.BinaryType()).asNondeterministic()  # type: ignore[attr-defined]
+    row = F.struct(*[F.col(_quote(c)) for c in data.columns])
+    out = data.select(writer(row).alias("files"))
+    done = [pickle.loads(r[0]) for r in out.filter(F.col("files").isNotNull()).collect()]
+    written = [pair for task in done for pair in task]
+    return [f for f, _ in written], {f.file_path: o for f, o in written}
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _translate(exc: BaseException) -> BaseException:
@@ -314,8 +417,11 @@ def _distribute(
     spec: PartitionSpec,
     order: SortOrder,
     props: Mapping[str, str],
+    sort: Sequence[Column] | None = None,
 ) -> DataFrame:
-    sort = _sort_columns(schema, order)
+    """Rows placed and sorted for the write: by partition, then by ``order`` (or by the
+    ``sort`` columns given instead)."""
+    sort = _sort_columns(schema, order) if sort is None else list(sort)
     default = "hash" if hidden else ("range" if sort else "none")
     mode = props.get(DISTRIBUTION_MODE, default).lower()
     if mode not in ("none", "hash", "range"):

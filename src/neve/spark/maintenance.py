@@ -4,9 +4,13 @@ the data work done by Spark:
 
 - ``expire_snapshots`` and ``remove_orphan_files`` delete files in Spark tasks;
 - ``rewrite_data_files`` reads each planned group's files with their deletes applied
-  (:func:`neve.spark.reader.read_tasks`) and writes the live rows with the distributed
-  writer (:func:`neve.spark.job.write_data`) into files of the plan's target size; v3
-  rows keep their ``_row_id`` and ``_last_updated_sequence_number``;
+  and each row's position (:func:`neve.spark.reader.read_tasks`) and writes the live
+  rows with the distributed writer (:func:`neve.spark.job.write_data`) into files of
+  the plan's target size, keeping where every row came from, so deletes committed
+  meanwhile are carried over to the new files as on the pyarrow engine; v3 rows keep
+  their ``_row_id`` and ``_last_updated_sequence_number``; the sort strategy ranges
+  and sorts by a sort order or by z-order (the z-values computed in Spark tasks by
+  :func:`neve.arrow.sorting.zorder_key`);
 - ``rewrite_position_delete_files`` merges each data file's position deletes in Spark
   tasks (the pyarrow engine's merge, run on the executors);
 - ``rewrite_manifests`` runs on the driver: manifests are metadata, small next to the
@@ -30,13 +34,18 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neve.actions.base import TableState
 from neve.arrow.positions import merge_deletes
-from neve.arrow.write import rewrite_schema
+from neve.arrow.schema import to_arrow_schema
+from neve.arrow.sorting import zorder_key
+from neve.arrow.write import CompactedFiles, rewrite_schema
 from neve.arrow.writer import delete_written_files
-from neve.errors import NeveError, ValidationError
+from neve.errors import NeveError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.io.locations import data_location
@@ -45,12 +54,14 @@ from neve.planning.delete import DeleteFiles
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.job import delete_write_dir, write_data
-from neve.spark.reader import read_tasks
+from neve.spark.paths import spark_file_uri
+from neve.spark.reader import ROW_FILE, ROW_POS, read_tasks
 from neve.spark.session import check_session
-from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH
+from neve.spec.schema import Schema
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
+from neve.spec.types import ListType, MapType, NestedField, StructType
 from neve.table.compaction import Progress
 from neve.table.maintenance import (
     Compactor,
@@ -155,15 +166,10 @@ def _with_properties(table: TableState, **props: str) -> _Version:
     return _Version(table.io, dataclasses.replace(md, properties={**md.properties, **props}))
 
 
-def _sorted_by(md: TableMetadata, sort: SortOrder | ZOrder) -> tuple[TableMetadata, bool]:
+def _sorted_by(md: TableMetadata, sort: SortOrder) -> tuple[TableMetadata, bool]:
     """``md`` with ``sort`` (the plan's order of the sort strategy) as its default sort
     order, so the distributed writer ranges and sorts the rows by it; and whether it
     is one of the table's orders (files record only those)."""
-    if isinstance(sort, ZOrder):
-        raise ValidationError(
-            "z-order rewrites run on the pyarrow engine for now: use "
-            "table.maintenance.rewrite_data_files(strategy='sort', sort_order='zorder(...)')"
-        )
     for order in md.sort_orders:
         if order.fields == sort.fields:
             return dataclasses.replace(md, default_sort_order_id=order.order_id), True
@@ -175,35 +181,123 @@ def _sorted_by(md: TableMetadata, sort: SortOrder | ZOrder) -> tuple[TableMetada
     return view, False
 
 
+#: Columns the compactor adds to the rows it reads: the source file's index in the
+#: plan's files, and the z-value of z-order rewrites.
+_SOURCE = "__neve_source"
+_SOURCE_URI = "__neve_source_uri"
+_ZVALUE = "__neve_zvalue"
+
+
+def _with_sources(spark: SparkSession, rows: DataFrame, sources: Sequence[str]) -> DataFrame:
+    """``rows`` (read with row positions) with each row's source file as its index in
+    ``sources`` instead of Spark's name for it."""
+    index = spark.createDataFrame(
+        [(spark_file_uri(p), i) for i, p in enumerate(sources)],
+        T.StructType(
+            [
+                T.StructField(_SOURCE_URI, T.StringType(), False),
+                T.StructField(_SOURCE, T.IntegerType(), False),
+            ]
+        ),
+    )
+    joined = rows.join(F.broadcast(index), rows[ROW_FILE] == index[_SOURCE_URI], "left")
+    # a row whose file is not a planned source would lose its origin: fail instead
+    missing = F.raise_error(
+        F.concat(F.lit("neve: compacted row of unplanned file "), F.col(ROW_FILE))
+    ).cast("int")
+    return joined.withColumn(_SOURCE, F.coalesce(F.col(_SOURCE), missing)).drop(
+        ROW_FILE, _SOURCE_URI
+    )
+
+
+def _with_zvalues(rows: DataFrame, schema: Schema, order: ZOrder) -> DataFrame:
+    """``rows`` with each row's z-value (:func:`neve.arrow.sorting.zorder_key` as
+    big-endian bytes, which Spark compares as the pyarrow engine sorts the keys),
+    computed in Spark tasks by an Arrow UDF over the top-level columns holding the
+    z-order's fields. A column z-order cannot take fails here, on the driver."""
+    zorder_key(to_arrow_schema(schema).empty_table(), schema, order)  # raises on bad input
+    wanted = set(order.source_ids)
+    fields = [f for f in schema.fields if wanted & _ids_in(f)]
+    sources = Schema(*fields)
+
+    def zvalues(arr: pa.Array) -> pa.Array:
+        # runs in a Spark task
+        words = zorder_key(pa.Table.from_struct_array(arr), sources, order)
+        flat = pa.py_buffer(words.astype(">u8").tobytes())
+        keys = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(words.shape[1] * 8), len(arr), [None, flat]
+        )
+        return keys.cast(pa.binary())
+
+    udf = F.arrow_udf(zvalues, T.BinaryType())  # type: ignore[attr-defined]
+    return rows.withColumn(
+        _ZVALUE, udf(F.struct(*[F.col("`" + f.name.replace("`", "``") + "`") for f in fields]))
+    )
+
+
+def _ids_in(f: NestedField) -> set[int]:
+    """The field ids of ``f`` and of every field nested in it."""
+    out = {f.field_id}
+    t = f.field_type
+    if isinstance(t, StructType):
+        for child in t.fields:
+            out |= _ids_in(child)
+    elif isinstance(t, ListType):
+        out |= _ids_in(t.element_field)
+    elif isinstance(t, MapType):
+        out |= _ids_in(t.key_field) | _ids_in(t.value_field)
+    return out
+
+
 def spark_compactor(spark: SparkSession) -> Compactor:
     """A :data:`~neve.table.maintenance.Compactor` running on Spark: the planned
-    groups' files are read with their deletes applied and the current schema (in v3
-    with the row lineage columns, so rows keep their ``_row_id`` and
-    ``_last_updated_sequence_number``), and written by the distributed writer with
-    the plan's target file size. An unpartitioned group is gathered into as many
-    tasks as target-size files it fills; partitioned rows are distributed by
-    partition, as every write is. One Spark job; a failure removes its directory."""
+    groups' files are read with their deletes applied, each row's position and the
+    current schema (in v3 with the row lineage columns, so rows keep their ``_row_id``
+    and ``_last_updated_sequence_number``), and written by the distributed writer with
+    the plan's target file size, which tells where every row of every file came from
+    (so the commit carries concurrent deletes over). An unpartitioned group is gathered
+    into as many tasks as target-size files it fills; partitioned rows are distributed
+    by partition, as every write is; the sort strategy ranges and sorts the rows by the
+    plan's sort order or z-order (files written in an order that is not one of the
+    table's, z-order included, name none). One Spark job; a failure removes its
+    directory."""
 
-    def run(table: TableState, plan: CompactionPlan) -> list[DataFile]:
+    def run(table: TableState, plan: CompactionPlan) -> CompactedFiles:
         check_session(spark)
         md = table.metadata
         target = plan.options.target
         view = _with_properties(table, **{"write.target-file-size-bytes": str(target)})
+        rows_schema = rewrite_schema(md)
         known = True
-        if plan.sort is not None:  # the plan says how to write the groups
+        if isinstance(plan.sort, ZOrder):
+            known = False
+        elif plan.sort is not None:  # the plan says how to write the groups
             sorted_md, known = _sorted_by(view.metadata, plan.sort)
             view = _Version(view.io, sorted_md)
-        rows_schema = rewrite_schema(md)
+        sources = list(dict.fromkeys(t.file.file_path for t in plan.tasks))
         scan = ScanPlan(md, table.io)
         rows = read_tasks(
-            spark, scan, plan.tasks, apply_residual=False, projected_schema=rows_schema
+            spark,
+            scan,
+            plan.tasks,
+            apply_residual=False,
+            projected_schema=rows_schema,
+            row_positions=True,
         )
+        rows = _with_sources(spark, rows, sources)
+        order_by = None
+        if isinstance(plan.sort, ZOrder):
+            rows, order_by = _with_zvalues(rows, rows_schema, plan.sort), _ZVALUE
         if not md.spec().fields and plan.sort is None:
             size = sum(t.file.file_size_in_bytes for t in plan.tasks)
             rows = rows.coalesce(max(1, math.ceil(size / target)))  # never adds tasks
-        files = write_data(rows, view, schema=rows_schema).files
-        # an order given for this rewrite only is not the table's: files name none
-        return files if known else [f.with_(sort_order_id=None) for f in files]
+        written = write_data(
+            rows, view, schema=rows_schema, order_by=order_by, origins=(_SOURCE, ROW_POS)
+        )
+        files = written.files
+        if not known:  # an order given for this rewrite only is not the table's
+            files = [f.with_(sort_order_id=None) for f in files]
+        return CompactedFiles(files, sources, written.origins)
 
     return run
 
@@ -271,10 +365,11 @@ def rewrite_data_files(
     rows read and written by Spark (:func:`spark_compactor`); planned and committed on
     the driver; Spark's progress bar shows the jobs, ``progress(done, total)`` the
     file groups. ``strategy="sort"`` ranges and sorts the rows by ``sort_order``
-    (default: the table's; z-order runs on the pyarrow engine only). The Spark engine
-    keeps no row origins, so a concurrent commit that added deletes for a rewritten
-    file makes it fail with :class:`~neve.errors.CommitConflictError` (the pyarrow
-    engine rebases instead), leaving no file behind."""
+    (default: the table's; ``"zorder(a, b)"`` for z-order). Deletes a concurrent
+    commit added to a rewritten file are carried over to the new files, as on the
+    pyarrow engine; a concurrent rewrite of such a file (a copy-on-write delete,
+    another compaction) makes it fail with :class:`~neve.errors.CommitConflictError`,
+    leaving no file behind."""
     check_session(spark)
     return Maintenance(table, compactor=spark_compactor(spark)).rewrite_data_files(
         where,

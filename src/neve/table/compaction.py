@@ -9,9 +9,9 @@ removes only its own files, the earlier ones stay, and the rewrite goes on until
 than ``partial-progress.max-failed-commits`` have failed. Every commit validates
 against the snapshot the rewrite started from, keeps that snapshot's data sequence
 number for the new files (``use-starting-sequence-number``, so equality deletes
-committed meanwhile still apply to them) and, with the pyarrow engine, carries
-position deletes committed meanwhile over to the new files
-(``arrow/compaction_rebase.py``).
+committed meanwhile still apply to them) and carries position deletes and deletion
+vectors committed meanwhile over to the new files (``arrow/compaction_rebase.py``):
+both engines record where every row they wrote came from.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from neve.expressions.binding import bind
 from neve.expressions.parser import to_expression
 from neve.planning.compaction import CompactionPlan, ZOrder, dangling_deletes, plan_compaction
 from neve.planning.delete import file_scoped_deletes
-from neve.spec.manifest import DataFile
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
@@ -73,12 +72,14 @@ class CompactedTable(TableState, Protocol):
 
 
 #: Writes the live rows of a compaction plan's groups as new data files of the plan's
-#: target size, in the plan's order (rows keep their v3 row lineage), and returns them,
-#: leaving nothing behind when it fails: Spark jobs with ``neve.spark.maintenance``.
-#: Without one the pyarrow engine writes on the driver and records where every row
-#: went, so only it rebases over concurrent position deletes; a compaction through a
-#: compactor fails with ``CommitConflictError`` on them instead.
-Compactor = Callable[[TableState, CompactionPlan], Sequence[DataFile]]
+#: target size, in the plan's order (rows keep their v3 row lineage), and returns them
+#: with where each row came from (:class:`~neve.arrow.write.CompactedFiles`: the plan's
+#: source files and, per written file, the runs of source positions its rows were
+#: copied from), leaving nothing behind when it fails: Spark jobs with
+#: ``neve.spark.maintenance``. Without one the pyarrow engine writes on the driver.
+#: Either way the commit carries position deletes that concurrent commits added to the
+#: source files over to the written files (``arrow/compaction_rebase.py``).
+Compactor = Callable[[TableState, CompactionPlan], CompactedFiles]
 #: Told ``(groups written, groups planned)`` as a rewrite goes on.
 Progress = Callable[[int, int], None]
 
@@ -199,13 +200,15 @@ def _commit_groups(
     tasks = plan.tasks
     scoped = {(d.file_path, d.content_offset): d for t in tasks for d in file_scoped_deletes(t)}
     o = plan.options
-    compacted: CompactedFiles | None = None
     if compactor is None:
         compacted = compact_with_origins(table, plan.groups, o.target, plan.sort, on_group)
-        files = compacted.files
     else:
-        files = list(compactor(table, plan))
+        compacted = compactor(table, plan)
+    files = compacted.files
     try:
+        if compactor is not None:  # written (one job for all groups), not yet committed
+            for _ in plan.groups:
+                on_group(0)
         txn = table.transaction()
         txn.rewrite_files(
             files,
@@ -213,7 +216,7 @@ def _commit_groups(
             branch=branch,
             data_sequence_number=plan.sequence_number if o.use_starting_sequence_number else None,
             starting_snapshot_id=plan.snapshot_id,
-            rebase=CompactionRebase(compacted) if compacted is not None else None,
+            rebase=CompactionRebase(compacted),
         )
         txn.commit()
     except BaseException:
@@ -315,9 +318,6 @@ def execute_compaction(
                     f"{exc}); the {commits} that landed stay. Run it again"
                 ) from exc
             continue
-        if compactor is not None:
-            for _ in batch:
-                one_group()
         commits += 1
         added += done.added
         removed += done.removed_deletes
