@@ -2,7 +2,8 @@
 merge-on-read history (v2 position deletes, v3 deletion vectors) with
 ``neve.spark.maintenance.rewrite_data_files``, then expires the superseded snapshots
 on Spark; Iceberg-Java 1.10.2 and pyiceberg read every kept snapshot with neve's rows
-(and, in v3, Java reads the same row ids and sequence numbers)."""
+(and, in v3, Java reads the same row ids and sequence numbers); Java reads a v3 Spark
+compaction that rebased over a delete committed meanwhile (DVs on the new files)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,34 @@ def test_java_and_pyiceberg_read_what_neve_compacted_and_expired_on_spark(
     java_head = iceberg_java.sql(f"SELECT {', '.join(cols + lineage)} FROM {name}").rows
     assert canon_rows(java_head) == want
     assert iceberg_java.sql(f"SELECT count(*) FROM {name}.delete_files").scalar() == 0
+
+
+def test_java_reads_a_spark_compaction_that_rebased_over_a_delete(
+    spark: SparkSession, iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str
+) -> None:
+    """v3: a delete lands between the Spark job and the commit; the compaction carries
+    it over as DVs on the files Spark wrote, and Java reads the same rows and lineage."""
+    t = history_table(java_catalog, 3, name=f"{java_ns}.r")
+    other = java_catalog.load_table((java_ns, "r"))
+    old = {task.file.file_path for task in t.scan().plan_files()}
+
+    def race(done: int, total: int) -> None:
+        if done == 1:  # written, not committed
+            other.delete("id in (11, 14, 15, 18)")
+
+    maintenance.rewrite_data_files(spark, t, options={"min-input-files": "2"}, progress=race)
+    t = java_catalog.load_table((java_ns, "r"))
+    head = t.current_snapshot()
+    assert head is not None and head.operation is Operation.REPLACE
+    carried = [
+        d
+        for task in t.scan().plan_files()
+        for d in task.delete_files
+        if d.referenced_data_file not in old
+    ]
+    assert carried and all(d.is_deletion_vector for d in carried)
+    cols = ["id", "cat", "v", "_row_id", "_last_updated_sequence_number"]
+    want = neve_rows(t, head.snapshot_id, cols)
+    assert not {r[0] for r in want} & {11, 14, 15, 18}
+    got = iceberg_java.sql(f"SELECT {', '.join(cols)} FROM neve.{java_ns}.r").rows
+    assert canon_rows(got) == want
