@@ -457,7 +457,10 @@ def _gather_positions(
     wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
     fs, inner = io.filesystem(path)
     try:
-        source: Any = inner if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(inner)
+        source: Any = inner
+        if not isinstance(fs, pafs.LocalFileSystem):  # polars reads the bytes then
+            with fs.open_input_file(inner) as f:
+                source = f.read()
         frame = (
             pl.scan_parquet(source)
             .select(columns)
