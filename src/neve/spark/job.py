@@ -270,7 +270,15 @@ def _write_in_tasks(
     out = data.select(writer(row).alias("files"))
     done = [pickle.loads(r[0]) for r in out.filter(F.col("files").isNotNull()).collect()]
     written = [pair for task in done for pair in task]
-    return [f for f, _ in written], {f.file_path: o for f, o in written}
+    files = [f for f, _ in written]
+    # a task Spark ran twice (a retry, a lost executor) left files no result names:
+    # the directory is this write's own, so what it holds beyond the results goes
+    listed = set(io.list_files(directory))
+    kept = {f.file_path for f in files}
+    if kept <= listed:
+        for path in sorted(listed - kept):
+            io.delete(path)
+    return files, {f.file_path: o for f, o in written}
 
 
 def _quote(name: str) -> str:
