@@ -288,3 +288,60 @@ def test_bad_ranges_are_refused(cat: neve.Catalog) -> None:
     with pytest.raises(ValidationError, match="branch"):
         t.changes(end_snapshot_id=t.refresh().snapshot_by_name("b").snapshot_id)
     assert changes(t, branch="b", start_snapshot_id=s[0]) == [("INSERT", 0, 3, 3)]
+
+
+def test_a_snapshot_whose_parent_expired_reads_its_parent_deletes_from_itself(
+    cat: neve.Catalog,
+) -> None:
+    # after expiration the range starts at a snapshot whose parent is gone; rows the
+    # parent had deleted already (by a delete file still live: another engine's v2
+    # position deletes, added beside the older ones) are no change of it
+    t = cat.create_table("db.expired_parent", SCHEMA, format_version=2)
+    t.append(rows(list(range(10))))
+    (path,) = {task.file.file_path for task in t.scan().plan_files()}
+
+    def mark(positions: list[int]) -> None:
+        pos = write_position_delete_file(
+            t.io, f"{t.location}/data/pos-{uuid.uuid4().hex}.parquet", {path: positions}
+        )
+        t.refresh().row_delta([], [pos])
+
+    mark([0, 1, 2])
+    parent = t.refresh().current_snapshot()
+    assert parent is not None
+    mark([2, 7])  # 2 again: already deleted at the parent
+    want = changes(t.refresh(), start_snapshot_id=parent.snapshot_id)
+    assert want == [("DELETE", 0, 7, 7)]
+    history = [s.snapshot_id for s in t.refresh().snapshots()]
+    t.refresh().maintenance.expire_snapshots(snapshot_ids=history[:2])
+    t = t.refresh()
+    assert not t.metadata.has_snapshot(parent.snapshot_id)
+    assert changes(t) == want
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_range_starts_after_a_snapshot_whose_parent_took_its_baseline_along(
+    cat: neve.Catalog, version: int
+) -> None:
+    # neve's merge-on-read deletes replace a file's delete file (a DV, or the merged
+    # position deletes): expiring the parent deletes the replaced one, so the rows the
+    # parent had deleted cannot be told apart any more; that snapshot becomes the
+    # range's starting state
+    t = keyed(cat, version, properties={"write.delete.mode": "merge-on-read"})
+    t.append(rows(list(range(10))))
+    t.refresh().delete("id < 3")
+    t.refresh().delete("id = 7")  # the file's delete file is replaced
+    oldest_kept = t.refresh().current_snapshot()
+    assert oldest_kept is not None
+    t.refresh().set_properties({"write.delete.mode": "copy-on-write"})
+    t.refresh().delete("id = 5")  # copy-on-write: the file and its deletes go
+    want = changes(t.refresh(), start_snapshot_id=oldest_kept.snapshot_id)
+    assert want == [("DELETE", 0, 5, 5)]
+    history = [s.snapshot_id for s in t.refresh().snapshots()]
+    t.refresh().maintenance.expire_snapshots(snapshot_ids=history[:2])
+    t = t.refresh()
+    assert t.metadata.has_snapshot(oldest_kept.snapshot_id)
+    assert changes(t) == want
+    assert changes(t, start_time=0) == want
+    plan = t.plan_changes()
+    assert [s.snapshot_id for s in plan.snapshots] == [t.current_snapshot().snapshot_id]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neve.errors import NoSuchSnapshotError, ValidationError
@@ -273,6 +273,11 @@ def plan_changelog(
         end_time=end_time,
         branch=branch,
     )
+    if snaps and _parent_state_gone(md, io, snaps[0]):
+        # the first snapshot's parent was expired and with it files the snapshot's
+        # changes are measured against: the range starts after it (its state is the
+        # oldest one known in full)
+        snaps = [replace(s, ordinal=s.ordinal - 1) for s in snaps[1:]]
     pruner = _Pruner(md, schema, row_filter, case_sensitive)
     tasks: list[ChangeTask] = []
     for cs in snaps:
@@ -373,6 +378,48 @@ def _delete_index(md: TableMetadata, io: FileIO, snapshot: Snapshot | None) -> D
     return DeleteFileIndex(live_entries(io, manifests, md), md.specs_by_id)
 
 
+def _parent_state_gone(md: TableMetadata, io: FileIO, cs: ChangeSnapshot) -> bool:
+    """Whether ``cs``'s parent was expired together with files that ``cs`` removed (data
+    files, or delete files it replaced): the rows they held or marked at the parent
+    cannot be read, so neither can ``cs``'s changes. Files ``cs`` removed are reachable
+    only from its parent, so expiring the parent deletes them."""
+    if cs.parent_id is None or md.has_snapshot(cs.parent_id):
+        return False
+    snap = md.snapshot_by_id(cs.snapshot_id)
+    own = [
+        m
+        for m in cached_manifest_list(io, snap.manifest_list)
+        if m.added_snapshot_id == cs.snapshot_id
+    ]
+    removed = {
+        e.data_file.file_path
+        for e in _own_entries(md, io, own, cs.snapshot_id)
+        if e.status is ManifestEntryStatus.DELETED
+    }
+    return not all(io.exists(path) for path in removed)
+
+
+def _delete_index_of_expired_parent(
+    md: TableMetadata, io: FileIO, snapshot: Snapshot, delete_changes: Sequence[ManifestEntry]
+) -> DeleteFileIndex:
+    """The delete files live at a snapshot's parent that expiration removed, from the
+    snapshot alone: those live at the snapshot less the ones it added, plus the ones it
+    removed (the manifests it wrote keep them as DELETED entries, as the spec asks)."""
+
+    def key(e: ManifestEntry) -> tuple[str, int | None]:
+        return e.data_file.file_path, e.data_file.content_offset
+
+    added = {key(e) for e in delete_changes if e.status is ManifestEntryStatus.ADDED}
+    removed = [e for e in delete_changes if e.status is ManifestEntryStatus.DELETED]
+    manifests = [
+        m
+        for m in cached_manifest_list(io, snapshot.manifest_list)
+        if m.content is ManifestContent.DELETES
+    ]
+    live = [e for e in live_entries(io, manifests, md) if key(e) not in added]
+    return DeleteFileIndex([*live, *removed], md.specs_by_id)
+
+
 def _plan_snapshot(
     md: TableMetadata, io: FileIO, cs: ChangeSnapshot, pruner: _Pruner
 ) -> list[ChangeTask]:
@@ -403,6 +450,8 @@ def _plan_snapshot(
         if parent_has_deletes and (data_removed or delete_changes)
         else None
     )
+    if parent is None and cs.parent_id is not None and (data_removed or delete_changes):
+        index_before = _delete_index_of_expired_parent(md, io, snap, delete_changes)
 
     def task(
         kind: ChangeKind,
