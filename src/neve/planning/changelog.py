@@ -24,7 +24,10 @@ removed). A change task is one of:
   ``after - before``; the rows are read back from the data file by position.
 
 For ``DELETED_ROWS`` the planner also reads the delete manifests of P and S (usually
-few) and the data manifests of S that may hold the files those deletes point to.
+few) and the data manifests of S that may hold the files those deletes point to. When
+P was expired (the first snapshot of a range without a start), P's delete files are
+derived from S's manifests; when P's expiration deleted files S removed, the range
+starts after S.
 
 Tasks are frozen and picklable: Spark executors read them.
 """
