@@ -183,7 +183,7 @@ def bench_compaction(
             neve_times.append(took)
             t = cat.load_table("bench.lineitem")
             neve_rows = check_rows(t.scan(columns=["l_quantity", "l_orderkey"]).to_arrow())
-            neve_files = len(t.scan().plan_files())
+            neve_files = len({task.file.file_path for task in t.scan().plan_files()})
             t.set_current_snapshot(base.snapshot_id)
 
             took, out = timed(lambda: java.sql(rewrite_sql))
