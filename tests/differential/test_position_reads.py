@@ -7,9 +7,12 @@ pyarrow for the others, so both paths are covered."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -131,16 +134,25 @@ def test_edge_values_at_positions(diff_catalog: Catalog) -> None:
     )
     assert task.delete_files and task.file.split_offsets and len(task.file.split_offsets) > 3
     whole = read_data_file(table.io, task.file, Schema(*schema.fields, ROW_POSITION), **common)  # type: ignore[arg-type]
-    positions = BitMap64([0, 1, 2, 7, 999, 1000, 1050, 1100, 1777, 2998, 2999])
-    got = read_data_file(table.io, task.file, schema, only_positions=positions, **common)  # type: ignore[arg-type]
-    wanted = pa.array(sorted(positions), pa.int64())
-    expected = whole.filter(pc.is_in(whole.column(ROW_POSITION.name), value_set=wanted))
-    expected = expected.drop_columns([ROW_POSITION.name])
-    assert got.column("id").to_pylist() == [0, 1, 2, 7, 999, 1100, 1777, 2998, 2999]
-    _same(got, expected)
-    # a file system other than the local one (an object store's): polars reads the bytes
-    remote = read_data_file(_Remote(), task.file, schema, only_positions=positions, **common)  # type: ignore[arg-type]
-    _same(remote, expected)
+    # positions in every row group (polars gathers them from the whole file), and
+    # positions in some row groups only (pyarrow reads just those)
+    starts = [0]
+    meta = pq.ParquetFile(urlsplit(task.file.file_path).path).metadata
+    for rg in range(meta.num_row_groups - 1):
+        starts.append(starts[-1] + meta.row_group(rg).num_rows)
+    some = [0, 1, 2, 7, 999, 1000, 1050, 1100, 1777, 2998, 2999]
+    assert not set(starts) <= set(some)
+    for picked in (some, sorted({*some, *starts})):
+        positions = BitMap64(picked)
+        got = read_data_file(table.io, task.file, schema, only_positions=positions, **common)  # type: ignore[arg-type]
+        wanted = pa.array(picked, pa.int64())
+        expected = whole.filter(pc.is_in(whole.column(ROW_POSITION.name), value_set=wanted))
+        expected = expected.drop_columns([ROW_POSITION.name])
+        assert got.column("id").to_pylist() == [i for i in picked if not 1000 <= i < 1100]
+        _same(got, expected)
+        # a file system other than the local one (an object store's): polars reads bytes
+        remote = read_data_file(_Remote(), task.file, schema, only_positions=positions, **common)  # type: ignore[arg-type]
+        _same(remote, expected)
 
 
 def _same(got: pa.Table, expected: pa.Table) -> None:

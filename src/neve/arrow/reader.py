@@ -386,8 +386,10 @@ def iter_data_file_batches(
             batch = batch.filter(exact)
         return project_batch(batch, batch.schema, projected_schema) if batch.num_rows else None
 
-    if only_positions is not None and row_groups:
-        # the wanted rows alone, gathered by polars, whose decoder is the faster one
+    if only_positions is not None and len(row_groups) == len(starts):
+        # the wanted rows alone, gathered by polars, whose decoder is the faster one;
+        # it reads every row group, so only when each holds wanted rows (else pyarrow
+        # reads just the row groups that do)
         read = BitMap64()
         for rg in row_groups:
             read.add_range(starts[rg], starts[rg] + sizes[rg])
