@@ -19,7 +19,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 import neve
-from neve.errors import CommitConflictError
 from neve.planning.compaction import plan_compaction
 from neve.spark import maintenance
 from neve.spec.snapshot import Operation
@@ -33,6 +32,7 @@ from test_compaction_rebase import (
     check_no_dangling_deletes,
     live_state,
     one_row_per_key,
+    race_a_copy_on_write_rewrite,
     rows,
     small_files,
 )
@@ -155,20 +155,7 @@ def test_spark_origins_name_each_written_row(
 def test_a_concurrent_copy_on_write_rewrite_conflicts_on_spark(
     spark: SparkSession, catalog: neve.Catalog
 ) -> None:
-    t = small_files(catalog, 3, mode="copy-on-write")
-    other = catalog.load_table("db.t")
-    seen: dict[str, Any] = {}
-
-    def race(done: int, total: int) -> None:
-        if done == 1:
-            other.delete("id = 100")  # copy-on-write: the file holding 100 is replaced
-            fresh = catalog.load_table("db.t")
-            seen["md"] = fresh.metadata_location
-            seen["rows"] = live_state(fresh, 3)
-
-    with pytest.raises(CommitConflictError, match="no longer in the table"):
-        maintenance.rewrite_data_files(spark, t, progress=race)
-    after = catalog.load_table("db.t")
-    assert after.metadata_location == seen["md"]
-    assert live_state(after, 3) == seen["rows"]
-    assert_folder_is_reachable(after)  # the Spark-written files are gone
+    race_a_copy_on_write_rewrite(
+        catalog,
+        lambda t, progress: maintenance.rewrite_data_files(spark, t, progress=progress),
+    )

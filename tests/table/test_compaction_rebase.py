@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,12 @@ def test_a_stale_handle_compacts_over_later_deletes(catalog: neve.Catalog, versi
     assert_folder_is_reachable(after)
 
 
-def test_a_concurrent_copy_on_write_rewrite_conflicts(catalog: neve.Catalog) -> None:
+def race_a_copy_on_write_rewrite(
+    catalog: neve.Catalog, rewrite: Callable[[Table, Callable[[int, int], None]], object]
+) -> None:
+    """``rewrite(table, progress)`` compacts while another handle replaces one of the
+    files by a copy-on-write delete: a typed conflict, the other commit kept, and the
+    compaction's files gone (for both engines)."""
     t = small_files(catalog, 3, mode="copy-on-write")
     other = catalog.load_table("db.t")
     seen: dict[str, Any] = {}
@@ -184,11 +190,17 @@ def test_a_concurrent_copy_on_write_rewrite_conflicts(catalog: neve.Catalog) -> 
             seen["rows"] = live_state(fresh, 3)
 
     with pytest.raises(CommitConflictError, match="no longer in the table"):
-        t.maintenance.rewrite_data_files(progress=race)
+        rewrite(t, race)
     after = catalog.load_table("db.t")
     assert after.metadata_location == seen["md"]
     assert live_state(after, 3) == seen["rows"]
     assert_folder_is_reachable(after)  # the compaction's files are gone
+
+
+def test_a_concurrent_copy_on_write_rewrite_conflicts(catalog: neve.Catalog) -> None:
+    race_a_copy_on_write_rewrite(
+        catalog, lambda t, progress: t.maintenance.rewrite_data_files(progress=progress)
+    )
 
 
 def test_concurrent_equality_deletes_and_the_starting_sequence_number(
