@@ -6,8 +6,9 @@ commit wins."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from neve.errors import CommitConflictError, CommitFailedError
 from neve.io.fileio import FileIO
@@ -15,7 +16,7 @@ from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
 
-__all__ = ["Action", "TableState"]
+__all__ = ["Action", "ChangeBuilder", "TableState"]
 
 
 class TableState(Protocol):
@@ -27,6 +28,37 @@ class TableState(Protocol):
 
     @property
     def metadata(self) -> TableMetadata: ...
+
+
+class ChangeBuilder(ABC):
+    """A builder of one schema, partition spec or sort order change. Used in a ``with``
+    block it commits when the block ends without an error; :meth:`commit` hands it to
+    the table layer's callback, or without one only validates it (:meth:`apply`)."""
+
+    _on_commit: Callable[[Any], None] | None
+
+    @abstractmethod
+    def apply(self) -> object:
+        """The new schema, spec or order (validated); changes nothing."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit()
+
+    def commit(self) -> None:
+        """Hand the builder to the table layer's commit callback (or just validate)."""
+        if self._on_commit is not None:
+            self._on_commit(self)
+        else:
+            self.apply()
 
 
 class Action(ABC):

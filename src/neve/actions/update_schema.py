@@ -17,9 +17,9 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
+from neve.actions.base import ChangeBuilder
 from neve.errors import SchemaError, ValidationError
 from neve.spec import temporal, values
 from neve.spec.schema import Schema
@@ -267,7 +267,7 @@ def _same_default(t: IcebergType, a: Any, b: Any) -> bool:
     return json.dumps(values.to_json(t, a)) == json.dumps(values.to_json(t, b))
 
 
-class UpdateSchema:
+class UpdateSchema(ChangeBuilder):
     """Builds a new schema from ``schema`` by the spec's evolution rules.
 
     Use it as a context manager: on a normal exit ``on_commit(self)`` is called (without a
@@ -295,27 +295,6 @@ class UpdateSchema:
         self._changed: set[int] = set()  # renamed, retyped, re-documented, re-nulled
         self._index_cache: _Index | None = None
         self._base_index = _Index(schema.fields, case_sensitive)
-
-    # -- context manager ---------------------------------------------------------------
-
-    def __enter__(self) -> UpdateSchema:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-
-    def commit(self) -> None:
-        """Hand the builder to the table layer's commit callback (or just validate)."""
-        if self._on_commit is not None:
-            self._on_commit(self)
-        else:
-            self.apply()
 
     # -- lookups -----------------------------------------------------------------------
 

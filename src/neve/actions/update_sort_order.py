@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from types import TracebackType
 
+from neve.actions.base import ChangeBuilder
 from neve.actions.update_spec import resolve_transform_source
 from neve.errors import SchemaError
 from neve.spec.schema import Schema
@@ -78,7 +78,7 @@ def sort_order_from_terms(schema: Schema, terms: Iterable[str], order_id: int = 
     return SortOrder(order_id, tuple(fields))
 
 
-class UpdateSortOrder:
+class UpdateSortOrder(ChangeBuilder):
     """Builds a new sort order for ``metadata``'s current schema. Fields are added in
     call order; no call at all gives the unsorted order (id 0). A context manager: on a
     normal exit ``on_commit(self)`` is called (without a callback the order is only
@@ -95,25 +95,6 @@ class UpdateSortOrder:
         self._case_sensitive = case_sensitive
         self._on_commit = on_commit
         self._fields: list[SortField] = []
-
-    def __enter__(self) -> UpdateSortOrder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-
-    def commit(self) -> None:
-        """Hand the builder to the table layer's commit callback (or just validate)."""
-        if self._on_commit is not None:
-            self._on_commit(self)
-        else:
-            self.apply()
 
     def asc(
         self, term: str, null_order: NullOrder | str = NullOrder.NULLS_FIRST

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from types import TracebackType
 
+from neve.actions.base import ChangeBuilder
 from neve.errors import SchemaError
 from neve.spec.partition import PARTITION_DATA_ID_START, PartitionField, PartitionSpec
 from neve.spec.schema import Schema
@@ -203,7 +203,7 @@ def spec_from_terms(
     return PartitionSpec(spec_id, tuple(fields))
 
 
-class UpdateSpec:
+class UpdateSpec(ChangeBuilder):
     """Evolves the default partition spec of ``metadata``; :meth:`apply` gives the new
     spec. A context manager: on a normal exit ``on_commit(self)`` is called (without a
     callback the change is only validated); on an exception nothing happens."""
@@ -228,27 +228,6 @@ class UpdateSpec:
         self._deletes: set[int] = set()
         self._renames: dict[int, str] = {}  # field id of the current spec -> new name
         self._aside: dict[int, str] = {}  # removed/void fields renamed to free their name
-
-    # -- context manager ---------------------------------------------------------------
-
-    def __enter__(self) -> UpdateSpec:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.commit()
-
-    def commit(self) -> None:
-        """Hand the builder to the table layer's commit callback (or just validate)."""
-        if self._on_commit is not None:
-            self._on_commit(self)
-        else:
-            self.apply()
 
     # -- lookups -----------------------------------------------------------------------
 
