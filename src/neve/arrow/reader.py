@@ -390,19 +390,23 @@ def iter_data_file_batches(
         # the wanted rows alone, gathered by polars, whose decoder is the faster one;
         # it reads every row group, so only when each holds wanted rows (else pyarrow
         # reads just the row groups that do)
-        read = BitMap64()
-        for rg in row_groups:
-            read.add_range(starts[rg], starts[rg] + sizes[rg])
-        # ``deleted`` holds the file's deletes and every row outside ``only_positions``
-        wanted_rows = read - deleted if deleted is not None else read
+        wanted_rows = BitMap64()
+        wanted_rows.add_range(0, sum(sizes))
+        if deleted is not None:  # the file's deletes and every row outside only_positions
+            wanted_rows -= deleted
         gathered = _gather_positions(
             io, data_file.file_path, file_schema, file_columns, wanted_rows
         )
         if gathered is not None:
-            for live in gathered.to_batches():
-                out = finish(live)
-                if out is not None:
-                    yield out
+            try:
+                for live in gathered.to_batches():
+                    out = finish(live)
+                    if out is not None:
+                        yield out
+            except NeveError:
+                raise
+            except (OSError, pa.ArrowException) as exc:
+                raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
             return
 
     for rg in row_groups:
@@ -429,9 +433,9 @@ def iter_data_file_batches(
             raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
 
 
-#: Arrow types of file columns that polars decodes to exactly the values pyarrow does
-#: (after a cast back to the file's type); files with other columns are read by pyarrow.
 def _polars_exact(t: pa.DataType) -> bool:
+    """Whether polars decodes a file column of type ``t`` to exactly the values pyarrow
+    does (after a cast back to ``t``); files with other columns are read by pyarrow."""
     return bool(
         pa.types.is_signed_integer(t)
         or pa.types.is_floating(t)
