@@ -370,15 +370,20 @@ def _own_entries(
     ]
 
 
-def _delete_index(md: TableMetadata, io: FileIO, snapshot: Snapshot | None) -> DeleteFileIndex:
-    if snapshot is None:
-        return DeleteFileIndex([], md.specs_by_id)
+def _live_deletes(md: TableMetadata, io: FileIO, snapshot: Snapshot) -> list[ManifestEntry]:
+    """The delete files live at ``snapshot``."""
     manifests = [
         m
         for m in cached_manifest_list(io, snapshot.manifest_list)
         if m.content is ManifestContent.DELETES
     ]
-    return DeleteFileIndex(live_entries(io, manifests, md), md.specs_by_id)
+    return live_entries(io, manifests, md)
+
+
+def _delete_index(md: TableMetadata, io: FileIO, snapshot: Snapshot | None) -> DeleteFileIndex:
+    if snapshot is None:
+        return DeleteFileIndex([], md.specs_by_id)
+    return DeleteFileIndex(_live_deletes(md, io, snapshot), md.specs_by_id)
 
 
 def _parent_state_gone(md: TableMetadata, io: FileIO, cs: ChangeSnapshot) -> bool:
@@ -414,12 +419,7 @@ def _delete_index_of_expired_parent(
 
     added = {key(e) for e in delete_changes if e.status is ManifestEntryStatus.ADDED}
     removed = [e for e in delete_changes if e.status is ManifestEntryStatus.DELETED]
-    manifests = [
-        m
-        for m in cached_manifest_list(io, snapshot.manifest_list)
-        if m.content is ManifestContent.DELETES
-    ]
-    live = [e for e in live_entries(io, manifests, md) if key(e) not in added]
+    live = [e for e in _live_deletes(md, io, snapshot) if key(e) not in added]
     return DeleteFileIndex([*live, *removed], md.specs_by_id)
 
 
