@@ -10,10 +10,14 @@ JAVA_JARS  := /usr/share/java/jarjar.jar /usr/share/java/sqlite-jdbc.jar /usr/sh
 # pypaimon as a reference for the merge engines (tests/paimonengine): it pins pyarrow<20.
 PAIMON_VENV  ?= .venv-paimon
 PAIMON_STAMP := $(PAIMON_VENV)/.installed
+# DuckDB 1.5 with its iceberg extension as a reference reader (tests/duckdbengine): the
+# extensions on PyPI need DuckDB 1.5.x, older than neve's own.
+DUCKDB_VENV  ?= .venv-duckdb
+DUCKDB_STAMP := $(DUCKDB_VENV)/.installed
 
-.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine clean
+.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine clean
 
-setup: $(STAMP) java java-engine paimon-engine
+setup: $(STAMP) java java-engine paimon-engine duckdb-engine
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
@@ -60,6 +64,17 @@ $(PAIMON_STAMP): tests/paimonengine/__init__.py
 	$(PAIMON_VENV)/bin/pip install -q 'pypaimon==2.1.0'
 	@touch $(PAIMON_STAMP)
 
+duckdb-engine: $(DUCKDB_STAMP)
+
+$(DUCKDB_STAMP): tests/duckdbengine/__init__.py
+	@test -x $(DUCKDB_VENV)/bin/python || python3 -m venv $(DUCKDB_VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(DUCKDB_VENV); }
+	$(DUCKDB_VENV)/bin/pip install -q --upgrade pip
+	$(DUCKDB_VENV)/bin/pip install -q 'duckdb==1.5.5' 'duckdb-extension-iceberg==1.5.5' \
+	  'duckdb-extension-avro==1.5.5' 'duckdb-extension-httpfs==1.5.5' pytz
+	@touch $(DUCKDB_STAMP)
+
 # The demo registers its catalog as 'demo' in ~/.config/neve/config.yaml, so that
 # `.venv/bin/neve tables tpch` finds it afterwards (docs/CLI.md).
 demo: setup
@@ -87,4 +102,4 @@ bench: setup
 	$(PY) benchmarks/bench_merge.py
 
 clean:
-	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
