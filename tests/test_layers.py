@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("expressions",),
     ("planning",),
     ("actions",),
+    ("engine",),
     ("arrow",),
     ("table",),
     ("catalog",),

@@ -13,6 +13,8 @@ import neve
 import neve.spark
 
 NEVE_API = {
+    "ArrowEngine",
+    "Engine",
     "AlreadyExistsError",
     "Catalog",
     "CatalogNotConfiguredError",
@@ -54,6 +56,7 @@ NEVE_API = {
 SPARK_API = {
     "REQUIRED_CONF",
     "NeveDataSource",
+    "SparkEngine",
     "changes",
     "check_session",
     "configure",

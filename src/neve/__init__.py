@@ -7,7 +7,9 @@ table.append(pa_table)
 table.scan(filter="id < 100").to_arrow()
 """
 
+from neve.arrow.engine import ArrowEngine
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
+from neve.engine.protocol import Engine
 from neve.errors import (
     AlreadyExistsError,
     CatalogNotConfiguredError,
@@ -46,6 +48,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExistsError",
+    "ArrowEngine",
     "Catalog",
     "CatalogNotConfiguredError",
     "CommitConflictError",
@@ -54,6 +57,7 @@ __all__ = [
     "CommitStateUnknownError",
     "DataSchemaMismatchError",
     "DuplicateKeyError",
+    "Engine",
     "EngineSetupError",
     "ExpressionError",
     "FileScanTask",

@@ -371,10 +371,16 @@ def test_bad_metrics_mode_and_properties() -> None:
     assert str(MetricsMode.parse(" Truncate( 8 ) ")) == "truncate(8)"
     schema = Schema(NestedField(1, "a", INT))
     assert MetricsConfig.from_properties(schema, {}).mode(1) == MetricsMode("truncate", 16)
-    with pytest.raises(ValidationError, match="compression-codec"):
-        ParquetWriteOptions.from_properties({"write.parquet.compression-codec": "zip"})
-    with pytest.raises(ValidationError, match="integer"):
-        ParquetWriteOptions.from_properties({"write.target-file-size-bytes": "big"})
+    # a stored value neve cannot use (set by another engine: set_properties refuses it)
+    # reads as its default here as everywhere else (neve.spec.properties, rule 2)
+    options = ParquetWriteOptions.from_properties(
+        {"write.parquet.compression-codec": "zip", "write.target-file-size-bytes": "big"}
+    )
+    assert options.compression == "zstd"
+    assert options.target_file_size == 512 * 1024 * 1024
+    assert MetricsConfig.from_properties(schema, {"write.metadata.metrics.default": "some"}).mode(
+        1
+    ) == MetricsMode("truncate", 16)
 
 
 def test_compression_codec_property(tmp_path: Path) -> None:

@@ -152,6 +152,8 @@ BAD_VALUES = [
     ("schema.name-mapping.default", "{not json"),
     ("write.data.path", " "),
     ("write.metadata.path", ""),
+    ("write.auto-compact.enabled", "sometimes"),
+    ("write.auto-compact.min-input-files", "0"),
 ]
 
 
@@ -293,18 +295,22 @@ def test_repair_commit_of_a_bad_value_goes_through(catalog: Catalog) -> None:
     assert "commit.retry.num-retries" not in catalog.load_table("db.t").properties
 
 
-def test_read_property_falls_back_to_defaults() -> None:
-    from neve.spec.properties import PROPERTIES, read_property
+def test_the_properties_view_falls_back_to_defaults() -> None:
+    from neve.spec.properties import PROPERTIES, TableProperties
 
     for key, value in STORED_BAD.items():
-        assert read_property({key: value}, key) == PROPERTIES[key].default
-    assert read_property({}, "commit.retry.num-retries") == 4
-    assert read_property({"commit.retry.num-retries": " 9 "}, "commit.retry.num-retries") == 9
-    assert read_property({"commit.retry.num-retries": "-2"}, "commit.retry.num-retries") == 4
+        view = TableProperties({key: value})
+        assert view.value(key) == PROPERTIES[key].default
+        assert key in view.invalid
+    assert TableProperties({}).as_int("commit.retry.num-retries") == 4
     assert (
-        read_property({"commit.manifest-merge.enabled": "False"}, "commit.manifest-merge.enabled")
-        is False
+        TableProperties({"commit.retry.num-retries": " 9 "}).as_int("commit.retry.num-retries") == 9
     )
+    assert (
+        TableProperties({"commit.retry.num-retries": "-2"}).as_int("commit.retry.num-retries") == 4
+    )
+    view = TableProperties({"commit.manifest-merge.enabled": "False"})
+    assert view.as_bool("commit.manifest-merge.enabled") is False
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])

@@ -15,8 +15,8 @@ import neve
 from neve.arrow.deletes import write_position_delete_file
 from neve.catalog import Catalog
 from neve.errors import CommitConflictError, ExpressionError
+from neve.spark import delete
 from neve.spark.commands import overwrite, overwrite_partitions
-from neve.spark.rowlevel import delete
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_write import SCHEMA, canon, data_files, files_under, rows, to_df

@@ -15,10 +15,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 import neve
 from neve.errors import SchemaError
-from neve.spark import read
+from neve.spark import SparkEngine, delete, read
 from neve.spark.commands import overwrite, overwrite_partitions
-from neve.spark.job import cleanup_on_failure, write_data
-from neve.spark.rowlevel import delete
+from neve.spark.job import write_data
 
 pytestmark = pytest.mark.spark
 
@@ -118,18 +117,13 @@ def test_spark_overwrite_partitions_of_split_files(
 
 
 def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Catalog) -> None:
-    from neve.spark.commands import spark_rewriter
-
     t = split_table(catalog, 3)
     before = lineage(t)
     appended = rows(30_000, 20)
-    with cleanup_on_failure(t.io, []) as written:
-        tx = t.transaction()
-        tx.append(arrow(appended))
-        # the rewriter reads and writes as the transaction's staged changes leave it
-        rewriter = spark_rewriter(spark, tx, written)
-        tx.overwrite_files([], "id = 7 or id = 30005", rewriter=rewriter)
-        tx.commit()
+    with t.transaction(SparkEngine(spark)) as tx:
+        tx.append(to_df(spark, appended))
+        # the Spark engine reads and writes as the transaction's staged changes leave it
+        tx.overwrite_files([], "id = 7 or id = 30005")
     gone = {7, 30005}
     assert content(t) == without(rows(0, ROWS) + appended, lambda r: r[0] in gone)
     after = lineage(t.refresh())

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 import neve
 from neve.planning.compaction import plan_compaction
-from neve.spark import maintenance
+from neve.spark import SparkEngine, maintenance
 from neve.spec.snapshot import Operation
 from neve.table.compaction import resolve_sort
 from neve.table.table import Table
@@ -125,7 +125,7 @@ def test_spark_origins_name_each_written_row(
     md = t.metadata
     sort = resolve_sort(md, strategy, "s desc" if strategy == "sort" else None)
     plan = plan_compaction(md, t.io, strategy=strategy, sort=sort)
-    compacted = maintenance.spark_compactor(spark)(t, plan)
+    compacted = SparkEngine(spark).compact(t, plan, lambda _rows: None)
     try:
         raw = {p: pq.read_table(p.removeprefix("file://")) for p in compacted.sources}
         runs = 0

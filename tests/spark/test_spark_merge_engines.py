@@ -19,7 +19,7 @@ import neve
 import neve.spark as ns
 from budget import examples
 from merge_engine_model import SCHEMA, Refused, apply_batch, batches, configs, to_arrow
-from neve import MergeEngineError, SqlCatalog
+from neve import MergeEngineError, SqlCatalog, ValidationError
 
 pytestmark = [pytest.mark.spark, pytest.mark.property]
 
@@ -119,8 +119,16 @@ def test_spark_merge_engine_paths(spark: SparkSession, tmp_path: object) -> None
     )
     ns.upsert(spark, spark.createDataFrame(batch([1], [0], [1])), agg)
     frame = spark.createDataFrame(batch([1, 1, 2], [0, 0, 0], [2, 3, 4]))
-    ns.merge(spark, frame, agg).when_matched_update_all().execute()
-    assert kn(agg) == [(1, 6)]
+    # a MERGE keeps SQL's rules on a key table too: two source rows for one target row
+    # are refused, and update_all replaces the row; the engine decides upserts
+    with pytest.raises(ValidationError, match="more than one source row"):
+        ns.merge(spark, frame, agg).when_matched_update_all().execute()
+    assert kn(agg) == [(1, 1)]
+    once = spark.createDataFrame(batch([1, 2], [0, 0], [5, 4]))
+    ns.merge(spark, once, agg).when_matched_update_all().execute()
+    assert kn(agg) == [(1, 5)]
+    ns.upsert(spark, frame, agg)
+    assert kn(agg) == [(1, 10), (2, 4)]
     # an error resolve raises on an executor reaches the caller typed, nothing written
     product = cat.create_table(
         "db.p",

@@ -15,7 +15,7 @@ import pytest
 
 import neve
 from neve.arrow.deletes import write_equality_delete_file
-from neve.errors import CommitError
+from neve.errors import CommitError, NeveIOError
 from neve.spec.snapshot import Operation
 from neve.table.maintenance import reachable_files
 from neve.table.table import Table
@@ -212,11 +212,20 @@ def test_auto_compaction_after_appends(catalog: neve.Catalog, caplog: Any) -> No
     ids = t.scan(columns=["id"]).to_arrow().column("id").to_pylist()
     assert len(ids) == len(set(ids))
     assert_folder_is_reachable(t)
-    # a compaction that fails does not fail the write: it is logged
-    t.set_properties({"write.auto-compact.min-input-files": "many"})
-    with caplog.at_level(logging.WARNING, logger="neve.compaction"):
-        t.append(rows([200, 203, 206]))
-    assert "automatic compaction" in caplog.text and "many" in caplog.text
+
+    # a compaction that fails does not fail the write: it is logged (an engine whose
+    # compaction fails to write, as a full disk would make it)
+    class FullDisk(neve.ArrowEngine):
+        def compact(self, table: Any, plan: Any, on_group: Any) -> Any:
+            raise NeveIOError("no space left on device")
+
+    t.set_properties({"write.auto-compact.min-input-files": "2"})
+    with (
+        caplog.at_level(logging.WARNING, logger="neve.compaction"),
+        t.transaction(FullDisk()) as tx,
+    ):
+        tx.append(rows([200, 203, 206]))
+    assert "automatic compaction" in caplog.text and "no space left" in caplog.text
     assert t.refresh().current_snapshot().operation is Operation.APPEND
     assert 206 in t.scan(columns=["id"]).to_arrow().column("id").to_pylist()
 

@@ -110,7 +110,10 @@ def test_partial_update_keeps_the_stored_fields_a_batch_leaves_null(cat: neve.Ca
     assert sorted_rows(t) == [{"k": 1, "s": None, "n": 11, "t": "x", "b": True}]
 
 
-def test_when_matched_update_all_alone_inserts_no_new_key(cat: neve.Catalog) -> None:
+def test_merge_on_a_key_table_keeps_the_rules_of_merge(cat: neve.Catalog) -> None:
+    """The merge engine decides upserts; a MERGE keeps SQL's rules on every table, key
+    tables included: two source rows for one target row are refused before anything is
+    written, and ``update_all`` replaces the matched row (it is not aggregated)."""
     t = cat.create_table(
         "db.t",
         SCHEMA,
@@ -118,8 +121,15 @@ def test_when_matched_update_all_alone_inserts_no_new_key(cat: neve.Catalog) -> 
         properties={"merge-engine": "aggregation", "fields.n.aggregate-function": "sum"},
     )
     t.upsert(rows(k=[1], n=[1]))
-    t.merge(rows(k=[1, 1, 2], n=[2, 3, 4])).when_matched_update_all().execute()
-    assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, 6)]
+    before = t.refresh().metadata.current_snapshot_id
+    with pytest.raises(ValidationError, match="more than one source row"):
+        t.merge(rows(k=[1, 1, 2], n=[2, 3, 4])).when_matched_update_all().execute()
+    assert t.refresh().metadata.current_snapshot_id == before
+    assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, 1)]
+    t.merge(rows(k=[1, 2], n=[5, 4])).when_matched_update_all().execute()
+    assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, 5)]
+    t.upsert(rows(k=[1, 1], n=[2, 3]))  # the engine sums an upsert's rows in
+    assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, 10)]
 
 
 def test_other_merges_keep_merge_rules(cat: neve.Catalog) -> None:

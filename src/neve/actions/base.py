@@ -64,10 +64,12 @@ class ChangeBuilder(ABC):
 class Action(ABC):
     """One change in a transaction."""
 
-    #: True for a change that rebases onto any newer version of its branch (an append;
-    #: a row delta with a rebase hook, whose checks still refuse what cannot rebase):
-    #: its commit keeps retrying until the total timeout.
-    always_rebases: bool = False
+    @property
+    def always_rebases(self) -> bool:
+        """True for a change that rebases onto any newer version of its branch (an
+        append; a row delta with a rebase hook, whose checks still refuse what cannot
+        rebase): its commit keeps retrying until the total timeout."""
+        return False
 
     @abstractmethod
     def plan(self, md: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement]]:

@@ -22,7 +22,6 @@ from neve.actions.base import Action
 from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
 from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates
-from neve.spec.properties import read_property
 from neve.spec.requirements import AssertTableUUID, TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
@@ -94,7 +93,7 @@ class CommitTarget(TableVersion, Protocol):
 @dataclass(frozen=True)
 class RetrySettings:
     """Iceberg-Java's ``commit.retry.*`` properties, in seconds. A stored value that is
-    unusable falls back to its default (:func:`neve.spec.properties.read_property`),
+    unusable falls back to its default (:class:`neve.spec.properties.TableProperties`),
     so a bad value can never block the commit that repairs it."""
 
     num_retries: int
@@ -104,12 +103,12 @@ class RetrySettings:
 
     @staticmethod
     def of(md: TableMetadata) -> RetrySettings:
-        props = md.properties
+        props = md.props
         return RetrySettings(
-            read_property(props, "commit.retry.num-retries"),
-            read_property(props, "commit.retry.min-wait-ms") / 1000.0,
-            read_property(props, "commit.retry.max-wait-ms") / 1000.0,
-            read_property(props, "commit.retry.total-timeout-ms") / 1000.0,
+            props.as_int("commit.retry.num-retries"),
+            props.as_int("commit.retry.min-wait-ms") / 1000.0,
+            props.as_int("commit.retry.max-wait-ms") / 1000.0,
+            props.as_int("commit.retry.total-timeout-ms") / 1000.0,
         )
 
     def may_retry(self, attempt: int, elapsed: float, rebases: bool) -> bool:
@@ -226,7 +225,7 @@ def _delete_old_metadata(table: CommitTarget, previous: TableMetadata) -> None:
     """``write.metadata.delete-after-commit.enabled``: drop metadata files that fell out
     of the metadata log."""
     md = table.metadata
-    if not read_property(md.properties, "write.metadata.delete-after-commit.enabled"):
+    if not md.props.as_bool("write.metadata.delete-after-commit.enabled"):
         return
     kept = {e.metadata_file for e in md.metadata_log}
     for e in previous.metadata_log:

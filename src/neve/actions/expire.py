@@ -31,7 +31,6 @@ from neve.actions.base import Action
 from neve.errors import ValidationError
 from neve.io.fileio import FileIO
 from neve.planning.manifests import read_manifest_list
-from neve.spec.properties import read_property
 from neve.spec.refs import CONSUMER_TAG_PREFIX, MAIN_BRANCH
 from neve.spec.requirements import (
     AssertCurrentSchemaId,
@@ -77,14 +76,14 @@ def plan_expiration(
     unknown = sorted(explicit - {s.snapshot_id for s in md.snapshots})
     if unknown:
         raise ValidationError(f"snapshots {unknown} are not in the table; list them with history")
-    max_age = int(read_property(md.properties, "history.expire.max-snapshot-age-ms"))
+    max_age = md.props.as_int("history.expire.max-snapshot-age-ms")
     cutoff = older_than_ms if older_than_ms is not None else now_ms - max_age
     min_keep = (
         retain_last
         if retain_last is not None
-        else int(read_property(md.properties, "history.expire.min-snapshots-to-keep"))
+        else md.props.as_int("history.expire.min-snapshots-to-keep")
     )
-    max_ref_age = int(read_property(md.properties, "history.expire.max-ref-age-ms"))
+    max_ref_age = md.props.as_int("history.expire.max-ref-age-ms")
 
     expired_refs: list[str] = []
     kept_refs = {}

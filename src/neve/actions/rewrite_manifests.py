@@ -69,7 +69,7 @@ class RewriteManifests(SnapshotAction):
             ]
             groups.setdefault(m.partition_spec_id, []).extend(entries)
             sizes.setdefault(m.partition_spec_id, []).extend([m.manifest_length, len(entries)])
-        target = md.int_property("commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        target = md.props.as_int("commit.manifest.target-size-bytes")
         for spec_id, entries in sorted(groups.items()):
             if not entries:
                 continue

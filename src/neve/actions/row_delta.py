@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from neve.actions.base import TableState
-from neve.actions.snapshot import SnapshotAction, file_key, write_parent
+from neve.actions.snapshot import VALIDATES, RebasePolicy, SnapshotAction, file_key, write_parent
 from neve.actions.validation import added_since, check_no_new_deletes, file_matcher
 from neve.errors import CommitConflictError, ValidationError
 from neve.expressions import BooleanExpression
+from neve.planning.delete import DeleteFiles
 from neve.planning.manifests import read_manifest_list
 from neve.planning.scan import live_entries
 from neve.spec.manifest import DataFile, DataFileContent
@@ -56,9 +57,14 @@ class RowDelta(SnapshotAction):
         conflict_filter: BooleanExpression | None = None,
         case_sensitive: bool = True,
         isolation: str = "serializable",
+        rebase: RebasePolicy = VALIDATES,
     ) -> None:
         super().__init__(
-            table, branch=branch, snapshot_properties=snapshot_properties, owned_files=owned_files
+            table,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            owned_files=owned_files,
+            rebase=rebase,
         )
         if isolation not in ISOLATION_LEVELS:
             raise ValidationError(
@@ -70,10 +76,6 @@ class RowDelta(SnapshotAction):
         self.isolation = isolation
         #: Data files this change marks rows deleted in (their new deletes merge the old).
         self.deletes_from: dict[str, DataFile] = {}
-        #: Set by a rebase that re-applies this change to the data files concurrent
-        #: commits add (a primary-key upsert's keys, a delete's condition): such files
-        #: are then no serializable conflict.
-        self.relocates = False
 
     @property
     def operation(self) -> Operation:  # type: ignore[override]
@@ -158,6 +160,93 @@ class RowDelta(SnapshotAction):
         self.deletes_from[f.file_path] = f
         return self
 
+    # -- what a rebase changes (neve.arrow.rebase) --------------------------------------
+
+    def own_deletes(self, path: str) -> list[DataFile]:
+        """This change's position delete files (DVs included) for the data file ``path``."""
+        return [
+            f
+            for f in self.added_files
+            if f.content is DataFileContent.POSITION_DELETES and f.referenced_data_file == path
+        ]
+
+    def keep_scoped_deletes(self, path: str) -> list[DataFile]:
+        """Stop removing the delete files scoped to the data file ``path`` (a DV, a
+        file-scoped position delete file) that this change was going to replace; returns
+        them."""
+        scoped = [
+            f
+            for f in self.removed_paths.values()
+            if f.content is not DataFileContent.DATA and f.referenced_data_file == path
+        ]
+        for f in scoped:
+            del self.removed_paths[file_key(f)]
+        return scoped
+
+    def forget_data_file(self, path: str) -> None:
+        """Stop touching the data file ``path`` (a concurrent delete removed it whole, so
+        the rows this change marks there are gone): no deletes for it, no removal of it
+        or of its delete files."""
+        self.keep_scoped_deletes(path)
+        self.deletes_from.pop(path, None)
+        for key in [k for k, f in self.removed_paths.items() if f.file_path == path]:
+            del self.removed_paths[key]
+
+    def no_rows_of(self, path: str) -> None:
+        """The change marks no row of the data file ``path`` after all (a candidate the
+        change planned but found nothing in)."""
+        self.deletes_from.pop(path, None)
+
+    def replace_own_deletes(
+        self,
+        superseded: Iterable[DataFile],
+        deletes: DeleteFiles,
+        marked: Iterable[DataFile],
+    ) -> None:
+        """Put ``deletes`` (written by a rebase, for the data files ``marked``) in place
+        of this change's delete files ``superseded``: those are dropped, and deleted from
+        storage unless another entry of the change still uses the file (never committed:
+        the attempt that wrote them lost). The new files are the change's own."""
+        gone = list(superseded)
+        for f in gone:
+            self.added_files.remove(f)
+        still_used = {f.file_path for f in self.added_files}
+        for path in {f.file_path for f in gone} - still_used:
+            self.io.delete(path)
+            self.owned_files.discard(path)
+        self.owned_files.update(d.file_path for d in deletes.added)
+        for f in marked:
+            self.delete_from(f)
+        for d in deletes.added:
+            self.add_deletes(d)
+        for d in deletes.replaced:
+            self.remove_deletes(d)
+        self.files_changed()
+
+    def restart(
+        self, data_files: Iterable[DataFile], deletes: DeleteFiles, marked: Iterable[DataFile]
+    ) -> None:
+        """Replace everything this change adds and removes by the outcome of running it
+        again at a newer head (``data_files`` and ``deletes`` for the data files
+        ``marked``); the files earlier attempts wrote are deleted (never committed)."""
+        for path in list(self.owned_files):
+            self.io.delete(path)
+        self.owned_files.clear()
+        self.added_files.clear()
+        self.removed_paths.clear()
+        self.deletes_from.clear()
+        data = list(data_files)
+        self.owned_files.update(f.file_path for f in (*data, *deletes.added))
+        for f in data:
+            self.add_rows(f)
+        for f in marked:
+            self.delete_from(f)
+        for d in deletes.added:
+            self.add_deletes(d)
+        for d in deletes.replaced:
+            self.remove_deletes(d)
+        self.files_changed()
+
     def _dv_targets(self) -> set[str]:
         return {
             f.referenced_data_file
@@ -179,7 +268,7 @@ class RowDelta(SnapshotAction):
         check_no_new_deletes(self, md, parent, touched)
         if self.conflict_filter is None or self.isolation != "serializable":
             return
-        if self.relocates:
+        if self.rebase_policy.reapplies:
             return  # its rebase marked the concurrent rows it applies to
         may_match = file_matcher(md, self.conflict_filter, self.case_sensitive)
         for e in added_since(md, self.io, self.base_snapshot_id, parent, self.ignore_snapshot_ids):

@@ -13,8 +13,8 @@ import random
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from neve.actions.base import Action, TableState
 from neve.actions.summary import build_summary
@@ -38,7 +38,10 @@ from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 
 __all__ = [
+    "REBASES",
+    "VALIDATES",
     "Rebase",
+    "RebasePolicy",
     "SnapshotAction",
     "branch_head",
     "check_branch_target",
@@ -65,9 +68,34 @@ class Rebase(Protocol):
     def __call__(self, action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> None: ...
 
 
-@dataclass
-class _AttemptFiles:
-    paths: set[str] = field(default_factory=set)
+@dataclass(frozen=True)
+class RebasePolicy:
+    """How a change carries itself over the commits that land between its base and the
+    head it commits onto; given to the action when it is made.
+
+    - ``hook``: called on each new head before validation (None: validation only).
+    - ``retries_until_timeout``: losing the swap only says others were faster, never that
+      the change is wrong (its checks still refuse what cannot rebase), so the commit
+      retries until ``commit.retry.total-timeout-ms`` instead of counting
+      ``commit.retry.num-retries`` (appends, rebasing row deltas and compactions).
+    - ``reapplies``: the hook applies the change to the data files concurrent commits
+      added (a delete's condition, an upsert's keys), so under ``serializable`` those
+      files are no conflict.
+    - ``carries_positions``: the hook carries position deletes committed meanwhile to the
+      files a rewrite adds, so those deletes are no conflict (a compaction).
+    """
+
+    hook: Rebase | None = None
+    retries_until_timeout: bool = True
+    reapplies: bool = False
+    carries_positions: bool = False
+
+
+#: The policy of an action that only validates (no hook, Iceberg's retry count).
+VALIDATES = RebasePolicy(retries_until_timeout=False)
+
+#: The policy of an append without checks: it rebases onto any newer head.
+REBASES = RebasePolicy()
 
 
 class SnapshotAction(Action):
@@ -82,7 +110,12 @@ class SnapshotAction(Action):
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         owned_files: Iterable[str] = (),
+        rebase: RebasePolicy = VALIDATES,
+        validate_from: int | Literal["head"] | None = "head",
     ) -> None:
+        """``rebase``: how the change rebases (:class:`RebasePolicy`). ``validate_from``:
+        the snapshot after which commits count as concurrent (a compaction passes the
+        snapshot it read); by default the branch head now."""
         self.table = table
         self.io: FileIO = table.io
         self.branch = branch
@@ -91,8 +124,10 @@ class SnapshotAction(Action):
         self.commit_uuid = str(uuid.uuid4())
         # The head this change validates concurrent commits against: the branch head
         # when the change (or the transaction it belongs to) started.
-        base = write_parent(table.metadata, branch)
-        self.base_snapshot_id = base.snapshot_id if base is not None else None
+        if validate_from == "head":
+            base = write_parent(table.metadata, branch)
+            validate_from = base.snapshot_id if base is not None else None
+        self.base_snapshot_id: int | None = validate_from
         self.added_files: list[DataFile] = []
         #: Files this change removes, by :func:`file_key` (delete files included: a
         #: Puffin file holds several deletion vectors, told apart by their offsets).
@@ -106,12 +141,15 @@ class SnapshotAction(Action):
         #: Snapshots committed earlier in the same transaction: not concurrent changes.
         self.ignore_snapshot_ids: set[int] = set()
         self._attempt = 0
-        #: How this change rebases over concurrent commits (None: validation only).
-        self.rebase: Rebase | None = None
+        self.rebase_policy = rebase
         #: The data sequence number of the data files this change adds, when they hold
         #: older rows (a compaction keeping its starting snapshot's); None: the commit's.
         self.data_sequence_number: int | None = None
         self._carried_over: TableMetadata | None = None
+
+    @property
+    def always_rebases(self) -> bool:
+        return self.rebase_policy.retries_until_timeout
 
     # -- what subclasses fill in -----------------------------------------------------
 
@@ -128,11 +166,12 @@ class SnapshotAction(Action):
         """Run the :attr:`rebase` hook over the commits since the base (once per
         metadata version planned on)."""
         parent = write_parent(md, self.branch)
-        if self.rebase is None or parent is None or parent.snapshot_id == self.base_snapshot_id:
+        hook = self.rebase_policy.hook
+        if hook is None or parent is None or parent.snapshot_id == self.base_snapshot_id:
             return
         if self._carried_over is md:
             return  # RowDelta carries over before its own checks, in the same plan
-        self.rebase(self, md, parent)
+        hook(self, md, parent)
         self._carried_over = md
 
     def files_changed(self) -> None:
@@ -153,7 +192,7 @@ class SnapshotAction(Action):
         if parent is not None and parent.snapshot_id != self.base_snapshot_id:
             self.carry_over(md)
             self.validate(md, parent)
-            if self.rebase is not None and not self.ignore_snapshot_ids:
+            if self.rebase_policy.hook is not None and not self.ignore_snapshot_ids:
                 # carried over and checked up to ``parent``, a snapshot other writers
                 # committed: later attempts look only at what lands after it, so a
                 # writer that keeps losing does not redo ever more work. (In a
@@ -318,10 +357,10 @@ class SnapshotAction(Action):
         """Iceberg-Java's manifest merging: per (content, spec), bin-pack manifests into
         ``commit.manifest.target-size-bytes``; the bin with this commit's new manifest is
         merged only once it holds ``commit.manifest.min-count-to-merge`` manifests."""
-        if not md.bool_property("commit.manifest-merge.enabled", True):
+        if not md.props.as_bool("commit.manifest-merge.enabled"):
             return manifests
-        min_count = md.int_property("commit.manifest.min-count-to-merge", 100)
-        target = md.int_property("commit.manifest.target-size-bytes", 8 * 1024 * 1024)
+        min_count = md.props.as_int("commit.manifest.min-count-to-merge")
+        target = md.props.as_int("commit.manifest.target-size-bytes")
         new_paths = {m.manifest_path for m in (self._added_manifests or [])}
         groups: dict[tuple[ManifestContent, int], list[ManifestFile]] = {}
         for m in manifests:

@@ -1,11 +1,11 @@
 """A compaction that rebases instead of failing: when a concurrent commit marked rows
 deleted (a deletion vector, or v2 position deletes) in a data file the compaction
 rewrites, the compaction knows where each of that file's rows went
-(:class:`~neve.arrow.write.CompactedFiles`), so it marks the same rows in the files it
+(:class:`~neve.engine.origins.CompactedFiles`), so it marks the same rows in the files it
 wrote and commits, where Iceberg-Java aborts the file group.
 
 The commit loop calls :class:`CompactionRebase` as the ``RewriteFiles`` action's
-``rebase`` hook (``actions/snapshot.py``) each time it plans on a new head, before the
+rebase hook (its :meth:`~CompactionRebase.policy`, ``actions/snapshot.py``) each time it plans on a new head, before the
 action validates. Each call works from the head's state: every position delete the
 rewritten files have there is mapped to the new files (rows deleted before the
 compaction read them were not copied and map to nothing), the delete files written by
@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from pyroaring import BitMap64
 
 from neve.actions.rewrite_files import RewriteFiles
-from neve.actions.snapshot import SnapshotAction, file_key
+from neve.actions.snapshot import RebasePolicy, SnapshotAction
 from neve.arrow.positions import write_deletes
 from neve.arrow.reader import DeleteCache, deleted_positions
-from neve.arrow.write import CompactedFiles
+from neve.engine.origins import CompactedFiles
 from neve.expressions import ALWAYS_TRUE
 from neve.io.fileio import FileIO
 from neve.planning.delete import file_scoped_deletes, whole_file_tasks
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
-from neve.spec.manifest import DataFile, DataFileContent
+from neve.spec.manifest import DataFile
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
 
@@ -77,35 +77,20 @@ class CompactionRebase:
                 deleted[path] = bits
         marks = self.compacted.map_positions(deleted)
         # the rewritten files' file-scoped deletes at this head go with them
-        for key in [
-            k
-            for k, f in action.removed_paths.items()
-            if f.content is not DataFileContent.DATA and f.referenced_data_file in self.sources
-        ]:
-            del action.removed_paths[key]
-        for task in live.values():
-            for d in file_scoped_deletes(task):
-                action.removed_paths[file_key(d)] = d
-        self._drop_written(action)
+        action.remove_scoped_deletes(
+            self.sources, [d for task in live.values() for d in file_scoped_deletes(task)]
+        )
+        written: list[DataFile] = []
         if marks:
             by_path = {f.file_path: f for f in self.compacted.files}
             tasks = [(_new_file_task(by_path[path]), bits) for path, bits in sorted(marks.items())]
-            written = write_deletes(_Version(io, md), tasks, cache).added
-            for d in written:
-                action.add_file(d)
-                action.owned_files.add(d.file_path)
-            self.written = list(written)
-        action.files_changed()
+            written = list(write_deletes(_Version(io, md), tasks, cache).added)
+        action.replace_added_deletes(self.written, written)
+        self.written = written
 
-    def _drop_written(self, action: RewriteFiles) -> None:
-        """Take out the delete files an earlier call wrote (never committed: that
-        attempt lost) and delete them."""
-        for f in self.written:
-            action.added_files.remove(f)
-        for path in {f.file_path for f in self.written}:
-            action.io.delete(path)
-            action.owned_files.discard(path)
-        self.written = []
+    def policy(self) -> RebasePolicy:
+        """The rebase policy of the compaction this carries over."""
+        return RebasePolicy(hook=self, carries_positions=True)
 
 
 def _new_file_task(f: DataFile) -> FileScanTask:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neve.errors import ValidationError
+from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema, walk_fields
 from neve.spec.types import (
     BinaryType,
@@ -66,7 +67,6 @@ __all__ = [
 _DEFAULT_KEY = "write.metadata.metrics.default"
 _COLUMN_PREFIX = "write.metadata.metrics.column."
 _MAX_INFERRED_KEY = "write.metadata.metrics.max-inferred-column-defaults"
-_MAX_INFERRED_DEFAULT = 100
 
 
 @dataclass(frozen=True)
@@ -116,14 +116,16 @@ class MetricsConfig:
 
     @staticmethod
     def from_properties(schema: Schema, properties: Mapping[str, str]) -> MetricsConfig:
+        """The modes the table properties ask for (read through
+        :class:`~neve.spec.properties.TableProperties`: an unusable stored mode is as if
+        absent)."""
+        props = TableProperties(properties)
         columns: dict[int, MetricsMode] = {}
-        if _DEFAULT_KEY in properties:
-            default = MetricsMode.parse(properties[_DEFAULT_KEY])
+        default_text = props.as_text(_DEFAULT_KEY) if _DEFAULT_KEY in properties else None
+        if default_text is not None:
+            default = MetricsMode.parse(default_text)
         else:
-            try:
-                limit = int(properties.get(_MAX_INFERRED_KEY, _MAX_INFERRED_DEFAULT))
-            except ValueError:  # a bad stored value: the default, never a failed write
-                limit = _MAX_INFERRED_DEFAULT
+            limit = props.as_int(_MAX_INFERRED_KEY)
             leaves = [
                 f.field_id for _, f, _ in walk_fields(schema.fields) if f.field_type.is_primitive
             ]
@@ -132,12 +134,12 @@ class MetricsConfig:
             else:
                 default = _NONE
                 columns.update(dict.fromkeys(leaves[:limit], DEFAULT_METRICS_MODE))
-        for key, value in properties.items():
-            if key.startswith(_COLUMN_PREFIX):
-                name = key[len(_COLUMN_PREFIX) :]
-                f = schema.find_field_or_none(name)
+        for key in properties:
+            text = props.as_text(key) if key.startswith(_COLUMN_PREFIX) else None
+            if text is not None:
+                f = schema.find_field_or_none(key[len(_COLUMN_PREFIX) :])
                 if f is not None:  # Java ignores modes of columns that do not exist
-                    columns[f.field_id] = MetricsMode.parse(value)
+                    columns[f.field_id] = MetricsMode.parse(text)
         return MetricsConfig(default, columns)
 
 

@@ -21,24 +21,23 @@ docs/MERGE-ENGINES.md has the whole matrix of operation x concurrent operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from neve.actions.base import TableState
 from neve.actions.row_delta import RowDelta
-from neve.actions.snapshot import SnapshotAction, file_key
+from neve.actions.snapshot import RebasePolicy, SnapshotAction
 from neve.actions.validation import added_since
 from neve.arrow.keys import duplicate_key_error, find_keys, key_filter
 from neve.arrow.positions import matching_positions, write_deletes
 from neve.arrow.reader import DeleteCache, deleted_positions
-from neve.arrow.rowlevel import RowChanges
+from neve.engine.protocol import KeySource, MergeRerun
 from neve.errors import CommitConflictError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.io.fileio import FileIO
-from neve.planning.delete import file_scoped_deletes, whole_file_tasks
+from neve.planning.delete import DeleteFiles, file_scoped_deletes, whole_file_tasks
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
@@ -91,131 +90,174 @@ class NewKeysCheck:
             found = pa.concat_tables([h.keys for h in hits])
             raise duplicate_key_error(found, self.on, "were added by a concurrent commit")
 
+    def policy(self) -> RebasePolicy:
+        """The append's rebase policy: retry until the timeout, checking each new head."""
+        return RebasePolicy(hook=self)
+
+
+@dataclass
+class _Marks:
+    """What one rebase of a row delta found: positions to mark per data file path, and
+    the change's own delete files they supersede."""
+
+    tasks: dict[str, FileScanTask]
+    cache: DeleteCache
+    marks: dict[str, BitMap64] = field(default_factory=dict)
+    superseded: list[DataFile] = field(default_factory=list)
+
+    def add(self, path: str, bits: BitMap64) -> None:
+        self.marks[path] = self.marks.get(path, BitMap64()) | bits
+
 
 class DeltaRebase:
     """Carries a merge-on-read row delta over concurrent commits (see the module
     docstring). ``writes_rows``: the change writes new versions of the rows it marks
     (an update or merge), so marking the same rows as a concurrent commit is a
-    conflict. ``keys``/``on``: a primary-key upsert's keys, re-located in concurrently
-    added files; ``relocate=False`` (merge engines other than deduplicate) refuses
-    instead when a concurrent commit added one of the keys."""
+    conflict. ``keys``/``on``: a primary-key upsert's keys (asked for only when a
+    concurrent commit added files), re-located in concurrently added files; with
+    ``rerun`` (merge engines other than plain deduplicate) the change is instead made
+    again at the new head when the concurrent commits touched its keys. ``condition``:
+    a delete's filter, applied to the rows concurrent commits added."""
 
     def __init__(
         self,
         *,
         writes_rows: bool,
-        keys: pa.Table | None = None,
+        keys: KeySource | None = None,
         on: Sequence[str] = (),
-        rerun: Callable[[TableState], RowChanges] | None = None,
+        rerun: MergeRerun | None = None,
         condition: BooleanExpression | None = None,
         case_sensitive: bool = True,
     ) -> None:
         if condition is not None and (writes_rows or keys is not None):
             raise ValueError("a condition is re-applied by pure deletes only")
         self.writes_rows = writes_rows
-        self.keys = keys.select(list(on)) if keys is not None else None
+        self.keys = keys
         self.on = list(on)
         self.rerun = rerun
         self.condition = condition
         self.case_sensitive = case_sensitive
+        self._keys: pa.Table | None = None
 
-    def attach(self, action: RowDelta) -> RowDelta:
-        """Make ``action`` rebase with this; it then retries a lost swap until the
-        total timeout, as appends do (its checks still refuse what cannot rebase)."""
-        action.rebase = self
-        action.relocates = self.keys is not None or self.condition is not None
-        action.always_rebases = True
-        return action
+    def policy(self) -> RebasePolicy:
+        """The row delta's rebase policy: it retries a lost swap until the total
+        timeout, as appends do (its checks still refuse what cannot rebase), and a delete
+        or an upsert applies itself to the files concurrent commits add."""
+        return RebasePolicy(
+            hook=self, reapplies=self.keys is not None or self.condition is not None
+        )
+
+    def _key_table(self) -> pa.Table:
+        if self._keys is None:
+            assert self.keys is not None
+            self._keys = self.keys().select(self.on)
+        return self._keys
 
     def __call__(self, action: SnapshotAction, md: TableMetadata, parent: Snapshot) -> None:
         if not isinstance(action, RowDelta):
             raise TypeError("DeltaRebase rebases row deltas only")
         io = action.io
-        concurrent_deletes = [
-            e.data_file
-            for e in added_since(
-                md,
-                io,
-                action.base_snapshot_id,
-                parent,
-                action.ignore_snapshot_ids,
-                ManifestContent.DELETES,
-            )
-        ]
         concurrent = _concurrent_snapshots(action, md, parent)
         removing = [s for s in concurrent if s.summary.get("deleted-data-files", "0") != "0"]
-        # a file a concurrent delete removed whole had its rows deleted, not moved (a
-        # copy-on-write rewrite or a compaction moves rows: validation refuses those)
-        only_deletes_removed = all(s.operation is Operation.DELETE for s in removing)
         removed_data = {
             f.file_path for f in action.removed_paths.values() if f.content is DataFileContent.DATA
         }
-        shared = {
+        shared = self._shared_files(action, md, parent, removed_data)
+        relocates = self.keys is not None or self.condition is not None
+        added = added_data_paths(action, md, parent) if relocates else set()
+        if not shared and not added and not removing:
+            return
+        found = _Marks(_tasks_at(md, io, parent), DeleteCache())
+        # a file a concurrent delete removed whole had its rows deleted, not moved (a
+        # copy-on-write rewrite or a compaction moves rows: validation refuses those)
+        only_deletes_removed = all(s.operation is Operation.DELETE for s in removing)
+        can_drop = only_deletes_removed and not (self.writes_rows and self.keys is None)
+        gone = self._drop_removed(action, found, removed_data, can_drop)
+        self._union_shared(action, found, shared - removed_data)
+        hits = []
+        if self.keys is not None and added:
+            candidates = [t for p, t in found.tasks.items() if p in added]
+            version = _Version(io, md)
+            hits = find_keys(version, self._key_table(), self.on, candidates, cache=found.cache)
+        if self.rerun is not None and (hits or shared or gone):
+            # the concurrent commits touched this change's keys: merge again at the head
+            changes = self.rerun(_Version(io, md))
+            action.restart(
+                changes.data_files, changes.deletes, [t.file for t in changes.deleted_from]
+            )
+            return
+        for h in hits:
+            found.add(h.task.file.file_path, h.positions)
+        if self.condition is not None and added:
+            self._apply_condition(md, io, parent, added, found)
+        self._merge_earlier_attempts(action, found, shared - removed_data)
+        self._write(action, md, found)
+
+    @staticmethod
+    def _shared_files(
+        action: RowDelta, md: TableMetadata, parent: Snapshot, removed_data: set[str]
+    ) -> set[str]:
+        """Data files this change marks or removes that concurrent commits added deletes
+        for."""
+        concurrent_deletes = added_since(
+            md,
+            action.io,
+            action.base_snapshot_id,
+            parent,
+            action.ignore_snapshot_ids,
+            ManifestContent.DELETES,
+        )
+        return {
             d.referenced_data_file
-            for d in concurrent_deletes
+            for d in (e.data_file for e in concurrent_deletes)
             if d.referenced_data_file is not None
             and (
                 d.referenced_data_file in action.deletes_from
                 or d.referenced_data_file in removed_data
             )
         }
-        relocates = self.keys is not None or self.condition is not None
-        added = added_data_paths(action, md, parent) if relocates else set()
-        if not shared and not added and not removing:
-            return
-        tasks = _tasks_at(md, io, parent)
-        cache = DeleteCache()
-        marks: dict[str, BitMap64] = {}
-        superseded: list[DataFile] = []
 
-        def own_deletes(path: str) -> list[DataFile]:
-            return [
-                f
-                for f in action.added_files
-                if f.content is DataFileContent.POSITION_DELETES and f.referenced_data_file == path
-            ]
-
-        def drop_scoped_removals(path: str) -> list[DataFile]:
-            scoped = [
-                f
-                for f in action.removed_paths.values()
-                if f.content is not DataFileContent.DATA and f.referenced_data_file == path
-            ]
-            for f in scoped:
-                del action.removed_paths[file_key(f)]
-            return scoped
-
-        can_drop = only_deletes_removed and not (self.writes_rows and self.keys is None)
+    @staticmethod
+    def _drop_removed(
+        action: RowDelta, found: _Marks, removed_data: set[str], can_drop: bool
+    ) -> bool:
+        """Forget the data files a concurrent delete removed whole (their rows are gone),
+        and take along the delete files of the files this change removes whole; returns
+        whether a file was forgotten."""
         gone = False
         for path in sorted(set(action.deletes_from) | removed_data):
-            if path in tasks or not can_drop:
+            if path in found.tasks or not can_drop:
                 continue  # live; or gone in a way validation refuses
             gone = True
-            # deleted whole by a concurrent delete: the rows this change marks are gone
-            superseded += own_deletes(path)
-            drop_scoped_removals(path)
-            action.deletes_from.pop(path, None)
-            for key in [k for k, f in action.removed_paths.items() if f.file_path == path]:
-                del action.removed_paths[key]
-        for path in sorted(removed_data & set(tasks)):
+            found.superseded += action.own_deletes(path)
+            action.forget_data_file(path)
+        for path in sorted(removed_data & set(found.tasks)):
             # removed whole by this change: so go the delete files it has now
-            drop_scoped_removals(path)
-            for d in file_scoped_deletes(tasks[path]):
+            action.keep_scoped_deletes(path)
+            for d in file_scoped_deletes(found.tasks[path]):
                 action.remove_deletes(d)
-        for path in sorted(shared - removed_data):
-            task = tasks.get(path)
+        return gone
+
+    def _union_shared(self, action: RowDelta, found: _Marks, shared: set[str]) -> None:
+        """Union this change's marks of the files concurrent commits also marked with
+        theirs (a conflict when an update or merge would rewrite the same rows)."""
+        io = action.io
+        for path in sorted(shared):
+            task = found.tasks.get(path)
             if task is None:
                 continue  # removed concurrently: handled above, or validation names it
-            mine = own_deletes(path)
+            mine = action.own_deletes(path)
             if not mine:
                 # planned as a candidate, but no row of it matched: not this change's
-                action.deletes_from.pop(path, None)
+                action.no_rows_of(path)
                 continue
-            ours = deleted_positions(io, task.file, mine, cache) or BitMap64()
-            replaced = drop_scoped_removals(path)
+            ours = deleted_positions(io, task.file, mine, found.cache) or BitMap64()
+            replaced = action.keep_scoped_deletes(path)
             if self.writes_rows and self.keys is None:
-                before = deleted_positions(io, task.file, replaced, cache) or BitMap64()
-                theirs = deleted_positions(io, task.file, task.delete_files, cache) or BitMap64()
+                before = deleted_positions(io, task.file, replaced, found.cache) or BitMap64()
+                theirs = (
+                    deleted_positions(io, task.file, task.delete_files, found.cache) or BitMap64()
+                )
                 both = (ours - before) & (theirs - before)
                 if both:
                     raise CommitConflictError(
@@ -223,90 +265,55 @@ class DeltaRebase:
                         f"rewrites in {path}; both would keep a new version of them. Reload "
                         "the table and run the change again"
                     )
-            marks[path] = ours
-            superseded += mine
-        hits = []
-        if self.keys is not None and added:
-            candidates = [t for p, t in tasks.items() if p in added]
-            hits = find_keys(_Version(io, md), self.keys, self.on, candidates, cache=cache)
-        if self.rerun is not None and (hits or shared or gone):
-            # the concurrent commits touched this change's keys: merge again at the head
-            self._redo(action, md)
-            return
-        if hits:
-            for h in hits:
-                path = h.task.file.file_path
-                marks[path] = marks.get(path, BitMap64()) | h.positions
-        if self.condition is not None and added:
-            # a delete applies its condition to the rows concurrent commits added, as if
-            # it had run after them
-            version = _Version(io, md)
-            matched = _tasks_at(md, io, parent, self.condition)
-            for path, task in matched.items():
-                if path in added:
-                    found = matching_positions(
-                        version, task, self.condition, self.case_sensitive, cache
-                    )
-                    if found:
-                        marks[path] = marks.get(path, BitMap64()) | found
-        for path in set(marks) - (shared - removed_data):
-            # rows found in files added concurrently: an earlier attempt of this change
-            # may have marked some already; its delete file for them is merged in
-            mine = own_deletes(path)
-            if mine:
-                marks[path] |= deleted_positions(io, tasks[path].file, mine, cache) or BitMap64()
-                superseded += mine
-            drop_scoped_removals(path)
-        if not marks:
-            if superseded:
-                self._drop(action, superseded)
-                action.files_changed()
-            return
-        deletes = write_deletes(
-            _Version(io, md), [(tasks[p], bits) for p, bits in marks.items() if bits], cache
-        )
-        self._drop(action, superseded)
-        action.owned_files.update(d.file_path for d in deletes.added)
-        for path in marks:
-            action.delete_from(tasks[path].file)
-        for d in deletes.added:
-            action.add_deletes(d)
-        for d in deletes.replaced:
-            action.remove_deletes(d)
-        action.files_changed()
+            found.marks[path] = ours
+            found.superseded += mine
 
-    def _redo(self, action: RowDelta, md: TableMetadata) -> None:
-        """Make the change again at the new head (``rerun``) and put what it wrote in
-        place of everything the lost attempts wrote."""
-        assert self.rerun is not None
-        changes = self.rerun(_Version(action.io, md))
-        for path in list(action.owned_files):
-            action.io.delete(path)  # written by attempts that lost: never committed
-        action.owned_files.clear()
-        action.added_files.clear()
-        action.removed_paths.clear()
-        action.deletes_from.clear()
-        action.owned_files.update(changes.written_paths())
-        for f in changes.data_files:
-            action.add_rows(f)
-        for t in changes.deleted_from:
-            action.delete_from(t.file)
-        for d in changes.deletes.added:
-            action.add_deletes(d)
-        for d in changes.deletes.replaced:
-            action.remove_deletes(d)
-        action.files_changed()
+    def _apply_condition(
+        self, md: TableMetadata, io: FileIO, parent: Snapshot, added: set[str], found: _Marks
+    ) -> None:
+        """A delete applies its condition to the rows concurrent commits added, as if it
+        had run after them."""
+        assert self.condition is not None
+        version = _Version(io, md)
+        for path, task in _tasks_at(md, io, parent, self.condition).items():
+            if path in added:
+                bits = matching_positions(
+                    version, task, self.condition, self.case_sensitive, found.cache
+                )
+                if bits:
+                    found.add(path, bits)
 
     @staticmethod
-    def _drop(action: RowDelta, superseded: list[DataFile]) -> None:
-        """Take the change's own delete files that a rebase replaced out of it, and
-        delete those no other entry of it uses (never committed: the attempt lost)."""
-        for f in superseded:
-            action.added_files.remove(f)
-        still_used = {f.file_path for f in action.added_files}
-        for path in {f.file_path for f in superseded} - still_used:
-            action.io.delete(path)
-            action.owned_files.discard(path)
+    def _merge_earlier_attempts(action: RowDelta, found: _Marks, shared: set[str]) -> None:
+        """Rows found in files added concurrently: an earlier attempt of this change may
+        have marked some already; its delete file for them is merged in."""
+        for path in set(found.marks) - shared:
+            mine = action.own_deletes(path)
+            if mine:
+                task = found.tasks[path]
+                found.marks[path] |= (
+                    deleted_positions(action.io, task.file, mine, found.cache) or BitMap64()
+                )
+                found.superseded += mine
+            action.keep_scoped_deletes(path)
+
+    @staticmethod
+    def _write(action: RowDelta, md: TableMetadata, found: _Marks) -> None:
+        """Write the delete files of the marks and put them in place of the change's
+        superseded ones."""
+        marks = {p: bits for p, bits in found.marks.items() if bits}
+        deletes = DeleteFiles()
+        if marks:
+            deletes = write_deletes(
+                _Version(action.io, md),
+                [(found.tasks[p], b) for p, b in marks.items()],
+                found.cache,
+            )
+        if not marks and not found.superseded:
+            return
+        action.replace_own_deletes(
+            found.superseded, deletes, [found.tasks[p].file for p in found.marks]
+        )
 
 
 def _concurrent_snapshots(

@@ -1,4 +1,4 @@
-"""Row-level changes on the pyarrow engine: UPDATE and MERGE.
+"""Row-level changes on the pyarrow engine: UPDATE and the execution of a planned MERGE.
 
 Both end the same way (:func:`apply_changes`): rows of planned data files to delete, by
 position, and new rows to write. Merge-on-read marks the positions in delete files
@@ -7,12 +7,11 @@ touched data file without those positions, beside the new rows. In v3 an updated
 keeps its ``_row_id`` and takes the new sequence number (spec "Row Lineage"); rows a
 rewrite copies keep both.
 
-MERGE locates the target rows of the source's keys without reading whole files: the
-planner prunes files by the keys (an IN list, or the keys' range when there are many,
-through partition transforms such as ``bucket`` and column bounds), only the key
-columns and row positions of the candidates are read (whole rows only where a clause
-needs the target's values), and the join runs in polars. Conditions and ``set``
-values are SQL expressions over ``source.<column>`` and ``target.<column>``.
+A MERGE arrives planned (:func:`neve.planning.merge.plan_merge`: candidate files
+pruned by the source's keys, the target columns to read, how the source is taken, the
+clauses): only those columns and row positions of the candidates are read, and the join
+runs in polars. Conditions and ``set`` values are SQL expressions over
+``source.<column>`` and ``target.<column>``.
 """
 
 from __future__ import annotations
@@ -28,47 +27,29 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from neve.actions.base import TableState
-from neve.arrow.keys import key_filter as keys_filter
 from neve.arrow.merge_engine import STORED_INDEX, first_per_key, last_per_key, resolve
 from neve.arrow.positions import positions_of, read_task, write_deletes
 from neve.arrow.reader import DeleteCache
 from neve.arrow.schema import constant_array, to_arrow_schema, to_arrow_type
-from neve.arrow.write import rewrite_schema, write_table_files
+from neve.arrow.write import write_table_files
 from neve.arrow.writer import delete_written_files
+from neve.engine.changes import MergeOutcome, RowChanges, UpdateOutcome
 from neve.errors import ValidationError
-from neve.expressions import ALWAYS_FALSE, ALWAYS_TRUE, BooleanExpression
-from neve.planning.delete import DeleteFiles, whole_file_tasks
-from neve.planning.merge import Clause, needs_target_values
-from neve.planning.scan import ScanPlan
+from neve.expressions import BooleanExpression
+from neve.planning.delete import DeleteFiles, rewrite_schema
+from neve.planning.merge import Clause, MergePlan
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile
 from neve.spec.merge_engine import MergeEngine
-from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, ROW_POSITION, Schema
-from neve.spec.types import NestedField
 
 __all__ = [
-    "MergeOutcome",
-    "RowChanges",
     "apply_changes",
     "apply_set",
-    "merge_rows",
+    "conform_keys",
+    "execute_merge",
     "update_rows",
 ]
-
-
-@dataclass
-class RowChanges:
-    """What a row-level change wrote: new data files (rows inserted and updated),
-    delete files (merge-on-read), and the data files it rewrote (copy-on-write)."""
-
-    data_files: list[DataFile] = field(default_factory=list)
-    deletes: DeleteFiles = field(default_factory=DeleteFiles)
-    deleted_from: list[FileScanTask] = field(default_factory=list)
-    rewritten: list[FileScanTask] = field(default_factory=list)
-
-    def written_paths(self) -> list[str]:
-        return [f.file_path for f in (*self.data_files, *self.deletes.added)]
 
 
 def _lineage_columns(rows: pa.Table, keep_row_id: bool) -> pa.Table:
@@ -97,13 +78,13 @@ def apply_changes(
     fails."""
     cache = cache or DeleteCache()
     marks = [(t, p) for t, p in marks if p]
-    out = RowChanges()
     rows_schema = rewrite_schema(table.metadata)
+    parts = [new_rows] if new_rows is not None and new_rows.num_rows else []
+    deletes = DeleteFiles()
+    data_files: list[DataFile] = []
     try:
-        parts = [new_rows] if new_rows is not None and new_rows.num_rows else []
         if merge_on_read:
-            out.deletes = write_deletes(table, marks, cache)
-            out.deleted_from = [t for t, _ in marks]
+            deletes = write_deletes(table, marks, cache)
         else:
             with_pos = Schema(*rows_schema.fields, ROW_POSITION)
             for task, positions in marks:
@@ -111,17 +92,22 @@ def apply_changes(
                 gone = pa.array(list(positions), pa.int64())
                 keep = pc.invert(pc.is_in(rows.column(ROW_POSITION.name), value_set=gone))
                 parts.append(rows.filter(keep).drop_columns([ROW_POSITION.name]))
-                out.rewritten.append(task)
         if parts:
             data = pa.concat_tables(
                 [p.select(parts[0].column_names) for p in parts], promote_options="permissive"
             )
             if data.num_rows:
-                out.data_files = write_table_files(table, data, schema=rows_schema)
+                data_files = write_table_files(table, data, schema=rows_schema)
     except BaseException:
-        delete_written_files(table.io, out.written_paths())
+        delete_written_files(table.io, [*data_files, *deletes.added])
         raise
-    return out
+    touched = tuple(t for t, _ in marks)
+    return RowChanges(
+        data_files=tuple(data_files),
+        deletes=deletes,
+        deleted_from=touched if merge_on_read else (),
+        rewritten=() if merge_on_read else touched,
+    )
 
 
 # -- UPDATE -----------------------------------------------------------------------------
@@ -157,7 +143,7 @@ def update_rows(
     values: Mapping[str, Any],
     case_sensitive: bool,
     merge_on_read: bool,
-) -> tuple[RowChanges, int]:
+) -> UpdateOutcome:
     """Set ``values`` in the live rows of ``tasks`` that ``expr`` matches; returns the
     changes and the number of rows updated."""
     md = table.metadata
@@ -175,24 +161,10 @@ def update_rows(
         updated.append(_lineage_columns(changed, keep_row_id=True))
     new_rows = pa.concat_tables(updated) if updated else None
     changes = apply_changes(table, marks, new_rows, merge_on_read, cache)
-    return changes, sum(t.num_rows for t in updated)
+    return UpdateOutcome(changes, sum(t.num_rows for t in updated))
 
 
 # -- MERGE ------------------------------------------------------------------------------
-
-
-@dataclass
-class MergeOutcome:
-    """What a MERGE found and wrote, before it is committed."""
-
-    changes: RowChanges
-    conflict_filter: BooleanExpression
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
-    files_scanned: int = 0
-    files_skipped: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def _sql(text: str, what: str) -> pl.Expr:
@@ -217,76 +189,27 @@ def _choose(
     return pl.lit(None, dtype=pl.Int64) if chosen is None else chosen.otherwise(pl.lit(None))
 
 
-def merge_rows(
-    table: TableState,
-    source: pa.Table,
-    on: Sequence[str],
-    clauses: Sequence[Clause],
-    *,
-    merge_on_read: bool,
-    branch: str = MAIN_BRANCH,
-    case_sensitive: bool = True,
-    engine: MergeEngine | None = None,
-) -> MergeOutcome:
-    """Plan, join and write a MERGE of ``source`` into ``table`` on the columns ``on``;
-    nothing is committed. Two source rows matching one target row are refused before
-    anything is written, unless ``engine`` (the table's merge engine, given for an
-    upsert on the primary key: ``update_all`` with or without ``insert_all``) resolves
-    them (:mod:`neve.arrow.merge_engine`)."""
-    started = time.perf_counter()
-    md = table.metadata
-    schema = md.schema()
-    names = [f.name for f in schema.fields]
-    source = _conform_keys(source, on, schema)
-    resolving = False
-    if engine is not None:
-        if engine.plain:  # the fast path: the stored values are never needed
-            source = last_per_key(source, on)
-        elif engine.kind == "first-row":  # stored keys stay: only new keys are inserted
-            source = first_per_key(engine, source, on)
-            clauses = [c for c in clauses if c.kind == "insert_all"]
-        else:
-            resolving = True
-            source = _engine_input(source, engine, schema)
-    by_source = any(c.group == "not_matched_by_source" for c in clauses)
-    if not clauses:  # first-row without an insert clause: nothing to do
-        key_filter: BooleanExpression = ALWAYS_FALSE
-    else:
-        key_filter = ALWAYS_TRUE if by_source else keys_filter(source, on)
+def _source(source: pa.Table, plan: MergePlan, schema: Schema) -> pa.Table:
+    """The source as the plan takes it: every row, the last or first row per key, or
+    the merge engine's input."""
+    engine = plan.engine
+    if plan.source_rows == "last":
+        return last_per_key(source, plan.on)
+    if plan.source_rows == "first" and engine is not None:
+        return first_per_key(engine, source, plan.on)
+    if plan.source_rows == "resolve" and engine is not None:
+        return _engine_input(source, engine, schema)
+    return source
 
-    scan = ScanPlan(
-        md,
-        table.io,
-        filter=key_filter,
-        ref=branch if branch in md.refs else MAIN_BRANCH,
-        case_sensitive=case_sensitive,
-    )
-    tasks = whole_file_tasks(scan.plan_files()) if key_filter is not ALWAYS_FALSE else []
-    total = _live_file_count(scan)
-    planned = time.perf_counter()
 
-    # the target side: key columns and positions (whole rows where clauses need them)
-    cache = DeleteCache()
-    need_rows = needs_target_values(clauses)
-    lineage = [ROW_ID] if md.format_version >= 3 else []
-    wanted = schema.fields if need_rows else [schema.find_field(n) for n in on]
-    if resolving and engine is not None:
-        wanted = (
-            schema.fields
-            if engine.kind != "deduplicate"
-            else [schema.find_field(n) for n in (*on, *engine.sequence_fields)]
-        )
-    target_schema = Schema(*wanted, *lineage, ROW_POSITION)
+def _read_target(table: TableState, plan: MergePlan, cache: DeleteCache) -> pa.Table:
+    """The plan's target rows: its columns, ``__file`` (the index of the task),
+    ``__pos`` (the row's position in its file) and ``__t`` (the row's index)."""
+    target_schema = Schema(*plan.target_schema.fields, ROW_POSITION)
+    row_filter = None if plan.by_source else plan.key_filter
     reads = []
-    for i, task in enumerate(tasks):
-        rows = read_task(
-            table,
-            task,
-            target_schema,
-            None if by_source else key_filter,
-            case_sensitive=case_sensitive,
-            cache=cache,
-        )
+    for i, task in enumerate(plan.tasks):
+        rows = read_task(table, task, target_schema, row_filter, cache=cache)
         reads.append(
             rows.append_column("__file", pa.repeat(pa.scalar(i, pa.int64()), rows.num_rows))
         )
@@ -295,114 +218,134 @@ def merge_rows(
     target = target.rename_columns(
         ["__pos" if n == ROW_POSITION.name else n for n in target.column_names]
     )
-    target = target.append_column("__t", pa.array(range(target.num_rows), pa.int64()))
+    return target.append_column("__t", pa.array(range(target.num_rows), pa.int64()))
+
+
+def execute_merge(table: TableState, source: pa.Table, plan: MergePlan) -> MergeOutcome:
+    """Join ``source`` with the planned target rows, apply the plan's clauses (or its
+    merge engine) and write the result; nothing is committed. A target row matched by
+    two source rows is refused before anything is written when the plan says so."""
+    started = time.perf_counter()
+    md = table.metadata
+    schema = md.schema()
+    source = _source(conform_keys(source, plan.on, schema), plan, schema)
+    cache = DeleteCache()
+    target = _read_target(table, plan, cache)
     source = source.append_column("__s", pa.array(range(source.num_rows), pa.int64()))
     scanned = time.perf_counter()
-
-    if resolving and engine is not None:
-        return _resolved(
-            table,
-            engine,
-            source,
-            target,
-            on,
-            tasks,
-            cache,
-            inserts=any(c.kind == "insert_all" for c in clauses),
-            merge_on_read=merge_on_read,
-            outcome=MergeOutcome(
-                changes=RowChanges(),
-                conflict_filter=key_filter,
-                files_scanned=len(tasks),
-                files_skipped=max(total - len(tasks), 0),
-                seconds={"plan": planned - started, "scan": scanned - planned},
-            ),
-        )
-    joined = _join(source, target, on, clauses, by_source)
+    if plan.source_rows == "resolve":
+        return _resolved(table, plan, source, target, cache, started, scanned)
+    joined = _join(source, target, plan.on, plan.clauses, plan.by_source)
     matched = pl.col("__s").is_not_null() & pl.col("__t").is_not_null()
-    if any(c.group == "matched" for c in clauses):
+    if plan.refuses_duplicates:
         twice = joined.filter(matched).group_by("__t").len().filter(pl.col("len") > 1)
         if twice.height:
             raise ValidationError(
                 f"{twice.height} target row(s) match more than one source row on "
-                f"{list(on)}; a MERGE changes each target row at most once. Deduplicate "
-                "the source by its key first"
+                f"{list(plan.on)}; a MERGE changes each target row at most once. "
+                "Deduplicate the source by its key first"
             )
-    actions = joined.with_columns(
+    acted = joined.with_columns(
         pl.coalesce(
-            _choose(joined, clauses, "matched", matched),
-            _choose(joined, clauses, "not_matched", pl.col("__t").is_null()),
-            _choose(joined, clauses, "not_matched_by_source", pl.col("__s").is_null()),
+            _choose(joined, plan.clauses, "matched", matched),
+            _choose(joined, plan.clauses, "not_matched", pl.col("__t").is_null()),
+            _choose(joined, plan.clauses, "not_matched_by_source", pl.col("__s").is_null()),
         ).alias("__clause")
     ).filter(pl.col("__clause").is_not_null())
-
-    marks: dict[int, BitMap64] = {}
-    new_parts: list[pa.Table] = []
-    inserted = updated = deleted = 0
-    for i, c in enumerate(clauses):
-        rows = actions.filter(pl.col("__clause") == i)
-        if not rows.height:
-            continue
-        if c.kind != "insert_all":
-            for f, p in zip(rows["__file"].to_list(), rows["__pos"].to_list(), strict=True):
-                marks.setdefault(f, BitMap64()).add(p)
-        if c.kind in ("delete", "delete_by_source"):
-            deleted += rows.height
-        elif c.kind == "insert_all":
-            inserted += rows.height
-            taken = source.take(pa.array(rows["__s"].to_numpy()))
-            new_parts.append(_as_new_rows(taken, names, schema, md.format_version, None))
-        elif c.kind == "update_all":
-            updated += rows.height
-            taken = source.take(pa.array(rows["__s"].to_numpy()))
-            row_ids = (
-                target.column(ROW_ID.name).take(pa.array(rows["__t"].to_numpy()))
-                if lineage
-                else None
-            )
-            new_parts.append(_as_new_rows(taken, names, schema, md.format_version, row_ids))
-        else:  # update with set expressions over source and target
-            updated += rows.height
-            taken = target.take(pa.array(rows["__t"].to_numpy()))
-            for name, text in (c.set or {}).items():
-                if name not in names:
-                    raise ValidationError(
-                        f"merge sets column {name!r}, which the table does not have"
-                    )
-                values = rows.select(_sql(text, "set value").alias(name)).to_arrow().column(0)
-                i_col = taken.column_names.index(name)
-                t = taken.schema.field(i_col).type
-                try:
-                    cast = pc.cast(values, t)
-                except pa.ArrowException as exc:
-                    raise ValidationError(f"merge value {text!r} for {name!r}: {exc}") from None
-                taken = taken.set_column(i_col, taken.schema.field(i_col), cast)
-            row_ids = taken.column(ROW_ID.name) if lineage else None
-            new_parts.append(
-                _as_new_rows(taken.select(names), names, schema, md.format_version, row_ids)
-            )
+    outcome = _apply_clauses(md.format_version, schema, plan, source, target, acted)
     joined_at = time.perf_counter()
-
-    new_rows = pa.concat_tables(new_parts, promote_options="permissive") if new_parts else None
     changes = apply_changes(
-        table, [(tasks[f], p) for f, p in sorted(marks.items())], new_rows, merge_on_read, cache
+        table,
+        [(plan.tasks[f], p) for f, p in sorted(outcome.marks.items())],
+        outcome.new_rows(),
+        plan.merge_on_read,
+        cache,
     )
     written = time.perf_counter()
     return MergeOutcome(
-        changes=changes,
-        conflict_filter=key_filter,
-        rows_inserted=inserted,
-        rows_updated=updated,
-        rows_deleted=deleted,
-        files_scanned=len(tasks),
-        files_skipped=max(total - len(tasks), 0),
+        changes,
+        rows_inserted=outcome.inserted,
+        rows_updated=outcome.updated,
+        rows_deleted=outcome.deleted,
         seconds={
-            "plan": planned - started,
-            "scan": scanned - planned,
+            "scan": scanned - started,
             "join": joined_at - scanned,
             "write": written - joined_at,
         },
+        executed_by="pyarrow",
     )
+
+
+@dataclass
+class _Applied:
+    """What the clauses decided: positions to mark per task index, rows to write."""
+
+    marks: dict[int, BitMap64] = field(default_factory=dict)
+    parts: list[pa.Table] = field(default_factory=list)
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    def mark(self, rows: pl.DataFrame) -> None:
+        for f, p in zip(rows["__file"].to_list(), rows["__pos"].to_list(), strict=True):
+            self.marks.setdefault(f, BitMap64()).add(p)
+
+    def new_rows(self) -> pa.Table | None:
+        return pa.concat_tables(self.parts, promote_options="permissive") if self.parts else None
+
+
+def _apply_clauses(
+    format_version: int,
+    schema: Schema,
+    plan: MergePlan,
+    source: pa.Table,
+    target: pa.Table,
+    acted: pl.DataFrame,
+) -> _Applied:
+    """Per clause, the target rows it marks and the rows it writes."""
+    names = [f.name for f in schema.fields]
+    lineage = format_version >= 3
+    out = _Applied()
+    for i, c in enumerate(plan.clauses):
+        rows = acted.filter(pl.col("__clause") == i)
+        if not rows.height:
+            continue
+        if c.kind != "insert_all":
+            out.mark(rows)
+        if c.kind in ("delete", "delete_by_source"):
+            out.deleted += rows.height
+            continue
+        if c.kind == "insert_all":
+            out.inserted += rows.height
+            taken = source.take(pa.array(rows["__s"].to_numpy()))
+            out.parts.append(_as_new_rows(taken, names, schema, format_version, None))
+            continue
+        out.updated += rows.height
+        if c.kind == "update_all":
+            taken = source.take(pa.array(rows["__s"].to_numpy()))
+            t_rows = pa.array(rows["__t"].to_numpy())
+            row_ids = target.column(ROW_ID.name).take(t_rows) if lineage else None
+        else:  # update with set expressions over source and target
+            taken = _set_values(target.take(pa.array(rows["__t"].to_numpy())), rows, c)
+            row_ids = taken.column(ROW_ID.name) if lineage else None
+            taken = taken.select(names)
+        out.parts.append(_as_new_rows(taken, names, schema, format_version, row_ids))
+    return out
+
+
+def _set_values(taken: pa.Table, rows: pl.DataFrame, clause: Clause) -> pa.Table:
+    """The target rows ``taken`` with the clause's ``set`` values (evaluated over the
+    joined ``rows``) in place."""
+    for name, text in (clause.set or {}).items():
+        values = rows.select(_sql(text, "set value").alias(name)).to_arrow().column(0)
+        i_col = taken.column_names.index(name)
+        t = taken.schema.field(i_col).type
+        try:
+            cast = pc.cast(values, t)
+        except pa.ArrowException as exc:
+            raise ValidationError(f"merge value {text!r} for {name!r}: {exc}") from None
+        taken = taken.set_column(i_col, taken.schema.field(i_col), cast)
+    return taken
 
 
 def _engine_input(source: pa.Table, engine: MergeEngine, schema: Schema) -> pa.Table:
@@ -411,7 +354,7 @@ def _engine_input(source: pa.Table, engine: MergeEngine, schema: Schema) -> pa.T
     to merge), then the row-kind column when there is one."""
     columns: dict[str, Any] = {}
     for f in schema.fields:
-        t = _arrow_type(f)
+        t = to_arrow_type(f.field_type)
         if f.name in source.column_names:
             col = source.column(f.name)
             try:
@@ -433,29 +376,24 @@ def _engine_input(source: pa.Table, engine: MergeEngine, schema: Schema) -> pa.T
 
 def _resolved(
     table: TableState,
-    engine: MergeEngine,
+    plan: MergePlan,
     source: pa.Table,
     target: pa.Table,
-    on: Sequence[str],
-    tasks: Sequence[FileScanTask],
     cache: DeleteCache,
-    *,
-    inserts: bool,
-    merge_on_read: bool,
-    outcome: MergeOutcome,
+    started: float,
+    scanned: float,
 ) -> MergeOutcome:
     """Finish a MERGE whose rows a merge engine resolves: the stored rows it replaces are
     marked, the merged rows written (an updated row keeps its ``_row_id``)."""
+    assert plan.engine is not None
     md = table.metadata
     schema = md.schema()
     names = [f.name for f in schema.fields]
-    started = time.perf_counter()
     stored_cols = [c for c in target.column_names if c in names]
-    incoming = source.drop_columns([c for c in ("__s",) if c in source.column_names])
-    res = resolve(engine, on, target.select(stored_cols), incoming)
+    res = resolve(plan.engine, plan.on, target.select(stored_cols), source.drop_columns(["__s"]))
     rows = res.rows
     index = rows.column(STORED_INDEX)
-    if not inserts:  # when_matched_update_all alone: new keys stay out
+    if not plan.inserts:  # when_matched_update_all alone: new keys stay out
         rows = rows.filter(pc.is_valid(index))
         index = rows.column(STORED_INDEX)
     marks: dict[int, BitMap64] = {}
@@ -466,33 +404,32 @@ def _resolved(
     row_ids = target.column(ROW_ID.name).take(index) if md.format_version >= 3 else None
     new_rows = _as_new_rows(rows.select(names), names, schema, md.format_version, row_ids)
     joined_at = time.perf_counter()
-    outcome.changes = apply_changes(
+    changes = apply_changes(
         table,
-        [(tasks[f], p) for f, p in sorted(marks.items())],
+        [(plan.tasks[f], p) for f, p in sorted(marks.items())],
         new_rows,
-        merge_on_read,
+        plan.merge_on_read,
         cache,
     )
     written = time.perf_counter()
-    outcome.rows_inserted = rows.num_rows - updated
-    outcome.rows_updated = updated
-    outcome.rows_deleted = len(res.replaced) - updated
-    outcome.seconds.update({"join": joined_at - started, "write": written - joined_at})
-    return outcome
+    return MergeOutcome(
+        changes,
+        rows_inserted=rows.num_rows - updated,
+        rows_updated=updated,
+        rows_deleted=len(res.replaced) - updated,
+        seconds={
+            "scan": scanned - started,
+            "join": joined_at - scanned,
+            "write": written - joined_at,
+        },
+        executed_by="pyarrow",
+    )
 
 
-def _arrow_type(f: NestedField) -> pa.DataType:
-    return to_arrow_type(f.field_type)
-
-
-def _live_file_count(scan: ScanPlan) -> int:
-    head = scan.snapshot()
-    if head is None:
-        return 0
-    return int(head.summary.get("total-data-files", "0") or 0)
-
-
-def _conform_keys(source: Any, on: Sequence[str], schema: Schema) -> pa.Table:
+def conform_keys(source: Any, on: Sequence[str], schema: Schema) -> pa.Table:
+    """``source`` as a pyarrow Table with its key columns ``on`` in the table's types
+    (:class:`ValidationError` for a source that is no table or a key that does not
+    convert)."""
     if isinstance(source, pa.RecordBatch):
         source = pa.Table.from_batches([source])
     if not isinstance(source, pa.Table):
@@ -500,18 +437,10 @@ def _conform_keys(source: Any, on: Sequence[str], schema: Schema) -> pa.Table:
             f"the merge source is a pyarrow Table, not {type(source).__name__}; convert it "
             "first, e.g. pyarrow.Table.from_pandas(df)"
         )
-    if not on:
-        raise ValidationError(
-            "merge needs key columns: pass on=[...] or create the table with a primary_key"
-        )
     for name in on:
-        f = schema.find_field_or_none(name)
-        if f is None or name not in [x.name for x in schema.fields]:
-            raise ValidationError(f"merge key {name!r} is not a top-level column of the table")
-        if name not in source.column_names:
-            raise ValidationError(f"the merge source has no key column {name!r}")
+        f = schema.find_field(name)
         i = source.column_names.index(name)
-        want = _arrow_type(f)
+        want = to_arrow_type(f.field_type)
         if source.schema.field(i).type != want:
             try:
                 column = pc.cast(source.column(i), want)

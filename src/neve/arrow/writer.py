@@ -30,10 +30,11 @@ from neve.arrow.conform import conform_table
 from neve.arrow.metrics import FloatStats, MetricsConfig, parquet_metrics
 from neve.arrow.partitioning import PartitionSlice, partition_table
 from neve.arrow.schema import to_arrow_schema
-from neve.errors import NeveError, NeveIOError, ValidationError
+from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema
 
 __all__ = [
@@ -54,19 +55,6 @@ PathFactory = Callable[[tuple[Any, ...], str], str]
 PassengerSink = Callable[[str, pa.Table], None]
 
 
-def _int_property(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key}={raw!r} must be an integer") from None
-    if value <= 0:
-        raise ValidationError(f"table property {key}={raw!r} must be positive")
-    return value
-
-
 _CODECS = {
     "zstd": "zstd",
     "snappy": "snappy",
@@ -82,33 +70,29 @@ _CODECS = {
 class ParquetWriteOptions:
     """Parquet writer settings from table properties."""
 
-    target_file_size: int = 512 * MiB
-    row_group_size: int = 128 * MiB
-    compression: str = "zstd"
-    compression_level: int | None = None
-    page_size: int = MiB
-    page_row_limit: int = 20_000
-    dict_size: int = 2 * MiB
+    target_file_size: int
+    row_group_size: int
+    compression: str
+    compression_level: int | None
+    page_size: int
+    page_row_limit: int
+    dict_size: int
 
     @staticmethod
     def from_properties(properties: Mapping[str, str]) -> ParquetWriteOptions:
-        codec = properties.get("write.parquet.compression-codec", "zstd").lower()
-        if codec not in _CODECS:
-            raise ValidationError(
-                f"unknown write.parquet.compression-codec {codec!r}; use one of "
-                f"{', '.join(sorted(_CODECS))}"
-            )
-        level = properties.get("write.parquet.compression-level")
+        """The settings the table properties ask for (read through
+        :class:`~neve.spec.properties.TableProperties`: an unusable stored value is its
+        default)."""
+        props = TableProperties(properties)
+        codec = props.as_text("write.parquet.compression-codec") or "zstd"
         return ParquetWriteOptions(
-            target_file_size=_int_property(properties, "write.target-file-size-bytes", 512 * MiB),
-            row_group_size=_int_property(
-                properties, "write.parquet.row-group-size-bytes", 128 * MiB
-            ),
+            target_file_size=props.as_int("write.target-file-size-bytes"),
+            row_group_size=props.as_int("write.parquet.row-group-size-bytes"),
             compression=_CODECS[codec],
-            compression_level=None if level is None else int(level),
-            page_size=_int_property(properties, "write.parquet.page-size-bytes", MiB),
-            page_row_limit=_int_property(properties, "write.parquet.page-row-limit", 20_000),
-            dict_size=_int_property(properties, "write.parquet.dict-size-bytes", 2 * MiB),
+            compression_level=props.as_optional_int("write.parquet.compression-level"),
+            page_size=props.as_int("write.parquet.page-size-bytes"),
+            page_row_limit=props.as_int("write.parquet.page-row-limit"),
+            dict_size=props.as_int("write.parquet.dict-size-bytes"),
         )
 
     def writer_kwargs(self) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import errno
 import os
 import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlparse
@@ -189,6 +191,20 @@ class FileIO:
                     raise NeveIOError(f"file not found: {path}") from exc
                 return
             raise NeveIOError(f"cannot delete {path}: {exc}") from exc
+
+    def delete_many(self, paths: Sequence[str], workers: int) -> tuple[str, ...]:
+        """Delete ``paths`` with ``workers`` threads; returns those that could not be
+        deleted (missing files count as deleted)."""
+
+        def one(path: str) -> str | None:
+            try:
+                self.delete(path)
+            except NeveIOError:
+                return path
+            return None
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return tuple(p for p in pool.map(one, paths) if p is not None)
 
     def delete_dir(self, path: str) -> None:
         fs, inner = self.filesystem(path)

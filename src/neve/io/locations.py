@@ -33,14 +33,22 @@ METADATA_PATH = "write.metadata.path"
 METADATA_CODEC = "write.metadata.compression-codec"
 
 
+def _path(properties: Mapping[str, str], key: str) -> str | None:
+    """A folder property's value; a blank one is as if absent (as
+    ``neve.spec.properties.TableProperties`` reads it: the io room sits below it)."""
+    value = properties.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
 def data_location(table_location: str, properties: Mapping[str, str]) -> str:
     """The folder new data and delete files go under."""
-    return (properties.get(DATA_PATH) or f"{table_location.rstrip('/')}/data").rstrip("/")
+    return (_path(properties, DATA_PATH) or f"{table_location.rstrip('/')}/data").rstrip("/")
 
 
 def metadata_location(table_location: str, properties: Mapping[str, str]) -> str:
     """The folder new manifests, manifest lists and metadata files go under."""
-    return (properties.get(METADATA_PATH) or f"{table_location.rstrip('/')}/metadata").rstrip("/")
+    folder = _path(properties, METADATA_PATH) or f"{table_location.rstrip('/')}/metadata"
+    return folder.rstrip("/")
 
 
 def manifest_path(

@@ -138,7 +138,7 @@ class CompactionOptions:
 
         target = number(
             "target-file-size-bytes",
-            md.int_property("write.target-file-size-bytes", 512 << 20),
+            md.props.as_int("write.target-file-size-bytes"),
             minimum=1,
         )
 

@@ -23,6 +23,7 @@ from neve.planning.scan import ScanPlan, live_entries
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import DataFile, DataFileContent, ManifestContent
 from neve.spec.refs import MAIN_BRANCH
+from neve.spec.schema import Schema, with_row_lineage
 from neve.spec.table_metadata import TableMetadata
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "file_scoped_deletes",
     "plan_delete",
     "plan_position_delete_rewrite",
+    "rewrite_schema",
     "whole_file_tasks",
 ]
 
@@ -75,6 +77,15 @@ def file_scoped_deletes(task: FileScanTask) -> list[DataFile]:
         if d.content is DataFileContent.POSITION_DELETES
         and d.referenced_data_file == task.file.file_path
     ]
+
+
+def rewrite_schema(md: TableMetadata) -> Schema:
+    """The schema rows are read and written with when a rewrite copies them to new
+    files: the current schema, and in v3 the row lineage columns, so that copied rows
+    keep their ``_row_id`` and ``_last_updated_sequence_number`` (spec "Row Lineage":
+    a row moved to another file unchanged keeps both)."""
+    schema = md.schema()
+    return with_row_lineage(schema) if md.format_version >= 3 else schema
 
 
 def whole_file_tasks(tasks: Iterable[FileScanTask]) -> list[FileScanTask]:

@@ -37,7 +37,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.properties import read_property
+from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema, row_lineage_field
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
@@ -218,7 +218,9 @@ class ScanPlan:
             )
             for spec_id, spec in md.specs_by_id.items()
         }
-        split_size = read_property({**md.properties, **self.options}, "read.split.target-size")
+        split_size = TableProperties({**md.properties, **self.options}).as_int(
+            "read.split.target-size"
+        )
         tasks: list[FileScanTask] = []
         for e in data:
             f = e.data_file

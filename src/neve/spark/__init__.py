@@ -13,16 +13,26 @@ from __future__ import annotations
 
 from neve.spark import maintenance
 from neve.spark.changelog import changes
-from neve.spark.commands import overwrite, overwrite_partitions, write, write_files
+from neve.spark.commands import (
+    delete,
+    merge,
+    overwrite,
+    overwrite_partitions,
+    update,
+    upsert,
+    write,
+    write_files,
+)
 from neve.spark.datasource import NeveDataSource, register_datasource
+from neve.spark.engine import SparkEngine
 from neve.spark.reader import read, read_tasks, register_view
-from neve.spark.rowlevel import delete, merge, update, upsert
 from neve.spark.schema import from_spark_schema, to_spark_schema, to_spark_type
 from neve.spark.session import REQUIRED_CONF, check_session, configure, local_session
 
 __all__ = [
     "REQUIRED_CONF",
     "NeveDataSource",
+    "SparkEngine",
     "changes",
     "check_session",
     "configure",

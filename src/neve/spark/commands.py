@@ -1,53 +1,47 @@
-"""The Spark user verbs for writing rows: append, overwrite by filter, dynamic
-partition overwrite, each committed as one snapshot (row-level changes by filter or
-key, merge-on-read or copy-on-write: :mod:`neve.spark.rowlevel`).
+"""The Spark user verbs: append, overwrite by filter, dynamic partition overwrite,
+DELETE, UPDATE, MERGE and upsert of DataFrames, each committed as one snapshot.
 
-An overwrite by filter is copy-on-write: neve plans on the driver
-(:func:`neve.planning.delete.plan_delete`); files a filter matches entirely are
-dropped from metadata alone; files it matches partly are read with Spark (each file
-once, whole, deletes applied), the rows where the filter is not true are written back
-as new files (in v3 with their row lineage), and everything is committed as one
-snapshot with Iceberg-Java's conflict validation. If anything fails, every file
-written is removed.
+Each is a transaction on the Spark engine (:class:`neve.spark.engine.SparkEngine`):
+the table layer plans, validates and commits exactly as for the pyarrow engine
+(:class:`neve.table.transaction.Transaction`), Spark reads, joins and writes. If
+anything fails, every file written is removed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
-from neve.arrow.write import rewrite_schema
-from neve.errors import (
-    ValidationError,
-)
+from neve.errors import ValidationError
 from neve.expressions import BooleanExpression
-from neve.expressions.binding import bind
-from neve.expressions.parser import to_expression
-from neve.planning.scan import ScanPlan
-from neve.planning.tasks import FileScanTask
-from neve.spark.expression import to_spark_column
-from neve.spark.job import cleanup_on_failure, write_data
-from neve.spark.keys import check_new_keys
-from neve.spark.reader import read_tasks
-from neve.spark.session import check_session
+from neve.spark.engine import SparkEngine
+from neve.spark.job import write_data
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
-from neve.spec.properties import read_property
 from neve.spec.refs import MAIN_BRANCH
+from neve.table.merge import MergeBuilder, MergeResult
 from neve.table.table import Table
-from neve.table.transaction import Rewriter, Transaction
+from neve.table.transaction import Transaction
 
 __all__ = [
     "MODES",
+    "delete",
+    "merge",
     "overwrite",
     "overwrite_partitions",
-    "spark_rewriter",
+    "update",
+    "upsert",
     "write",
     "write_files",
 ]
 
 MODES = ("append", "overwrite", "overwrite-partitions")
+
+
+def _now(spark: SparkSession, table: Table) -> Transaction[DataFrame]:
+    """A transaction on the Spark engine that commits each change as it is staged."""
+    return Transaction(table, SparkEngine(spark), autocommit=True)
 
 
 def write_files(
@@ -83,25 +77,11 @@ def write(
         raise ValidationError(f"a filter only applies to mode='overwrite', not {mode!r}")
     if mode == "overwrite":
         overwrite(df, table, filter, branch=branch, snapshot_properties=snapshot_properties)
-        return
-    if mode == "overwrite-partitions":
+    elif mode == "overwrite-partitions":
         overwrite_partitions(df, table, branch=branch, snapshot_properties=snapshot_properties)
-        return
-    md = table.metadata
-    on = md.schema().identifier_field_names
-    rebase = None
-    if on and read_property(md.properties, "write.primary-key.check"):
-        rebase = check_new_keys(df, table, on, branch=branch)  # before writing anything
-    result = write_data(df, table)
-    with cleanup_on_failure(table.io, [result]):
-        txn = table.transaction()
-        txn.add_files(
-            result.files, branch=branch, snapshot_properties=snapshot_properties, rebase=rebase
-        )
-        txn.commit()
-
-
-# -- one Spark write ------------------------------------------------------------------
+    else:
+        txn = _now(df.sparkSession, table)
+        txn.append(df, branch=branch, snapshot_properties=snapshot_properties)
 
 
 def overwrite(
@@ -114,23 +94,16 @@ def overwrite(
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> None:
     """Replace the rows matching ``filter`` (all rows when None) with the rows of
-    ``df``, as one snapshot."""
-    spark = df.sparkSession
-    check_session(spark)
-    expr = to_expression(filter)
-    bind(table.metadata.schema(), expr, case_sensitive)  # before anything is written
-    result = write_data(df, table)
-    with cleanup_on_failure(table.io, [result]) as written:
-        txn = table.transaction()
-        txn.overwrite_files(
-            result.files,
-            expr,
-            branch=branch,
-            case_sensitive=case_sensitive,
-            snapshot_properties=snapshot_properties,
-            rewriter=spark_rewriter(spark, table, written),
-        )
-        txn.commit()
+    ``df``, as one snapshot; files the filter matches partly are read with Spark (each
+    file once, whole, deletes applied) and their other rows written back (in v3 with
+    their row lineage)."""
+    _now(df.sparkSession, table).overwrite(
+        df,
+        filter,
+        branch=branch,
+        case_sensitive=case_sensitive,
+        snapshot_properties=snapshot_properties,
+    )
 
 
 def overwrite_partitions(
@@ -142,40 +115,72 @@ def overwrite_partitions(
 ) -> None:
     """Replace exactly the partitions the rows of ``df`` fall into (all data when the
     table is unpartitioned), as one snapshot."""
-    check_session(df.sparkSession)
-    result = write_data(df, table)
-    with cleanup_on_failure(table.io, [result]):
-        txn = table.transaction()
-        txn.replace_partitions(result.files, branch=branch, snapshot_properties=snapshot_properties)
-        txn.commit()
+    _now(df.sparkSession, table).dynamic_partition_overwrite(
+        df, branch=branch, snapshot_properties=snapshot_properties
+    )
 
 
-def spark_rewriter(
-    spark: SparkSession, table: Table | Transaction, written: cleanup_on_failure
-) -> Rewriter:
-    """A rewriter (see :class:`neve.table.transaction.Transaction.overwrite_files`)
-    that reads the files with Spark and writes the rows the filter does not match;
-    the directories it writes are registered with ``written`` for cleanup.
+def delete(
+    spark: SparkSession,
+    table: Table,
+    filter: str | BooleanExpression,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> None:
+    """Delete the rows matching ``filter`` as one snapshot: deletion vectors (v3) or
+    position delete files (v2) written on the executors when ``write.delete.mode`` is
+    merge-on-read, else a copy-on-write rewrite with Spark."""
+    _now(spark, table).delete(
+        filter,
+        branch=branch,
+        case_sensitive=case_sensitive,
+        snapshot_properties=snapshot_properties,
+    )
 
-    ``table`` may be a transaction: files are then read and written as the changes
-    staged in it so far leave the table. Each file is read once, whole; in v3 the
-    rows copied keep their ``_row_id`` and ``_last_updated_sequence_number``."""
 
-    def rewrite(
-        tasks: Sequence[FileScanTask],
-        expr: BooleanExpression,
-        case_sensitive: bool,
-    ) -> list[DataFile]:
-        view = (
-            table.table.with_metadata(table.metadata) if isinstance(table, Transaction) else table
-        )
-        md = view.metadata
-        rows_schema = rewrite_schema(md)
-        scan = ScanPlan(md, view.io, case_sensitive=case_sensitive)  # the current schema
-        rows = read_tasks(spark, scan, tasks, apply_residual=False, projected_schema=rows_schema)
-        matches = to_spark_column(expr, md.schema(), case_sensitive)
-        result = write_data(rows.filter(~matches), view, schema=rows_schema)
-        written.add(result)
-        return result.files
+def update(
+    spark: SparkSession,
+    table: Table,
+    set: Mapping[str, str | Column],
+    filter: str | BooleanExpression | None = None,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> int:
+    """Set columns to Spark SQL expressions (``set={"qty": "qty + 1"}``, or Columns)
+    in the rows matching ``filter``, as one snapshot; returns the rows updated."""
+    return _now(spark, table).update(
+        set,
+        filter,
+        branch=branch,
+        case_sensitive=case_sensitive,
+        snapshot_properties=snapshot_properties,
+    )
 
-    return rewrite
+
+def merge(
+    spark: SparkSession, source: DataFrame, table: Table, on: Sequence[str] | None = None
+) -> MergeBuilder:
+    """A MERGE of the DataFrame ``source`` into ``table`` on ``on`` (default: the
+    primary key), joined on the executors; conditions and ``set`` values are Spark SQL
+    over ``source.<column>`` and ``target.<column>``. ``execute()`` commits it."""
+    return _now(spark, table).merge(source, on)
+
+
+def upsert(
+    spark: SparkSession,
+    source: DataFrame,
+    table: Table,
+    on: Sequence[str] | None = None,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> MergeResult:
+    """Update the rows whose key is in ``source`` with its rows, insert the others (on
+    the primary key through the table's merge engine), as one snapshot."""
+    return _now(spark, table).upsert(
+        source, on, branch=branch, snapshot_properties=snapshot_properties
+    )

@@ -48,8 +48,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neve.actions.base import TableState
-from neve.arrow.write import RowOrigins
 from neve.arrow.writer import DataFileStream
+from neve.engine.origins import RowOrigins
 from neve.errors import (
     CommitStateUnknownError,
     DataSchemaMismatchError,
@@ -69,6 +69,7 @@ from neve.spark.transforms import (
 )
 from neve.spec.manifest import DataFile
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema
 from neve.spec.sort_order import NullOrder, SortDirection, SortOrder
 from neve.spec.types import (
@@ -98,7 +99,6 @@ __all__ = [
 ]
 
 DISTRIBUTION_MODE = "write.distribution-mode"
-_MiB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -313,41 +313,27 @@ _CODECS = {
 }
 
 
-def _positive_int(props: Mapping[str, str], key: str, default: int) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key}={raw!r} must be an integer") from None
-    if value <= 0:
-        raise ValidationError(f"table property {key}={raw!r} must be positive")
-    return value
-
-
 def _write_options(props: Mapping[str, str], table: TableState) -> dict[str, str]:
-    codec = props.get("write.parquet.compression-codec", "zstd").lower()
+    """Spark's Parquet writer options for the table properties (read through
+    :class:`~neve.spec.properties.TableProperties`, as the pyarrow writer reads them)."""
+    view = TableProperties(props)
+    codec = view.as_text("write.parquet.compression-codec") or "zstd"
     if codec not in _CODECS:
         raise ValidationError(
             f"write.parquet.compression-codec {codec!r} cannot be written with Spark; use "
             f"one of {', '.join(sorted(_CODECS))}"
         )
-    target = _positive_int(props, "write.target-file-size-bytes", 512 * _MiB)
+    target = view.as_int("write.target-file-size-bytes")
     options = {
         "compression": _CODECS[codec],
         "maxRecordsPerFile": str(max(1, int(target // _bytes_per_row(table)))),
-        "parquet.block.size": str(
-            _positive_int(props, "write.parquet.row-group-size-bytes", 128 * _MiB)
-        ),
-        "parquet.page.size": str(_positive_int(props, "write.parquet.page-size-bytes", _MiB)),
-        "parquet.dictionary.page.size": str(
-            _positive_int(props, "write.parquet.dict-size-bytes", 2 * _MiB)
-        ),
+        "parquet.block.size": str(view.as_int("write.parquet.row-group-size-bytes")),
+        "parquet.page.size": str(view.as_int("write.parquet.page-size-bytes")),
+        "parquet.dictionary.page.size": str(view.as_int("write.parquet.dict-size-bytes")),
     }
-    level = props.get("write.parquet.compression-level")
+    level = view.as_optional_int("write.parquet.compression-level")
     if level is not None and codec == "zstd":
-        options["parquet.compression.codec.zstd.level"] = level
+        options["parquet.compression.codec.zstd.level"] = str(level)
     return options
 
 
@@ -431,11 +417,7 @@ def _distribute(
     ``sort`` columns given instead)."""
     sort = _sort_columns(schema, order) if sort is None else list(sort)
     default = "hash" if hidden else ("range" if sort else "none")
-    mode = props.get(DISTRIBUTION_MODE, default).lower()
-    if mode not in ("none", "hash", "range"):
-        raise ValidationError(
-            f"table property {DISTRIBUTION_MODE}={mode!r} is not one of none, hash, range"
-        )
+    mode = TableProperties(props).as_text(DISTRIBUTION_MODE) or default
     keys = [F.col(n) for n in hidden]
     if mode == "hash" and keys:
         df = df.repartition(*keys)

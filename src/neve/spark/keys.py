@@ -13,6 +13,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from neve.actions.base import TableState
 from neve.actions.snapshot import SnapshotAction
 from neve.arrow.keys import duplicate_key_error
 from neve.arrow.rebase import added_data_paths
@@ -24,7 +25,6 @@ from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot
 from neve.spec.table_metadata import TableMetadata
-from neve.table.table import Table
 
 __all__ = ["SparkNewKeysCheck", "check_new_keys"]
 
@@ -62,7 +62,7 @@ def _table_keys(
 
 
 def check_new_keys(
-    df: DataFrame, table: Table, on: Sequence[str], *, branch: str = MAIN_BRANCH
+    df: DataFrame, table: TableState, on: Sequence[str], *, branch: str = MAIN_BRANCH
 ) -> SparkNewKeysCheck:
     """Refuse ``df`` when it holds a key twice or the table holds one of its keys
     (:class:`neve.errors.DuplicateKeyError`); returns the check to run again when the

@@ -26,53 +26,24 @@ Each commits one ``replace`` snapshot through the one commit path.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import math
-import pickle
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import SparkSession
 
-from neve.actions.base import TableState
-from neve.arrow.positions import merge_deletes
-from neve.arrow.schema import to_arrow_schema
-from neve.arrow.sorting import zorder_key
-from neve.arrow.write import CompactedFiles, rewrite_schema
-from neve.arrow.writer import delete_written_files
-from neve.errors import NeveError
 from neve.expressions import BooleanExpression
-from neve.io.fileio import FileIO
-from neve.io.locations import data_location
-from neve.planning.compaction import CompactionPlan, ZOrder
-from neve.planning.delete import DeleteFiles
-from neve.planning.scan import ScanPlan
-from neve.planning.tasks import FileScanTask
-from neve.spark.job import delete_write_dir, write_data
-from neve.spark.paths import spark_file_uri
-from neve.spark.reader import ROW_FILE, ROW_POS, read_tasks
+from neve.spark.engine import SparkEngine
 from neve.spark.session import check_session
 from neve.spec.refs import MAIN_BRANCH
-from neve.spec.schema import Schema
 from neve.spec.sort_order import SortOrder
-from neve.spec.table_metadata import TableMetadata
-from neve.spec.types import ListType, MapType, NestedField, StructType
 from neve.table.compaction import Progress
 from neve.table.maintenance import (
-    Compactor,
-    DeleteMerger,
     ExpireResult,
     Maintenance,
     OrphanResult,
     RewriteDataResult,
     RewriteDeletesResult,
     RewriteManifestsResult,
-    delete_files,
 )
 from neve.table.table import Table
 
@@ -82,27 +53,7 @@ __all__ = [
     "rewrite_data_files",
     "rewrite_manifests",
     "rewrite_position_delete_files",
-    "spark_compactor",
-    "spark_delete_merger",
 ]
-
-#: Paths per Spark task.
-_PATHS_PER_TASK = 1000
-
-
-def _spark_deleter(spark: SparkSession) -> Callable[[FileIO, Sequence[str], int], tuple[str, ...]]:
-    def run(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
-        if not paths:
-            return ()
-        slices = max(1, min(len(paths) // _PATHS_PER_TASK + 1, 4 * max(1, workers)))
-
-        def part(items: Iterable[str]) -> Iterable[str]:
-            return delete_files(io, list(items), 4)
-
-        failed = spark.sparkContext.parallelize(list(paths), slices).mapPartitions(part)
-        return tuple(sorted(failed.collect()))
-
-    return run
 
 
 def expire_snapshots(
@@ -118,7 +69,7 @@ def expire_snapshots(
     """:meth:`neve.table.maintenance.Maintenance.expire_snapshots`, files deleted by
     Spark tasks."""
     check_session(spark)
-    return Maintenance(table, _spark_deleter(spark)).expire_snapshots(
+    return Maintenance(table, SparkEngine(spark)).expire_snapshots(
         older_than,
         retain_last,
         snapshot_ids,
@@ -142,7 +93,7 @@ def remove_orphan_files(
     """:meth:`neve.table.maintenance.Maintenance.remove_orphan_files`, files deleted by
     Spark tasks."""
     check_session(spark)
-    return Maintenance(table, _spark_deleter(spark)).remove_orphan_files(
+    return Maintenance(table, SparkEngine(spark)).remove_orphan_files(
         older_than,
         location,
         dry_run,
@@ -151,203 +102,6 @@ def remove_orphan_files(
         prefix_mismatch_mode,
         max_concurrent_deletes,
     )
-
-
-@dataclass(frozen=True)
-class _Version:
-    """A table state at one metadata version, small enough to ship to executors."""
-
-    io: FileIO
-    metadata: TableMetadata
-
-
-def _with_properties(table: TableState, **props: str) -> _Version:
-    md = table.metadata
-    return _Version(table.io, dataclasses.replace(md, properties={**md.properties, **props}))
-
-
-def _sorted_by(md: TableMetadata, sort: SortOrder) -> tuple[TableMetadata, bool]:
-    """``md`` with ``sort`` (the plan's order of the sort strategy) as its default sort
-    order, so the distributed writer ranges and sorts the rows by it; and whether it
-    is one of the table's orders (files record only those)."""
-    for order in md.sort_orders:
-        if order.fields == sort.fields:
-            return dataclasses.replace(md, default_sort_order_id=order.order_id), True
-    new_id = max((o.order_id for o in md.sort_orders), default=0) + 1
-    added = SortOrder(new_id, sort.fields)
-    view = dataclasses.replace(
-        md, sort_orders=(*md.sort_orders, added), default_sort_order_id=new_id
-    )
-    return view, False
-
-
-#: Columns the compactor adds to the rows it reads: the source file's index in the
-#: plan's files, and the z-value of z-order rewrites.
-_SOURCE = "__neve_source"
-_SOURCE_URI = "__neve_source_uri"
-_ZVALUE = "__neve_zvalue"
-
-
-def _with_sources(spark: SparkSession, rows: DataFrame, sources: Sequence[str]) -> DataFrame:
-    """``rows`` (read with row positions) with each row's source file as its index in
-    ``sources`` instead of Spark's name for it."""
-    index = spark.createDataFrame(
-        [(spark_file_uri(p), i) for i, p in enumerate(sources)],
-        T.StructType(
-            [
-                T.StructField(_SOURCE_URI, T.StringType(), False),
-                T.StructField(_SOURCE, T.IntegerType(), False),
-            ]
-        ),
-    )
-    joined = rows.join(F.broadcast(index), rows[ROW_FILE] == index[_SOURCE_URI], "left")
-    # a row whose file is not a planned source would lose its origin: fail instead
-    missing = F.raise_error(
-        F.concat(F.lit("neve: compacted row of unplanned file "), F.col(ROW_FILE))
-    ).cast("int")
-    return joined.withColumn(_SOURCE, F.coalesce(F.col(_SOURCE), missing)).drop(
-        ROW_FILE, _SOURCE_URI
-    )
-
-
-def _with_zvalues(rows: DataFrame, schema: Schema, order: ZOrder) -> DataFrame:
-    """``rows`` with each row's z-value (:func:`neve.arrow.sorting.zorder_key` as
-    big-endian bytes, which Spark compares as the pyarrow engine sorts the keys),
-    computed in Spark tasks by an Arrow UDF over the top-level columns holding the
-    z-order's fields. A column z-order cannot take fails here, on the driver."""
-    zorder_key(to_arrow_schema(schema).empty_table(), schema, order)  # raises on bad input
-    wanted = set(order.source_ids)
-    fields = [f for f in schema.fields if wanted & _ids_in(f)]
-    sources = Schema(*fields)
-
-    def zvalues(arr: pa.Array) -> pa.Array:
-        # runs in a Spark task
-        words = zorder_key(pa.Table.from_struct_array(arr), sources, order)
-        flat = pa.py_buffer(words.astype(">u8").tobytes())
-        keys = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(words.shape[1] * 8), len(arr), [None, flat]
-        )
-        return keys.cast(pa.binary())
-
-    udf = F.arrow_udf(zvalues, T.BinaryType())  # type: ignore[attr-defined]
-    return rows.withColumn(
-        _ZVALUE, udf(F.struct(*[F.col("`" + f.name.replace("`", "``") + "`") for f in fields]))
-    )
-
-
-def _ids_in(f: NestedField) -> set[int]:
-    """The field ids of ``f`` and of every field nested in it."""
-    out = {f.field_id}
-    t = f.field_type
-    if isinstance(t, StructType):
-        for child in t.fields:
-            out |= _ids_in(child)
-    elif isinstance(t, ListType):
-        out |= _ids_in(t.element_field)
-    elif isinstance(t, MapType):
-        out |= _ids_in(t.key_field) | _ids_in(t.value_field)
-    return out
-
-
-def spark_compactor(spark: SparkSession) -> Compactor:
-    """A :data:`~neve.table.maintenance.Compactor` running on Spark: the planned
-    groups' files are read with their deletes applied, each row's position and the
-    current schema (in v3 with the row lineage columns, so rows keep their ``_row_id``
-    and ``_last_updated_sequence_number``), and written by the distributed writer with
-    the plan's target file size, which tells where every row of every file came from
-    (so the commit carries concurrent deletes over). An unpartitioned group is gathered
-    into as many tasks as target-size files it fills; partitioned rows are distributed
-    by partition, as every write is; the sort strategy ranges and sorts the rows by the
-    plan's sort order or z-order (files written in an order that is not one of the
-    table's, z-order included, name none). One Spark job; a failure removes its
-    directory."""
-
-    def run(table: TableState, plan: CompactionPlan) -> CompactedFiles:
-        check_session(spark)
-        md = table.metadata
-        target = plan.options.target
-        view = _with_properties(table, **{"write.target-file-size-bytes": str(target)})
-        rows_schema = rewrite_schema(md)
-        known = True
-        if isinstance(plan.sort, ZOrder):
-            known = False
-        elif plan.sort is not None:  # the plan says how to write the groups
-            sorted_md, known = _sorted_by(view.metadata, plan.sort)
-            view = _Version(view.io, sorted_md)
-        sources = list(dict.fromkeys(t.file.file_path for t in plan.tasks))
-        scan = ScanPlan(md, table.io)
-        rows = read_tasks(
-            spark,
-            scan,
-            plan.tasks,
-            apply_residual=False,
-            projected_schema=rows_schema,
-            row_positions=True,
-        )
-        rows = _with_sources(spark, rows, sources)
-        order_by = None
-        if isinstance(plan.sort, ZOrder):
-            rows, order_by = _with_zvalues(rows, rows_schema, plan.sort), _ZVALUE
-        if not md.spec().fields and plan.sort is None:
-            size = sum(t.file.file_size_in_bytes for t in plan.tasks)
-            rows = rows.coalesce(max(1, math.ceil(size / target)))  # never adds tasks
-        written = write_data(
-            rows, view, schema=rows_schema, order_by=order_by, origins=(_SOURCE, ROW_POS)
-        )
-        files = written.files
-        if not known:  # an order given for this rewrite only is not the table's
-            files = [f.with_(sort_order_id=None) for f in files]
-        return CompactedFiles(files, sources, written.origins)
-
-    return run
-
-
-def spark_delete_merger(spark: SparkSession) -> DeleteMerger:
-    """A :data:`~neve.table.maintenance.DeleteMerger` running the pyarrow engine's
-    merge (:func:`neve.arrow.positions.merge_deletes`) in Spark tasks, into one new
-    directory that a failure removes whole."""
-
-    def run(table: TableState, tasks: Sequence[FileScanTask]) -> DeleteFiles:
-        check_session(spark)
-        if not tasks:
-            return DeleteFiles()
-        md = table.metadata
-        directory = f"{data_location(md.location, md.properties)}/{uuid.uuid4()}"
-        view = _with_properties(table, **{"write.data.path": directory})
-        slices = max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 2))
-
-        def part(items: Iterable[FileScanTask]) -> Iterator[bytes]:
-            # runs on an executor: merge this slice's deletes with the pyarrow engine
-            try:
-                done = merge_deletes(view, list(items))
-            except Exception as exc:  # reported to the driver, which cleans up
-                yield pickle.dumps(("error", f"{type(exc).__name__}: {exc}"))
-                return
-            yield pickle.dumps(("ok", done))
-
-        try:
-            results = [
-                pickle.loads(r)
-                for r in spark.sparkContext.parallelize(list(tasks), slices)
-                .mapPartitions(part)
-                .collect()
-            ]
-        except BaseException:
-            delete_write_dir(table.io, directory)
-            raise
-        errors = [r[1] for r in results if r[0] == "error"]
-        merged = [r[1] for r in results if r[0] == "ok"]
-        added = tuple(f for d in merged for f in d.added)
-        if errors:
-            delete_written_files(table.io, [f.file_path for f in added])
-            delete_write_dir(table.io, directory)
-            raise NeveError(
-                f"merging position deletes failed on Spark ({errors[0]}); nothing was "
-                "committed and the files written were removed. Fix the cause and run it again"
-            )
-        return DeleteFiles(added, tuple(f for d in merged for f in d.replaced))
-
-    return run
 
 
 def rewrite_data_files(
@@ -362,7 +116,7 @@ def rewrite_data_files(
     progress: Progress | None = None,
 ) -> RewriteDataResult:
     """:meth:`neve.table.maintenance.Maintenance.rewrite_data_files` with the groups'
-    rows read and written by Spark (:func:`spark_compactor`); planned and committed on
+    rows read and written by Spark (:func:`neve.spark.compaction.compact`); planned and committed on
     the driver; Spark's progress bar shows the jobs, ``progress(done, total)`` the
     file groups. ``strategy="sort"`` ranges and sorts the rows by ``sort_order``
     (default: the table's; ``"zorder(a, b)"`` for z-order). Deletes a concurrent
@@ -371,7 +125,7 @@ def rewrite_data_files(
     another compaction) makes it fail with :class:`~neve.errors.CommitConflictError`,
     leaving no file behind."""
     check_session(spark)
-    return Maintenance(table, compactor=spark_compactor(spark)).rewrite_data_files(
+    return Maintenance(table, SparkEngine(spark)).rewrite_data_files(
         where,
         options,
         branch=branch,
@@ -386,9 +140,9 @@ def rewrite_position_delete_files(
     spark: SparkSession, table: Table, branch: str = MAIN_BRANCH, dry_run: bool = False
 ) -> RewriteDeletesResult:
     """:meth:`neve.table.maintenance.Maintenance.rewrite_position_delete_files` with
-    the deletes merged in Spark tasks (:func:`spark_delete_merger`)."""
+    the deletes merged in Spark tasks (:func:`neve.spark.compaction.merge_deletes`)."""
     check_session(spark)
-    m = Maintenance(table, delete_merger=spark_delete_merger(spark))
+    m = Maintenance(table, SparkEngine(spark))
     return m.rewrite_position_delete_files(branch, dry_run)
 
 
@@ -399,4 +153,4 @@ def rewrite_manifests(
     manifests are small next to the data they list, and the driver reads them with
     the process-wide manifest cache, so a Spark job would only add its start-up."""
     check_session(spark)
-    return Maintenance(table).rewrite_manifests(spec_id, branch)
+    return table.maintenance.rewrite_manifests(spec_id, branch)

@@ -129,22 +129,97 @@ class EngineRows:
     result: DataFrame
 
 
-def resolve_rows(
-    engine: MergeEngine,
-    source: DataFrame,
-    target: DataFrame,
-    keys: Sequence[str],
-    schema: Schema,
-    *,
-    lineage: bool,
-    inserts: bool,
-) -> EngineRows:
-    """Merge ``source`` into the stored rows ``target`` (with :data:`ROW_FILE`,
-    :data:`ROW_POS`, and ``_row_id`` when ``lineage``) by ``engine``, key by key on the
-    executors. ``inserts``: whether new keys are inserted (an upsert) or left out
-    (``when_matched_update_all`` alone)."""
-    source = check_row_kinds(engine, source)
-    names = [f.name for f in schema.fields]
+@dataclass(frozen=True)
+class _KeyMerge:
+    """What the executors need to merge a batch of keys (module docstring): the
+    engine, the key columns (with the batch's group index), the stored and value
+    columns, the row-kind column, whether new keys are inserted, and whether rows carry
+    ``_row_id``."""
+
+    engine: MergeEngine
+    key_list: list[str]
+    stored_cols: list[str]
+    value_names: list[str]
+    kind: str | None
+    inserts: bool
+    lineage: bool
+
+    def __call__(self, lists: pa.Array) -> pa.Array:
+        # runs on the executors: the pyarrow engine's resolve over a batch of keys
+        if isinstance(lists, pa.ChunkedArray):
+            lists = lists.combine_chunks()
+        rows = pa.Table.from_struct_array(lists.flatten())
+        rows = rows.append_column(_GROUP, pc.list_parent_indices(lists))
+        side = rows.column(_SIDE)
+        st = rows.filter(pc.equal(side, 0))
+        inc = rows.filter(pc.equal(side, 1))
+        inc = inc.take(pc.sort_indices(inc.column(_ARRIVAL)))
+        wanted = (*self.value_names, self.kind, _GROUP)
+        inc_cols = [c for c in inc.column_names if c in wanted]
+        res = resolve(
+            self.engine, self.key_list, st.select([*self.stored_cols, _GROUP]), inc.select(inc_cols)
+        )
+        types = {c: rows.schema.field(c).type for c in self.value_names}
+        writes = self._writes(res.rows, st, types)
+        gone = st.take(res.replaced)
+        m = gone.num_rows
+        gones = pa.table(
+            {
+                **{c: pa.nulls(m, types[c]) for c in self.value_names},
+                ROW_ID.name: pa.nulls(m, pa.int64()),
+                ROW_FILE: gone.column(ROW_FILE),
+                ROW_POS: gone.column(ROW_POS),
+                _ACTION: pa.array(["gone"] * m, pa.string()),
+                _UPDATED: pa.nulls(m, pa.bool_()),
+                _GROUP: gone.column(_GROUP),
+            }
+        )
+        out = pa.concat_tables([writes, gones.cast(writes.schema)])
+        return _as_spark_lists(out.take(pc.sort_indices(out.column(_GROUP))), len(lists))
+
+    def _writes(self, new: pa.Table, stored: pa.Table, types: dict[str, pa.DataType]) -> pa.Table:
+        """The merged rows to write: updated ones keep the ``_row_id`` of the stored row."""
+        index = new.column(STORED_INDEX)
+        if not self.inserts:
+            new = new.filter(pc.is_valid(index))
+            index = new.column(STORED_INDEX)
+        n = new.num_rows
+        row_ids = stored.column(ROW_ID.name).take(index) if self.lineage else None
+        return pa.table(
+            {
+                **{
+                    c: new.column(c) if c in new.column_names else pa.nulls(n, types[c])
+                    for c in self.value_names
+                },
+                ROW_ID.name: row_ids if row_ids is not None else pa.nulls(n, pa.int64()),
+                ROW_FILE: pa.nulls(n, pa.string()),
+                ROW_POS: pa.nulls(n, pa.int64()),
+                _ACTION: pa.array(["write"] * n, pa.string()),
+                _UPDATED: pc.is_valid(index),
+                _GROUP: new.column(_GROUP),
+            }
+        )
+
+
+def _as_spark_lists(out: pa.Table, groups: int) -> pa.Array:
+    """``out`` (sorted by group) as one list of structs per group, in Spark's Arrow
+    form of ``array<struct>`` (nullable fields, the element named ``element``)."""
+    group = out.column(_GROUP).to_numpy()
+    counts = np.bincount(group, minlength=groups) if len(group) else np.zeros(groups)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    items = out.drop_columns([_GROUP]).to_struct_array().combine_chunks()
+    fields = [pa.field(f.name, f.type) for f in items.type]
+    element = pa.field("element", pa.struct(fields))
+    return pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()), items.cast(element.type), type=pa.list_(element)
+    )
+
+
+def _both_sides(
+    engine: MergeEngine, source: DataFrame, target: DataFrame, schema: Schema, lineage: bool
+) -> DataFrame:
+    """The stored rows (side 0) and the incoming rows in the table's columns (side 1,
+    with their arrival order) in one DataFrame."""
     kind = engine.rowkind_field
     columns = []
     for f in schema.fields:
@@ -163,11 +238,32 @@ def resolve_rows(
         .withColumn(ROW_FILE, F.lit(None).cast("string"))
         .withColumn(ROW_POS, F.lit(None).cast("long"))
     )
+    names = [f.name for f in schema.fields]
     stored_cols = [c for c in target.columns if c in names]
     rid = [ROW_ID.name] if lineage else []
     stored = target.select(*stored_cols, ROW_FILE, ROW_POS, *rid).withColumn(_SIDE, F.lit(0))
-    both = stored.unionByName(incoming, allowMissingColumns=True)
+    return stored.unionByName(incoming, allowMissingColumns=True)
+
+
+def resolve_rows(
+    engine: MergeEngine,
+    source: DataFrame,
+    target: DataFrame,
+    keys: Sequence[str],
+    schema: Schema,
+    *,
+    lineage: bool,
+    inserts: bool,
+) -> EngineRows:
+    """Merge ``source`` into the stored rows ``target`` (with :data:`ROW_FILE`,
+    :data:`ROW_POS`, and ``_row_id`` when ``lineage``) by ``engine``, key by key on the
+    executors. ``inserts``: whether new keys are inserted (an upsert) or left out."""
+    source = check_row_kinds(engine, source)
+    names = [f.name for f in schema.fields]
+    kind = engine.rowkind_field
+    both = _both_sides(engine, source, target, schema, lineage)
     value_names = [f.name for f in both.schema.fields if f.name in names]
+    rid = [ROW_ID.name] if lineage else []
     carried = [*value_names, ROW_FILE, ROW_POS, *rid, _SIDE, _ARRIVAL]
     if kind is not None and kind in both.columns:
         carried.append(kind)
@@ -189,68 +285,12 @@ def resolve_rows(
             ]
         )
     )
-    key_list = [*keys, _GROUP]
+    stored_cols = [c for c in target.columns if c in names]
+    merger = _KeyMerge(engine, [*keys, _GROUP], stored_cols, value_names, kind, inserts, lineage)
 
     def merge_keys(lists: pa.Array) -> pa.Array:
-        # runs on the executors: the pyarrow engine's resolve over a batch of keys
-        if isinstance(lists, pa.ChunkedArray):
-            lists = lists.combine_chunks()
-        rows = pa.Table.from_struct_array(lists.flatten())
-        rows = rows.append_column(_GROUP, pc.list_parent_indices(lists))
-        side = rows.column(_SIDE)
-        st = rows.filter(pc.equal(side, 0))
-        inc = rows.filter(pc.equal(side, 1))
-        inc = inc.take(pc.sort_indices(inc.column(_ARRIVAL)))
-        inc_cols = [c for c in inc.column_names if c in value_names or c in (kind, _GROUP)]
-        res = resolve(engine, key_list, st.select([*stored_cols, _GROUP]), inc.select(inc_cols))
-        new = res.rows
-        index = new.column(STORED_INDEX)
-        if not inserts:
-            new = new.filter(pc.is_valid(index))
-            index = new.column(STORED_INDEX)
-        n = new.num_rows
-        types = {c: rows.schema.field(c).type for c in value_names}
-        writes = pa.table(
-            {
-                **{
-                    c: new.column(c) if c in new.column_names else pa.nulls(n, types[c])
-                    for c in value_names
-                },
-                ROW_ID.name: st.column(ROW_ID.name).take(index)
-                if lineage
-                else pa.nulls(n, pa.int64()),
-                ROW_FILE: pa.nulls(n, pa.string()),
-                ROW_POS: pa.nulls(n, pa.int64()),
-                _ACTION: pa.array(["write"] * n, pa.string()),
-                _UPDATED: pc.is_valid(index),
-                _GROUP: new.column(_GROUP),
-            }
-        )
-        gone = st.take(res.replaced)
-        m = gone.num_rows
-        gones = pa.table(
-            {
-                **{c: pa.nulls(m, types[c]) for c in value_names},
-                ROW_ID.name: pa.nulls(m, pa.int64()),
-                ROW_FILE: gone.column(ROW_FILE),
-                ROW_POS: gone.column(ROW_POS),
-                _ACTION: pa.array(["gone"] * m, pa.string()),
-                _UPDATED: pa.nulls(m, pa.bool_()),
-                _GROUP: gone.column(_GROUP),
-            }
-        )
-        out = pa.concat_tables([writes, gones.cast(writes.schema)])
-        out = out.take(pc.sort_indices(out.column(_GROUP)))
-        group = out.column(_GROUP).to_numpy()
-        counts = np.bincount(group, minlength=len(lists)) if len(group) else np.zeros(len(lists))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        items = out.drop_columns([_GROUP]).to_struct_array().combine_chunks()
-        # Spark's Arrow form of array<struct>: nullable fields, the element named "element"
-        fields = [pa.field(f.name, f.type) for f in items.type]
-        element = pa.field("element", pa.struct(fields))
-        return pa.ListArray.from_arrays(
-            pa.array(offsets, pa.int32()), items.cast(element.type), type=pa.list_(element)
-        )
+        # a function (Spark reads the UDF's kind off its type hints); runs on executors
+        return merger(lists)
 
     merged = F.arrow_udf(merge_keys, out_type)  # type: ignore[attr-defined]
     try:
@@ -268,16 +308,14 @@ def resolve_rows(
             message = str(exc).split("MergeEngineError:", 1)[-1].strip().splitlines()[0]
             raise MergeEngineError(message) from exc
         raise
-    writes = result.where(F.col(_ACTION) == "write")
-    new = writes.select(*names, *rid)
+    new = result.where(F.col(_ACTION) == "write").select(*names, *rid)
     if lineage:
         new = new.withColumn(LAST_UPDATED_SEQUENCE_NUMBER.name, F.lit(None).cast("long"))
-    gone = result.where(F.col(_ACTION) == "gone").select(ROW_FILE, ROW_POS)
     updated = counts.get(("write", True), 0)
     replaced = counts.get(("gone", None), 0)
     return EngineRows(
-        new=[new] if counts.get(("write", True), 0) + counts.get(("write", False), 0) else [],
-        gone=gone,
+        new=[new] if updated + counts.get(("write", False), 0) else [],
+        gone=result.where(F.col(_ACTION) == "gone").select(ROW_FILE, ROW_POS),
         inserted=counts.get(("write", False), 0),
         updated=updated,
         deleted=replaced - updated,

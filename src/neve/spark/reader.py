@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import array
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,19 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyroaring import BitMap64
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neve.arrow.deletes import read_deletion_vector, read_position_deletes
 from neve.arrow.projection import merge_fields, prune_fields
-from neve.arrow.reader import read_workers
+from neve.arrow.reader import DeleteCache, deleted_positions, read_workers
 from neve.arrow.schema import (
     NameMapping,
     apply_name_mapping,
-    field_id,
     has_field_ids,
     parse_name_mapping,
 )
@@ -56,15 +51,30 @@ from neve.io.fileio import FileIO
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.spark.expression import column_ref, to_spark_column, to_spark_value
+from neve.spark.file_columns import (
+    arrow_ids,
+    by_names,
+    fill_field,
+    footer_schema,
+    has_column,
+    historical_field,
+    names_to,
+    schema_with,
+    struct_fields,
+    top_column,
+    unsafe_names,
+    walk_ids,
+    with_private_names,
+)
 from neve.spark.paths import spark_file_uri, spark_input_path
-from neve.spark.schema import field_id_of, to_spark_field, to_spark_schema, to_spark_type
+from neve.spark.schema import to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
-from neve.spec.manifest import DataFile, DataFileContent, FileFormat
+from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.name_mapping import NAME_MAPPING_PROPERTY
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_row_lineage_field
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
-from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from neve.spec.types import NestedField
 
 if TYPE_CHECKING:
     from neve.table.table import Table
@@ -228,7 +238,7 @@ class _Read:
         self.eq_index = eq_index
         self.key_fields = self._key_fields()
         self.read_schema = self._read_schema()
-        self.unsafe = _unsafe_names(self.md, self.read_schema)
+        self.unsafe = unsafe_names(self.md, self.read_schema)
 
     # -- what to read ---------------------------------------------------------------
 
@@ -252,7 +262,7 @@ class _Read:
                     continue
                 f = self.table_schema.find_field_or_none(fid)
                 if f is None:
-                    f = _historical_field(self.md, fid)
+                    f = historical_field(self.md, fid)
                 if f is None:
                     raise SchemaError(
                         f"equality delete file {d.file_path} uses field id {fid}, which no "
@@ -280,9 +290,7 @@ class _Read:
     def _plans(self) -> list[_FilePlan]:
         layouts = self._layouts()
         identity = self._identity_sources()
-        cache: dict[str, dict[str, BitMap64]] = {}
-        lock = threading.Lock()
-
+        cache = DeleteCache()
         defaults = self._initial_defaults()
 
         def plan(t: FileScanTask) -> _FilePlan:
@@ -291,12 +299,12 @@ class _Read:
             spec_ids = identity.get(t.spec_id, {})
             if spec_ids:
                 for fid, pos in spec_ids.items():
-                    if not _has_column(t.file, fid, present):
+                    if not has_column(t.file, fid, present):
                         p.fill[fid] = t.file.partition[pos]
             for f in defaults:
                 if f.field_id not in p.fill and self._lacks(t.file, f.field_id, present):
                     p.fill[f.field_id] = f.initial_default
-            p.positions = _positions(self.io, t.file, t.delete_files, cache, lock)
+            p.positions = deleted_positions(self.io, t.file, t.delete_files, cache)
             p.equality = tuple(
                 self.eq_index[d.file_path]
                 for d in t.delete_files
@@ -314,7 +322,7 @@ class _Read:
         """Struct fields the read needs (at any depth, in lists and maps too) that have
         an ``initial-default``: a data file written before such a field was added
         reads it as that value (spec "Default values")."""
-        return [f for f in _struct_fields(self.read_schema.fields) if f.initial_default is not None]
+        return [f for f in struct_fields(self.read_schema.fields) if f.initial_default is not None]
 
     def _lacks(self, f: DataFile, fid: int, present: set[int] | None) -> bool:
         """Whether data file ``f`` surely has no column ``fid``: unlike an identity
@@ -322,14 +330,14 @@ class _Read:
         when the metrics do not name the column the file's footer decides."""
         if present is not None:
             return fid not in present
-        if _has_column(f, fid, None):
+        if has_column(f, fid, None):
             return False
-        return fid not in set(_arrow_ids(_footer_schema(self.io, f.file_path)))
+        return fid not in set(arrow_ids(footer_schema(self.io, f.file_path)))
 
     def _identity_sources(self) -> dict[int, dict[int, int]]:
         """Per spec id: identity source field id -> position in the partition tuple,
         for sources the read needs."""
-        wanted = {fid for _n, fid in _walk_ids(self.read_schema.fields)}
+        wanted = {fid for _n, fid in walk_ids(self.read_schema.fields)}
         out: dict[int, dict[int, int]] = {}
         for spec_id, spec in self.md.specs_by_id.items():
             found = {
@@ -350,12 +358,12 @@ class _Read:
 
         def look(t: FileScanTask) -> tuple[str, tuple[_Layout, set[int] | None]]:
             path = t.file.file_path
-            file_schema = _footer_schema(self.io, path)
+            file_schema = footer_schema(self.io, path)
             if has_field_ids(file_schema):
                 return path, (_Layout(), None)
             mapped = apply_name_mapping(file_schema, mapping)
-            spark_schema = _by_names(self.read_schema.fields, list(mapped))
-            ids = set(_arrow_ids(mapped))
+            spark_schema = by_names(self.read_schema.fields, list(mapped))
+            ids = set(arrow_ids(mapped))
             return path, (_Layout(spark_schema.json()), ids)
 
         with ThreadPoolExecutor(max_workers=read_workers()) as ex:
@@ -377,12 +385,12 @@ class _Read:
         elif self.row_filter is ALWAYS_FALSE:
             df = df.limit(0)
         where = [F.col(_FILE), F.col(_POS)] if self.row_positions else []
-        return df.select(*[_top(f.name) for f in self.projected.fields], *where)
+        return df.select(*[top_column(f.name) for f in self.projected.fields], *where)
 
     def _group(self, layout: _Layout, joined: bool, plans: list[_FilePlan]) -> DataFrame:
         paths = [spark_input_path(p.task.file.file_path) for p in plans]
         if layout.names is None:
-            schema = _with_private_names(self.read_schema, self.unsafe)
+            schema = with_private_names(self.read_schema, self.unsafe)
         else:
             schema = T.StructType.fromJson(json.loads(layout.names))
         reader = self.spark.read.schema(schema).parquet(*paths)
@@ -398,7 +406,7 @@ class _Read:
 
     def _rename(self, f: NestedField, read_as: T.StructField) -> Column:
         target = to_spark_field(f)
-        col = _top(read_as.name)
+        col = top_column(read_as.name)
         if read_as.dataType != target.dataType:
             col = col.cast(target.dataType)  # struct casts rename fields by position
         return col.alias(f.name)
@@ -446,7 +454,7 @@ class _Read:
         )
         df = df.withColumn(_FIDX, F.coalesce(F.col(_FIDX), missing.cast("long")))
         for fid in fill_ids:
-            df = _fill(df, self.read_schema, fid, F.col(f"__neve_fill_{fid}"))
+            df = fill_field(df, self.read_schema, fid, F.col(f"__neve_fill_{fid}"))
         if lineage:
             df = self._inherit_lineage(df)
         df = self._apply_positions(df, plans)
@@ -466,10 +474,10 @@ class _Read:
         name = self.lineage.get(ROW_ID.field_id)
         if name is not None:
             inherited = F.col(_FRID) + F.col(_POS)
-            df = df.withColumn(name, F.coalesce(_top(name), inherited))
+            df = df.withColumn(name, F.coalesce(top_column(name), inherited))
         name = self.lineage.get(LAST_UPDATED_SEQUENCE_NUMBER.field_id)
         if name is not None:
-            df = df.withColumn(name, F.coalesce(_top(name), F.col(_DSEQ)))
+            df = df.withColumn(name, F.coalesce(top_column(name), F.col(_DSEQ)))
         return df
 
     def _apply_positions(self, df: DataFrame, plans: list[_FilePlan]) -> DataFrame:
@@ -508,8 +516,8 @@ class _Read:
 
     def _key_column(self, fid: int) -> Column:
         if self.table_schema.find_field_or_none(fid) is None:
-            return _top(f"__neve_eq_{fid}")
-        return column_ref(_names_to(self.read_schema, fid))
+            return top_column(f"__neve_eq_{fid}")
+        return column_ref(names_to(self.read_schema, fid))
 
     def _equality_rows(self, ids: tuple[int, ...], indexes: list[int]) -> DataFrame:
         """Rows of the equality delete files ``indexes`` (all keyed by ``ids``) as
@@ -521,7 +529,7 @@ class _Read:
                     f
                     for fid in ids
                     for f in prune_fields(
-                        _schema_with(self.md, self.table_schema, fid, self.key_fields[fid]), {fid}
+                        schema_with(self.md, self.table_schema, fid, self.key_fields[fid]), {fid}
                     )
                 ],
             )
@@ -530,7 +538,7 @@ class _Read:
         paths = [spark_input_path(self.eq_files[j].file_path) for j in indexes]
         raw = self.spark.read.schema(spark_schema).parquet(*paths)
         keys = [
-            column_ref(_names_to(key_schema, fid))
+            column_ref(names_to(key_schema, fid))
             .cast(to_spark_type(self.key_fields[fid].field_type))
             .alias(f"__neve_k{i}")
             for i, fid in enumerate(ids)
@@ -546,308 +554,3 @@ class _Read:
         )
         rows = raw.select(*keys, F.col("_metadata.file_path").alias("__neve_efile"))
         return rows.join(F.broadcast(files), "__neve_efile").drop("__neve_efile")
-
-
-# -- helpers ----------------------------------------------------------------------------
-
-
-def _top(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _walk_ids(fields: Sequence[NestedField]) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    for f in fields:
-        out.append((f.name, f.field_id))
-        if isinstance(f.field_type, StructType):
-            out.extend(_walk_ids(f.field_type.fields))
-    return out
-
-
-def _struct_fields(fields: Sequence[NestedField]) -> list[NestedField]:
-    """Every struct field at or below ``fields``, through lists and maps."""
-    out: list[NestedField] = []
-
-    def walk(t: IcebergType) -> None:
-        if isinstance(t, StructType):
-            for c in t.fields:
-                out.append(c)
-                walk(c.field_type)
-        elif isinstance(t, (ListType, MapType)):
-            for c in t.children:
-                walk(c.field_type)
-
-    walk(StructType(*fields))
-    return out
-
-
-def _steps(t: IcebergType, fid: int) -> list[str] | None:
-    """How to reach field ``fid`` from a value of type ``t``: struct field names, and
-    ``[]`` for a list's elements or ``{}`` for a map's values."""
-    if isinstance(t, StructType):
-        for f in t.fields:
-            if f.field_id == fid:
-                return [f.name]
-            below = _steps(f.field_type, fid)
-            if below is not None:
-                return [f.name, *below]
-    elif isinstance(t, ListType):
-        below = _steps(t.element_type, fid)
-        return None if below is None else ["[]", *below]
-    elif isinstance(t, MapType):
-        below = _steps(t.value_type, fid)
-        return None if below is None else ["{}", *below]
-    return None
-
-
-def _filled(c: Column, steps: Sequence[str], value: Column) -> Column:
-    """``c`` with the field at ``steps`` (see :func:`_steps`) coalesced with ``value``;
-    null structs, lists and maps stay null."""
-    if not steps:
-        return F.coalesce(c, value)
-    step, rest = steps[0], steps[1:]
-    if step == "[]":
-        return F.transform(c, lambda e: _filled(e, rest, value))
-    if step == "{}":
-        return F.transform_values(c, lambda _k, v: _filled(v, rest, value))
-    inner = _filled(c.getField(step), rest, value)
-    return F.when(c.isNull(), c).otherwise(c.withField("`" + step.replace("`", "``") + "`", inner))
-
-
-def _names_to(schema: Schema, fid: int) -> list[str]:
-    chain = [fid]
-    parent = schema.parent_id(fid)
-    while parent is not None:
-        chain.append(parent)
-        parent = schema.parent_id(parent)
-    return [schema.find_field(i).name for i in reversed(chain)]
-
-
-def _historical_field(md: TableMetadata, fid: int) -> NestedField | None:
-    for s in sorted(md.schemas, key=lambda s: s.schema_id, reverse=True):
-        f = s.find_field_or_none(fid)
-        if f is not None:
-            return f
-    return None
-
-
-def _schema_with(md: TableMetadata, schema: Schema, fid: int, f: NestedField) -> Schema:
-    """A schema holding field ``fid``: ``schema`` or, for a dropped field, the latest
-    schema that had it."""
-    if schema.find_field_or_none(fid) is not None:
-        return schema
-    for s in sorted(md.schemas, key=lambda s: s.schema_id, reverse=True):
-        if s.find_field_or_none(fid) is not None:
-            return s
-    return Schema(f)
-
-
-def _unsafe_names(md: TableMetadata, schema: Schema) -> set[int]:
-    """Ids of fields whose name path (ignoring case) some schema of the table gave to
-    a different field id: Spark's filter pushdown would find the wrong column."""
-    owners: dict[tuple[str, ...], set[int]] = {}
-    for s in [*md.schemas, schema]:
-        for path, fid in _paths(s.fields, ()):
-            owners.setdefault(path, set()).add(fid)
-    return {fid for path, fid in _paths(schema.fields, ()) if len(owners.get(path, set())) > 1}
-
-
-def _paths(
-    fields: Sequence[NestedField], prefix: tuple[str, ...]
-) -> list[tuple[tuple[str, ...], int]]:
-    out: list[tuple[tuple[str, ...], int]] = []
-    for f in fields:
-        path = (*prefix, f.name.lower())
-        out.append((path, f.field_id))
-        t = f.field_type
-        if isinstance(t, StructType):
-            out.extend(_paths(t.fields, path))
-        elif isinstance(t, ListType):
-            out.extend(_paths([t.element_field], path))
-        elif isinstance(t, MapType):
-            out.extend(_paths([t.key_field, t.value_field], path))
-    return out
-
-
-def _with_private_names(schema: Schema, unsafe: set[int]) -> T.StructType:
-    """The Spark read schema (field ids attached); top-level columns holding a field
-    with an unsafe name get private names, which Spark's pushdown cannot resolve."""
-    out = []
-    for f in schema.fields:
-        sf = to_spark_field(f)
-        if any(fid in unsafe for _path, fid in _paths([f], ())):
-            sf = T.StructField(
-                f"__neve_c{f.field_id}",
-                _private_nested(sf.dataType, unsafe),
-                sf.nullable,
-                sf.metadata,
-            )
-        out.append(sf)
-    return T.StructType(out)
-
-
-def _private_nested(t: T.DataType, unsafe: set[int]) -> T.DataType:
-    if isinstance(t, T.StructType):
-        fields = []
-        for sf in t.fields:
-            fid = field_id_of(sf)
-            name = f"__neve_c{fid}" if fid in unsafe else sf.name
-            fields.append(
-                T.StructField(name, _private_nested(sf.dataType, unsafe), sf.nullable, sf.metadata)
-            )
-        return T.StructType(fields)
-    if isinstance(t, T.ArrayType):
-        return T.ArrayType(_private_nested(t.elementType, unsafe), t.containsNull)
-    if isinstance(t, T.MapType):
-        return T.MapType(
-            _private_nested(t.keyType, unsafe),
-            _private_nested(t.valueType, unsafe),
-            t.valueContainsNull,
-        )
-    return t
-
-
-def _by_names(fields: Sequence[NestedField], file_fields: list[pa.Field]) -> T.StructType:
-    """A Spark read schema without field ids, shaped like ``fields`` but named as the
-    columns of a name-mapped file (``file_fields`` carry the mapped ids); fields the
-    file lacks get names no file column has, so they read as null."""
-    by_id = {field_id(f): f for f in file_fields if field_id(f) is not None}
-    out = []
-    for f in fields:
-        found = by_id.get(f.field_id)
-        name = found.name if found is not None else f"__neve_missing_{f.field_id}"
-        out.append(T.StructField(name, _type_by_names(f, found), True))
-    return T.StructType(out)
-
-
-def _type_by_names(f: NestedField, found: pa.Field | None) -> T.DataType:
-    t = f.field_type
-    if isinstance(t, StructType):
-        children = list(found.type) if found is not None and pa.types.is_struct(found.type) else []
-        return _by_names(t.fields, children)
-    if isinstance(t, ListType):
-        elem = None
-        if found is not None and (
-            pa.types.is_list(found.type) or pa.types.is_large_list(found.type)
-        ):
-            elem = found.type.value_field
-        return T.ArrayType(_type_by_names(t.element_field, elem), not t.element_required)
-    if isinstance(t, MapType):
-        key = value = None
-        if found is not None and pa.types.is_map(found.type):
-            key, value = found.type.key_field, found.type.item_field
-        return T.MapType(
-            _type_by_names(t.key_field, key),
-            _type_by_names(t.value_field, value),
-            not t.value_required,
-        )
-    return to_spark_type(t)
-
-
-def _arrow_ids(schema: pa.Schema) -> list[int]:
-    out: list[int] = []
-
-    def walk(f: pa.Field) -> None:
-        fid = field_id(f)
-        if fid is not None:
-            out.append(fid)
-        t = f.type
-        if pa.types.is_struct(t):
-            for c in t:
-                walk(c)
-        elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            walk(t.value_field)
-        elif pa.types.is_map(t):
-            walk(t.key_field)
-            walk(t.item_field)
-
-    for f in schema:
-        walk(f)
-    return out
-
-
-_FOOTERS: OrderedDict[str, pa.Schema] = OrderedDict()
-_FOOTERS_LOCK = threading.Lock()
-_FOOTERS_MAX = 4096
-
-
-def _footer_schema(io: FileIO, path: str) -> pa.Schema:
-    """The Arrow schema of a Parquet file (data files never change, so it is cached)."""
-    with _FOOTERS_LOCK:
-        cached = _FOOTERS.get(path)
-        if cached is not None:
-            _FOOTERS.move_to_end(path)
-            return cached
-    try:
-        with io.open_input(path) as f:
-            schema = pq.ParquetFile(f).schema_arrow
-    except (OSError, pa.ArrowException) as exc:
-        raise NeveIOError(f"cannot read the Parquet footer of {path}: {exc}") from exc
-    with _FOOTERS_LOCK:
-        _FOOTERS[path] = schema
-        while len(_FOOTERS) > _FOOTERS_MAX:
-            _FOOTERS.popitem(last=False)
-    return schema
-
-
-def _has_column(f: DataFile, fid: int, present: set[int] | None) -> bool:
-    """Whether the data file surely holds column ``fid``: from its (name-mapped) footer
-    when known, else from its metrics. Unknown counts as absent (filling a present
-    identity column with its partition value changes nothing)."""
-    if present is not None:
-        return fid in present
-    for metric in (f.column_sizes, f.value_counts, f.null_value_counts):
-        if metric and fid in metric:
-            return True
-    return False
-
-
-def _positions(
-    io: FileIO,
-    data_file: DataFile,
-    delete_files: Sequence[DataFile],
-    cache: dict[str, dict[str, BitMap64]],
-    lock: threading.Lock,
-) -> BitMap64 | None:
-    """Deleted positions of a data file: its deletion vectors, which replace position
-    delete files, or else the union of its position delete files."""
-    dvs = [
-        d
-        for d in delete_files
-        if d.file_format is FileFormat.PUFFIN
-        and d.referenced_data_file in (None, data_file.file_path)
-    ]
-    result: BitMap64 | None = None
-    if dvs:
-        for dv in dvs:
-            bits = read_deletion_vector(io, dv)
-            result = bits if result is None else result | bits
-        return result
-    for d in delete_files:
-        if d.content is not DataFileContent.POSITION_DELETES:
-            continue
-        with lock:
-            loaded = cache.get(d.file_path)
-        if loaded is None:
-            loaded = read_position_deletes(io, d)
-            with lock:
-                cache[d.file_path] = loaded
-        found = loaded.get(data_file.file_path)
-        if found is not None:
-            result = found if result is None else result | found
-    return result
-
-
-def _fill(df: DataFrame, schema: Schema, fid: int, value: Column) -> DataFrame:
-    """``df`` with field ``fid`` (top level, in structs, or in list elements and map
-    values) coalesced with ``value``."""
-    steps = _steps(schema.struct, fid)
-    if steps is not None and ("[]" in steps or "{}" in steps):
-        return df.withColumn(steps[0], _filled(_top(steps[0]), steps[1:], value))
-    names = _names_to(schema, fid)
-    if len(names) == 1:
-        return df.withColumn(names[0], F.coalesce(_top(names[0]), value))
-    top = _top(names[0])
-    inner = ".".join("`" + n.replace("`", "``") + "`" for n in names[1:])
-    filled = top.withField(inner, F.coalesce(column_ref(names), value))
-    return df.withColumn(names[0], F.when(top.isNull(), top).otherwise(filled))

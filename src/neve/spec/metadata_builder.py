@@ -22,7 +22,7 @@ from neve.errors import (
 from neve.spec.merge_engine import check_merge_properties
 from neve.spec.refs import MAIN_BRANCH, SnapshotRefType
 from neve.spec.snapshot import MetadataLogEntry, SnapshotLogEntry
-from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import (
     LAST_ADDED,
     AddSchema,
@@ -42,6 +42,7 @@ from neve.spec.updates import (
     TableUpdate,
     UpgradeFormatVersion,
 )
+from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = ["apply_updates", "next_metadata"]
 
@@ -287,7 +288,7 @@ def next_metadata(
     log = tuple(new.metadata_log)
     if base is not None and base_location is not None:
         log = (*log, MetadataLogEntry(base.last_updated_ms, base_location))
-        cap = new.int_property("write.metadata.previous-versions-max", 100)
+        cap = new.props.as_int("write.metadata.previous-versions-max")
         if len(log) > cap:
             log = log[len(log) - max(cap, 1) :]
     return new.with_(last_updated_ms=now, metadata_log=log)

@@ -18,7 +18,7 @@ from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from neve.spec.schema import Schema
 from neve.spec.snapshot import MetadataLogEntry, Operation, Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
-from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import parse_transform
 from neve.spec.types import (
     IcebergType,
@@ -29,6 +29,7 @@ from neve.spec.types import (
     StructType,
     parse_type,
 )
+from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
     "metadata_from_bytes",

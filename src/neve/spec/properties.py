@@ -7,9 +7,12 @@ that keep a bad value from harming a table.
    are strings. Properties neve does not know are stored as given (other engines have
    their own).
 2. **Never a brick when read.** A value stored by another engine or an older neve may
-   still be bad. The commit path reads its properties with :func:`read_property`, which
-   falls back to the default for a value it cannot use, so the ``set_properties`` /
-   ``remove_properties`` commit that repairs the value always goes through.
+   still be bad. Every reader reads properties through one typed view,
+   :class:`TableProperties` (``TableMetadata.props``), parsed once per metadata version:
+   a value it cannot use reads as the default (and is logged once, naming the property
+   and what it takes), so writers, compaction and the commit path all behave alike, and
+   the ``set_properties`` / ``remove_properties`` commit that repairs the value always
+   goes through.
 
 Reserved properties (Iceberg-Java's ``TableProperties.RESERVED_PROPERTIES``) are not
 stored: ``format-version`` chooses the format version of a new table and upgrades an
@@ -19,6 +22,7 @@ describe the table's state, so setting them is ignored, as in Iceberg-Java.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -26,18 +30,20 @@ from typing import Any
 
 from neve.errors import UnsupportedFormatVersionError, ValidationError
 from neve.spec.name_mapping import parse_name_mapping
-from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS
+from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
     "FORMAT_VERSION",
     "PROPERTIES",
     "RESERVED_PROPERTIES",
     "PropertyDef",
+    "TableProperties",
     "check_property_keys",
-    "read_property",
     "split_reserved",
     "validate_properties",
 ]
+
+_log = logging.getLogger("neve.properties")
 
 FORMAT_VERSION = "format-version"
 
@@ -201,6 +207,9 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
         for op in ("delete", "update", "merge")
     ),
     PropertyDef("read.split.target-size", 128 * _MIB, _int_at_least(1), _POSITIVE),
+    # neve: compaction after appends and upserts (docs/MAINTENANCE.md)
+    PropertyDef("write.auto-compact.enabled", False, _boolean, _BOOLEAN),
+    PropertyDef("write.auto-compact.min-input-files", 5, _int_at_least(1), _POSITIVE),
     PropertyDef(
         "schema.name-mapping.default", None, _name_mapping, "a JSON name mapping (a list of fields)"
     ),
@@ -283,14 +292,58 @@ def split_reserved(properties: Mapping[str, str]) -> tuple[dict[str, str], int |
     return kept, (_format_version(version) if version is not None else None)
 
 
-def read_property(properties: Mapping[str, str], key: str) -> Any:
-    """The value of a property neve reads, or its default when the property is absent
-    or its stored value is unusable (see the module docstring, rule 2)."""
-    d = PROPERTIES[key]
-    raw = properties.get(key)
-    if raw is None:
-        return d.default
-    try:
-        return d.parse(raw)
-    except (ValueError, ValidationError, AttributeError, TypeError):
-        return d.default
+class TableProperties:
+    """A table's properties, parsed once: each property neve reads (:data:`PROPERTIES`)
+    as its typed value, or its default when absent or unusable (rule 2 of the module
+    docstring; ``invalid`` says which and why); properties neve does not read pass
+    through as stored (``raw``). Readers ask by key, with the accessor of the value's
+    type: ``props.as_int("write.target-file-size-bytes")``."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.raw = raw
+        values: dict[str, Any] = {}
+        invalid: dict[str, str] = {}
+        for key, text in raw.items():
+            d = _definition(key)
+            if d is None:
+                continue
+            try:
+                values[key] = d.parse(text)
+            except (ValueError, AttributeError, TypeError):
+                invalid[key] = f"{key}={text!r} is not valid (it takes {d.accepts})"
+        self._values = values
+        #: The stored values neve cannot use, by key: each reads as its default.
+        self.invalid: Mapping[str, str] = invalid
+        for message in invalid.values():
+            _log.warning("table property %s; using the default", message)
+
+    def value(self, key: str) -> Any:
+        """The parsed value of ``key`` (a property neve reads), or its default."""
+        d = _definition(key)
+        if d is None:
+            raise KeyError(f"{key} is not a table property neve reads")
+        return self._values.get(key, d.default)
+
+    def as_int(self, key: str) -> int:
+        v = self.value(key)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"table property {key} is not an integer property")
+        return v
+
+    def as_optional_int(self, key: str) -> int | None:
+        v = self.value(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise TypeError(f"table property {key} is not an integer property")
+        return v
+
+    def as_bool(self, key: str) -> bool:
+        v = self.value(key)
+        if not isinstance(v, bool):
+            raise TypeError(f"table property {key} is not a boolean property")
+        return v
+
+    def as_text(self, key: str) -> str | None:
+        v = self.value(key)
+        if v is not None and not isinstance(v, str):
+            raise TypeError(f"table property {key} is not a text property")
+        return v

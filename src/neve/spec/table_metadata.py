@@ -15,14 +15,13 @@ from typing import Any
 
 from neve.errors import NoSuchSnapshotError, SchemaError
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import TableProperties
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef
 from neve.spec.schema import Schema
 from neve.spec.snapshot import MetadataLogEntry, Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 
-__all__ = ["SUPPORTED_FORMAT_VERSIONS", "TableMetadata"]
-
-SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
+__all__ = ["TableMetadata"]
 
 
 @dataclass(frozen=True)
@@ -100,29 +99,11 @@ class TableMetadata:
                 return o
         return SortOrder(0, ())
 
-    def property(self, key: str, default: str | None = None) -> str | None:
-        return self.properties.get(key, default)
-
-    def int_property(self, key: str, default: int) -> int:
-        """An integer property; ``default`` when absent or not an integer. Values are
-        checked when they are set, so an unusable one was stored by another engine:
-        falling back keeps it from blocking the commit that repairs it."""
-        v = self.properties.get(key)
-        if v is None:
-            return default
-        try:
-            return int(v.strip())
-        except (ValueError, AttributeError):
-            return default
-
-    def bool_property(self, key: str, default: bool) -> bool:
-        """A boolean property (``true`` / ``false``, any case); ``default`` when absent
-        or neither."""
-        v = self.properties.get(key)
-        if not isinstance(v, str):
-            return default
-        s = v.strip().lower()
-        return s == "true" if s in ("true", "false") else default
+    @cached_property
+    def props(self) -> TableProperties:
+        """The table's properties, parsed once (:class:`TableProperties`): every
+        property neve reads as its typed value, with its default."""
+        return TableProperties(self.properties)
 
     # -- snapshots and refs ----------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """``rewrite_data_files``: plan a compaction (``planning/compaction.py``), write each
-file group with an engine (the pyarrow one here; ``neve.spark.maintenance`` passes its
-own), commit it as ``replace`` snapshots through the one commit path, then optionally
-remove the delete files that apply to nothing any more.
+file group with an engine (``Engine.compact``: pyarrow on the driver, or Spark jobs),
+commit it as ``replace`` snapshots through the one commit path, then optionally remove
+the delete files that apply to nothing any more.
 
 With ``partial-progress.enabled`` the groups are committed in up to
 ``partial-progress.max-commits`` commits as they are written; a commit that fails
@@ -10,7 +10,7 @@ than ``partial-progress.max-failed-commits`` have failed. Every commit validates
 against the snapshot the rewrite started from, keeps that snapshot's data sequence
 number for the new files (``use-starting-sequence-number``, so equality deletes
 committed meanwhile still apply to them) and carries position deletes and deletion
-vectors committed meanwhile over to the new files (``arrow/compaction_rebase.py``):
+vectors committed meanwhile over to the new files (the engine's compaction rebase):
 both engines record where every row they wrote came from.
 """
 
@@ -21,15 +21,14 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
-from neve.actions.base import TableState
-from neve.actions.snapshot import write_parent
+from neve.actions.commit import CommitTarget, commit_actions
+from neve.actions.rewrite_files import RewriteFiles
+from neve.actions.snapshot import check_branch_target, write_parent
 from neve.actions.update_sort_order import sort_order_from_terms
 from neve.actions.validation import added_since
-from neve.arrow.compaction_rebase import CompactionRebase
-from neve.arrow.write import CompactedFiles, compact_with_origins
-from neve.arrow.writer import delete_written_files
+from neve.engine.protocol import Engine
 from neve.errors import (
     CommitConflictError,
     CommitError,
@@ -47,13 +46,11 @@ from neve.spec.refs import MAIN_BRANCH
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.transforms import IdentityTransform
-from neve.table.transaction import Transaction
 
 __all__ = [
     "AUTO_COMPACT_ENABLED",
     "AUTO_COMPACT_MIN_INPUT_FILES",
     "CompactedTable",
-    "Compactor",
     "Progress",
     "RewriteDataResult",
     "auto_compact",
@@ -65,21 +62,11 @@ __all__ = [
 _log = logging.getLogger("neve.compaction")
 
 
-class CompactedTable(TableState, Protocol):
-    """What a compaction needs of a table handle (``neve.table.table.Table``)."""
+class CompactedTable(CommitTarget, Protocol):
+    """What a compaction needs of a table handle (``neve.table.table.Table``): it
+    commits through the one commit path."""
 
-    def transaction(self) -> Transaction: ...
 
-
-#: Writes the live rows of a compaction plan's groups as new data files of the plan's
-#: target size, in the plan's order (rows keep their v3 row lineage), and returns them
-#: with where each row came from (:class:`~neve.arrow.write.CompactedFiles`: the plan's
-#: source files and, per written file, the runs of source positions its rows were
-#: copied from), leaving nothing behind when it fails: Spark jobs with
-#: ``neve.spark.maintenance``. Without one the pyarrow engine writes on the driver.
-#: Either way the commit carries position deletes that concurrent commits added to the
-#: source files over to the written files (``arrow/compaction_rebase.py``).
-Compactor = Callable[[TableState, CompactionPlan], CompactedFiles]
 #: Told ``(groups written, groups planned)`` as a rewrite goes on.
 Progress = Callable[[int, int], None]
 
@@ -188,11 +175,16 @@ class _Committed:
     removed_deletes: int
 
 
+def _commit(table: CompactedTable, action: RewriteFiles) -> None:
+    """Commit one ``replace`` action through the one commit path."""
+    commit_actions(table, [action])
+
+
 def _commit_groups(
     table: CompactedTable,
+    engine: Engine[Any],
     plan: CompactionPlan,
     branch: str,
-    compactor: Compactor | None,
     on_group: Callable[[int], None],
 ) -> _Committed:
     """Write the groups of ``plan`` and commit them as one ``replace`` snapshot; on
@@ -200,27 +192,22 @@ def _commit_groups(
     tasks = plan.tasks
     scoped = {(d.file_path, d.content_offset): d for t in tasks for d in file_scoped_deletes(t)}
     o = plan.options
-    if compactor is None:
-        compacted = compact_with_origins(table, plan.groups, o.target, plan.sort, on_group)
-    else:
-        compacted = compactor(table, plan)
+    compacted = engine.compact(table, plan, on_group)
     files = compacted.files
+    action = RewriteFiles(
+        table,
+        branch=branch,
+        owned_files=[f.file_path for f in files],
+        rebase=engine.compaction_rebase(compacted),
+        validate_from=plan.snapshot_id,
+        data_sequence_number=plan.sequence_number if o.use_starting_sequence_number else None,
+    )
     try:
-        if compactor is not None:  # written (one job for all groups), not yet committed
-            for _ in plan.groups:
-                on_group(0)
-        txn = table.transaction()
-        txn.rewrite_files(
-            files,
-            [t.file for t in tasks] + list(scoped.values()),
-            branch=branch,
-            data_sequence_number=plan.sequence_number if o.use_starting_sequence_number else None,
-            starting_snapshot_id=plan.snapshot_id,
-            rebase=CompactionRebase(compacted),
-        )
-        txn.commit()
+        check_branch_target(table.metadata, branch)
+        action.rewrite(files, [t.file for t in tasks] + list(scoped.values()))
+        _commit(table, action)
     except BaseException:
-        delete_written_files(table.io, [f.file_path for f in files])
+        action.on_failure(table.io)
         raise
     return _Committed(len(files), len(scoped))
 
@@ -233,9 +220,7 @@ def _remove_dangling(table: CompactedTable, branch: str) -> int:
     if not dangling:
         return 0
     try:
-        txn = table.transaction()
-        txn.rewrite_files([], dangling, branch=branch)
-        txn.commit()
+        _commit(table, RewriteFiles(table, branch=branch).rewrite([], dangling))
     except CommitConflictError as exc:
         _log.warning("removing dangling deletes of %s failed: %s", table.metadata.location, exc)
         return 0
@@ -251,11 +236,11 @@ def rewrite_data_files(
     sort_order: str | SortOrder | None = None,
     branch: str = MAIN_BRANCH,
     dry_run: bool = False,
-    compactor: Compactor | None = None,
+    engine: Engine[Any],
     progress: Progress | None = None,
 ) -> RewriteDataResult:
-    """Compact ``table`` (module docstring; ``Maintenance.rewrite_data_files`` documents
-    the arguments)."""
+    """Compact ``table`` with ``engine`` (module docstring;
+    ``Maintenance.rewrite_data_files`` documents the arguments)."""
     md = table.metadata
     expr = ALWAYS_TRUE if where is None else to_expression(where)
     bind(md.schema(), expr)  # fail early on a bad filter
@@ -268,14 +253,14 @@ def rewrite_data_files(
         return RewriteDataResult(
             len(tasks), 0, size, len(scoped), len(plan.groups), dry_run=dry_run
         )
-    return execute_compaction(table, plan, branch, compactor, progress)
+    return execute_compaction(table, engine, plan, branch, progress)
 
 
 def execute_compaction(
     table: CompactedTable,
+    engine: Engine[Any],
     plan: CompactionPlan,
     branch: str = MAIN_BRANCH,
-    compactor: Compactor | None = None,
     progress: Progress | None = None,
 ) -> RewriteDataResult:
     """Write and commit the groups of ``plan`` (module docstring)."""
@@ -299,7 +284,7 @@ def execute_compaction(
     for batch in batches:
         files = [t.file for g in batch for t in g]
         try:
-            done = _commit_groups(table, replace(plan, groups=batch), branch, compactor, one_group)
+            done = _commit_groups(table, engine, replace(plan, groups=batch), branch, one_group)
         except NeveError as exc:
             if not o.partial_progress or isinstance(exc, CommitStateUnknownError):
                 raise
@@ -342,16 +327,16 @@ AUTO_COMPACT_MIN_INPUT_FILES = "write.auto-compact.min-input-files"
 
 
 def auto_compact(
-    table: CompactedTable, branch: str, before: int | None
+    table: CompactedTable, engine: Engine[Any], branch: str, before: int | None
 ) -> RewriteDataResult | None:
-    """With ``write.auto-compact.enabled``, compact the small files of the partitions
-    the write that moved ``branch`` from snapshot ``before`` added files to: bin-packed
-    to the table's ``write.target-file-size-bytes`` once a partition holds
-    ``write.auto-compact.min-input-files`` (5) candidates, as a ``replace`` commit of
-    its own. A failure is logged, never raised: the write has landed."""
+    """With ``write.auto-compact.enabled``, compact (with ``engine``) the small files of
+    the partitions the write that moved ``branch`` from snapshot ``before`` added files
+    to: bin-packed to the table's ``write.target-file-size-bytes`` once a partition
+    holds ``write.auto-compact.min-input-files`` (5) candidates, as a ``replace`` commit
+    of its own. A failure is logged, never raised: the write has landed."""
     md = table.metadata
     try:
-        if not md.bool_property(AUTO_COMPACT_ENABLED, False):
+        if not md.props.as_bool(AUTO_COMPACT_ENABLED):
             return None
         head = write_parent(md, branch)
         if head is None or head.snapshot_id == before:
@@ -362,12 +347,12 @@ def auto_compact(
         }
         if not touched:
             return None
-        options = {"min-input-files": md.properties.get(AUTO_COMPACT_MIN_INPUT_FILES, "5")}
+        options = {"min-input-files": str(md.props.as_int(AUTO_COMPACT_MIN_INPUT_FILES))}
         plan = plan_compaction(md, table.io, options=options, branch=branch)
         groups = tuple(g for g in plan.groups if (g[0].spec_id, g[0].file.partition) in touched)
         if not groups:
             return None
-        return execute_compaction(table, replace(plan, groups=groups), branch)
+        return execute_compaction(table, engine, replace(plan, groups=groups), branch)
     except Exception as exc:  # the write landed; a compaction that fails only logs
         _log.warning("automatic compaction of %s after a write failed: %s", md.location, exc)
         return None

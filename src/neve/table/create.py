@@ -17,8 +17,9 @@ from neve.spec.partition import PARTITION_DATA_ID_START
 from neve.spec.properties import split_reserved
 from neve.spec.schema import Schema
 from neve.spec.sort_order import UNSORTED, SortOrder
-from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from neve.spec.table_metadata import TableMetadata
 from neve.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
     "DEFAULT_FORMAT_VERSION",

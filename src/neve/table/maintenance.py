@@ -13,53 +13,44 @@ import gzip
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from neve.actions.base import TableState
+from neve.actions.commit import CommitTarget
 from neve.actions.expire import ExpireSnapshots
-from neve.arrow.positions import merge_deletes
 from neve.arrow.writer import delete_written_files
+from neve.engine.protocol import Engine
 from neve.errors import NeveError, NeveIOError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO, local_path
-from neve.planning.delete import DeleteFiles, plan_position_delete_rewrite
+from neve.planning.delete import plan_position_delete_rewrite
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.planning.reachable import FILE_KINDS, FileSets, expired_files
-from neve.planning.tasks import FileScanTask
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_from_bytes
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.temporal import timestamp_millis
-from neve.table.compaction import Compactor, Progress, RewriteDataResult
+from neve.table.compaction import Progress, RewriteDataResult
 from neve.table.compaction import rewrite_data_files as compact_table
 from neve.table.transaction import Transaction
 
 
-class MaintainedTable(TableState, Protocol):
+class MaintainedTable(CommitTarget, Protocol):
     """What maintenance needs of a table handle (``neve.table.table.Table``)."""
 
-    @property
-    def metadata_location(self) -> str: ...
-
-    def transaction(self) -> Transaction: ...
+    def transaction(self) -> Transaction[Any]: ...
 
 
 __all__ = [
-    "Compactor",
-    "DeleteMerger",
     "ExpireResult",
-    "FileDeleter",
     "Maintenance",
     "OrphanResult",
     "RewriteDataResult",
     "RewriteDeletesResult",
     "RewriteManifestsResult",
-    "delete_files",
     "purge_reachable",
     "purge_roots",
     "purge_table_files",
@@ -196,8 +187,8 @@ def purge_roots(md: TableMetadata) -> list[str]:
     root = md.location.rstrip("/")
     roots = [root]
     for key in ("write.data.path", "write.metadata.path"):
-        value = md.properties.get(key)
-        if isinstance(value, str) and value.strip():
+        value = md.props.as_text(key)
+        if value is not None:
             roots.append(value.rstrip("/"))
     return roots
 
@@ -366,16 +357,6 @@ class OrphanResult:
         return _rows(pairs)
 
 
-#: Deletes files and returns those it could not delete: threads on the driver by
-#: default, Spark tasks with ``neve.spark.maintenance``.
-FileDeleter = Callable[[FileIO, Sequence[str], int], tuple[str, ...]]
-
-#: Merges each task's position deletes into one delete file of its data file
-#: (``arrow.positions.merge_deletes`` by default; Spark tasks with
-#: ``neve.spark.maintenance``).
-DeleteMerger = Callable[[TableState, Sequence[FileScanTask]], DeleteFiles]
-
-
 @dataclass(frozen=True)
 class RewriteDeletesResult:
     """What ``rewrite_position_delete_files`` did (or, with ``dry_run``, would do)."""
@@ -413,21 +394,6 @@ class RewriteManifestsResult:
         )
 
 
-def delete_files(io: FileIO, paths: Sequence[str], workers: int) -> tuple[str, ...]:
-    """Delete ``paths`` with ``workers`` threads; returns those that could not be
-    deleted (missing files count as deleted)."""
-
-    def one(path: str) -> str | None:
-        try:
-            io.delete(path)
-        except NeveIOError:
-            return path
-        return None
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return tuple(p for p in pool.map(one, paths) if p is not None)
-
-
 def _split_uri(path: str) -> tuple[str, str, str]:
     """(scheme, authority, path) of a file location; local paths have scheme ``file``."""
     if "://" in path:
@@ -440,23 +406,14 @@ def _split_uri(path: str) -> tuple[str, str, str]:
 
 
 class Maintenance:
-    """Maintenance actions of one table (``table.maintenance``). Names and options
-    follow Iceberg-Java's Spark procedures."""
+    """Maintenance actions of one table (``table.maintenance``), their data work done
+    by ``engine`` (files deleted, rows compacted, deletes merged: pyarrow and threads on
+    the driver, or Spark tasks). Names and options follow Iceberg-Java's Spark
+    procedures."""
 
-    def __init__(
-        self,
-        table: MaintainedTable,
-        deleter: FileDeleter | None = None,
-        compactor: Compactor | None = None,
-        delete_merger: DeleteMerger | None = None,
-    ) -> None:
+    def __init__(self, table: MaintainedTable, engine: Engine[Any]) -> None:
         self.table = table
-        self.deleter: FileDeleter = deleter if deleter is not None else delete_files
-        #: None: the pyarrow engine on the driver.
-        self.compactor = compactor
-        self.delete_merger: DeleteMerger = (
-            delete_merger if delete_merger is not None else merge_deletes
-        )
+        self.engine = engine
 
     def expire_snapshots(
         self,
@@ -493,7 +450,7 @@ class Maintenance:
         txn.commit()
         assert action.planned_on is not None  # planned by the commit that landed
         files = expired_files(table.io, action.planned_on, table.metadata, max_concurrent_deletes)
-        failed = self.deleter(table.io, files.paths(), max_concurrent_deletes)
+        failed = self.engine.delete_files(table.io, files.paths(), max_concurrent_deletes)
         return self._expire_result(action, files, failed, dry_run=False)
 
     @staticmethod
@@ -588,7 +545,7 @@ class Maintenance:
         orphans.sort()
         failed: tuple[str, ...] = ()
         if not dry_run:
-            failed = self.deleter(io, orphans, max_concurrent_deletes)
+            failed = self.engine.delete_files(io, orphans, max_concurrent_deletes)
         return OrphanResult(tuple(orphans), failed, dry_run)
 
     def rewrite_position_delete_files(
@@ -612,7 +569,7 @@ class Maintenance:
                 len(plan.dangling),
                 dry_run=dry_run,
             )
-        merged = self.delete_merger(table, plan.tasks)
+        merged = self.engine.merge_deletes(table, plan.tasks)
         written = sorted({f.file_path for f in merged.added})
         removed = {(f.file_path, f.content_offset): f for f in (*plan.replaced, *plan.dangling)}
         try:
@@ -668,6 +625,6 @@ class Maintenance:
             sort_order=sort_order,
             branch=branch,
             dry_run=dry_run,
-            compactor=self.compactor,
+            engine=self.engine,
             progress=progress,
         )

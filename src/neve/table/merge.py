@@ -18,7 +18,9 @@ __all__ = ["MergeBuilder", "MergeResult"]
 class MergeResult:
     """What one MERGE did: rows inserted, updated and deleted; candidate data files read
     and files pruned without reading; files written; seconds per phase (plan, scan,
-    join, write, commit, total)."""
+    join, write, commit, total); which engine path ran it (``executed_by``: ``pyarrow``,
+    ``spark``, or ``spark-driver`` for a small merge a Spark engine ran on the driver;
+    empty when nothing had to run)."""
 
     rows_inserted: int
     rows_updated: int
@@ -28,9 +30,11 @@ class MergeResult:
     data_files_added: int
     delete_files_added: int
     seconds: Mapping[str, float] = field(default_factory=dict)
+    executed_by: str = ""
 
 
-#: Runs the clauses: ``run(clauses, branch, case_sensitive, snapshot_properties)``.
+#: Runs the clauses: ``run(clauses, branch, case_sensitive, snapshot_properties)``
+#: (a transaction's merge).
 MergeRunner = Callable[[Sequence[Clause], str, bool, Mapping[str, str] | None], MergeResult]
 
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, overload
+
+import pyarrow as pa
 
 from neve.actions.commit import Committer
-from neve.actions.snapshot import write_parent
 from neve.actions.update_schema import UpdateSchema
 from neve.actions.update_sort_order import UpdateSortOrder
 from neve.actions.update_spec import UpdateSpec
+from neve.arrow.engine import ArrowEngine
+from neve.engine.protocol import Engine, R
 from neve.errors import CommitFailedError, NoSuchSnapshotError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
@@ -23,7 +26,6 @@ from neve.spec.schema import Schema
 from neve.spec.snapshot import Snapshot, SnapshotLogEntry
 from neve.spec.sort_order import SortOrder
 from neve.spec.table_metadata import TableMetadata
-from neve.table.compaction import auto_compact
 from neve.table.consumers import (
     Consumer,
     consumer_tag,
@@ -37,10 +39,10 @@ from neve.table.merge import MergeBuilder, MergeResult
 from neve.table.scan import IncrementalAppendScan, TableScan
 from neve.table.transaction import Transaction
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 __all__ = ["Table", "TableCatalog"]
+
+#: The default engine of tables (stateless).
+_ARROW = ArrowEngine()
 
 #: Attempts at moving a consumer's tag when concurrent commits move the table.
 _CONSUMER_ATTEMPTS = 5
@@ -153,8 +155,10 @@ class Table:
 
     @property
     def maintenance(self) -> Maintenance:
-        """Expire snapshots, remove orphan files (``table.maintenance.<action>(...)``)."""
-        return Maintenance(self)
+        """Expire snapshots, remove orphan files, compact
+        (``table.maintenance.<action>(...)``), on the pyarrow engine
+        (``neve.spark.maintenance`` runs them on Spark)."""
+        return Maintenance(self, _ARROW)
 
     @property
     def inspect(self) -> InspectTable:
@@ -288,12 +292,20 @@ class Table:
 
     # -- writing (each commits at once) ---------------------------------------------------
 
-    def transaction(self) -> Transaction:
-        """Stage several changes and commit them as one version (``with`` block)."""
-        return Transaction(self)
+    @overload
+    def transaction(self) -> Transaction[pa.Table]: ...
 
-    def _now(self) -> Transaction:
-        return Transaction(self, autocommit=True)
+    @overload
+    def transaction(self, engine: Engine[R]) -> Transaction[R]: ...
+
+    def transaction(self, engine: Engine[Any] | None = None) -> Transaction[Any]:
+        """Stage several changes and commit them as one version (``with`` block); rows
+        are written by ``engine`` (default: pyarrow; ``neve.spark.SparkEngine(spark)``
+        for DataFrames)."""
+        return Transaction(self, engine if engine is not None else _ARROW)
+
+    def _now(self) -> Transaction[pa.Table]:
+        return Transaction(self, _ARROW, autocommit=True)
 
     def append(
         self,
@@ -305,9 +317,7 @@ class Table:
         """Append rows (a pyarrow Table whose columns match the table's by name). With
         ``write.auto-compact.enabled`` the small files of the partitions it touched are
         compacted afterwards (:func:`neve.table.compaction.auto_compact`)."""
-        before = write_parent(self.metadata, branch)
         self._now().append(data, branch=branch, snapshot_properties=snapshot_properties)
-        auto_compact(self, branch, before.snapshot_id if before is not None else None)
 
     def row_delta(
         self,
@@ -374,12 +384,9 @@ class Table:
     ) -> MergeResult:
         """Update the rows whose key (default: the primary key) is in ``source``, insert
         the others, as one snapshot (then compacts as :meth:`append` does)."""
-        before = write_parent(self.metadata, branch)
-        result = self._now().upsert(
+        return self._now().upsert(
             source, on, branch=branch, snapshot_properties=snapshot_properties
         )
-        auto_compact(self, branch, before.snapshot_id if before is not None else None)
-        return result
 
     def overwrite(
         self,
