@@ -251,6 +251,10 @@ def spark() -> Iterator[object]:
             "spark.default.parallelism": "2",
             "spark.driver.memory": "2g",
             "spark.sql.adaptive.enabled": "true",
+            # Spark jobs for every row-level change, so the Spark suites test them;
+            # the driver path of small changes has tests of its own
+            "spark.neve.local.rows-max": "0",
+            "spark.neve.local.bytes-max": "0",
         },
     )
     session.sparkContext.setLogLevel("ERROR")

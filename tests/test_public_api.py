@@ -57,6 +57,7 @@ SPARK_API = {
     "REQUIRED_CONF",
     "NeveDataSource",
     "SparkEngine",
+    "upsert_batches",
     "changes",
     "check_session",
     "configure",

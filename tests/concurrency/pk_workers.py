@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -100,22 +101,63 @@ def plan_pk_ops(worker: int, count: int, seed: int, partial: bool = False) -> li
     return ops
 
 
+_SPARK: list[Any] = []
+
+
+def _spark_session() -> Any:
+    """The writer process's Spark session (one per process, made on first use), with
+    Spark jobs for every change: the writer is there to race as a Spark writer."""
+    if not _SPARK:
+        # Spark only in the processes that run a Spark writer
+        from neve.spark import local_session
+
+        _SPARK.append(
+            local_session(
+                "local[1]",
+                "neve-pk-writer",
+                conf={
+                    "spark.ui.enabled": "false",
+                    "spark.ui.showConsoleProgress": "false",
+                    "spark.sql.shuffle.partitions": "2",
+                    "spark.driver.memory": "1g",
+                    "spark.neve.local.rows-max": "0",
+                    "spark.neve.local.bytes-max": "0",
+                },
+            )
+        )
+        _SPARK[0].sparkContext.setLogLevel("ERROR")
+    return _SPARK[0]
+
+
+def _apply(table: Table, op: PkOp, spark: Any) -> None:
+    props = {OP_ID: op.op_id}
+    if spark is None:
+        if op.kind == "upsert":
+            table.upsert(op.rows(), snapshot_properties=props)
+        else:
+            table.delete(op.filter(), snapshot_properties=props)
+        return
+    # the Spark verbs, only in a Spark writer's process
+    import neve.spark as ns
+
+    if op.kind == "upsert":
+        ns.upsert(spark, spark.createDataFrame(op.rows()), table, snapshot_properties=props)
+    else:
+        ns.delete(spark, table, op.filter(), snapshot_properties=props)
+
+
 def run_pk_writer(
-    catalog: Catalog, name: str, ops: Sequence[PkOp], start_at: float
+    catalog: Catalog, name: str, ops: Sequence[PkOp], start_at: float, spark: bool = False
 ) -> list[tuple[str, str]]:
     """Runs in a writer process: apply ``ops`` in order, each on a freshly loaded
-    table; returns ``(op id, outcome)``: ``ok``, ``conflict``, ``gave-up`` or
-    ``error: ...``."""
+    table (with the Spark verbs when ``spark``); returns ``(op id, outcome)``: ``ok``,
+    ``conflict``, ``gave-up`` or ``error: ...``."""
+    session = _spark_session() if spark else None
     time.sleep(max(0.0, start_at - time.time()))
     out: list[tuple[str, str]] = []
     for op in ops:
         try:
-            table = catalog.load_table(name)
-            props = {OP_ID: op.op_id}
-            if op.kind == "upsert":
-                table.upsert(op.rows(), snapshot_properties=props)
-            else:
-                table.delete(op.filter(), snapshot_properties=props)
+            _apply(catalog.load_table(name), op, session)
             outcome = "ok"
         except CommitConflictError as exc:
             outcome = f"conflict: {exc}"

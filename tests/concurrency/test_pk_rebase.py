@@ -53,6 +53,7 @@ def run_round(
     ops_per_writer: int,
     seed: int,
     partial: bool = False,
+    spark_writers: int = 0,
 ) -> Counter[str]:
     catalog.create_namespace_if_not_exists(name.split(".")[0])
     table = catalog.create_table(
@@ -77,7 +78,12 @@ def run_round(
     plans = [plan_pk_ops(w, ops_per_writer, seed, partial) for w in range(WRITERS)]
     ops: dict[str, PkOp] = {op.op_id: op for plan in plans for op in plan}
     start_at = time.time() + 0.5
-    futures = [pool.submit(run_pk_writer, catalog, name, plan, start_at) for plan in plans]
+    if spark_writers:
+        start_at += 30  # a Spark writer starts its session first
+    futures = [
+        pool.submit(run_pk_writer, catalog, name, plan, start_at, w < spark_writers)
+        for w, plan in enumerate(plans)
+    ]
     outcomes = dict(pair for f in futures for pair in f.result(timeout=900))
     assert set(outcomes) == set(ops)
     not_ok = {i: o for i, o in outcomes.items() if o != "ok"}
@@ -116,6 +122,16 @@ def test_eight_writers_upsert_and_delete_overlapping_keys(
     operations per writer there and 25 in ``make test-long``."""
     ops = 25 if kind == "sqlite" or LONG else 12
     run_round(catalog_factory(kind), writer_pool, "db.pk", 3, ops, seed=1)
+
+
+@pytest.mark.spark
+def test_eight_writers_with_spark_writers_mixed_in(
+    catalog_factory: Callable[[str], Catalog], writer_pool: ProcessPoolExecutor
+) -> None:
+    """Two of the eight writers upsert and delete with the Spark verbs (Spark jobs, a
+    session each): a Spark upsert rebases as the pyarrow engine's does, so every
+    operation still commits and the table equals the replay in commit order."""
+    run_round(catalog_factory("sqlite"), writer_pool, "db.sp", 3, 8, seed=11, spark_writers=2)
 
 
 def test_eight_writers_on_a_partial_update_table_with_a_sequence_field(

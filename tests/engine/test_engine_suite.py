@@ -54,21 +54,30 @@ def _model(rows: pa.Table) -> Model:
 class Runner:
     """An engine object, with how its rows and UPDATE values are written."""
 
-    def __init__(self, engine: Engine[Any], rows: Callable[[pa.Table], Any], literal: bool) -> None:
+    def __init__(
+        self, engine: Engine[Any], rows: Callable[[pa.Table], Any], literal: bool, upsert_path: str
+    ) -> None:
         self.engine = engine
         self.rows = rows
         self.literal = literal
+        #: Which path runs an upsert (MergeResult.executed_by).
+        self.upsert_path = upsert_path
 
     def value(self, v: int) -> Any:
         return v if self.literal else str(v)
 
 
-@pytest.fixture(params=["pyarrow", "spark"])
+@pytest.fixture(params=["pyarrow", "spark", "spark-driver"])
 def runner(request: pytest.FixtureRequest) -> Runner:
+    """The pyarrow engine; the Spark engine with Spark jobs for every change (the test
+    session's setting); the Spark engine running small changes on the driver."""
     if request.param == "pyarrow":
-        return Runner(neve.ArrowEngine(), lambda t: t, literal=True)
+        return Runner(neve.ArrowEngine(), lambda t: t, literal=True, upsert_path="pyarrow")
     spark = request.getfixturevalue("spark")
-    return Runner(SparkEngine(spark), spark.createDataFrame, literal=False)
+    if request.param == "spark":
+        return Runner(SparkEngine(spark), spark.createDataFrame, literal=False, upsert_path="spark")
+    small = SparkEngine(spark, local_rows_max=10_000, local_bytes_max=1 << 30)
+    return Runner(small, spark.createDataFrame, literal=False, upsert_path="spark-driver")
 
 
 @pytest.fixture
@@ -155,7 +164,8 @@ def test_row_level_suite(cat: neve.Catalog, runner: Runner, version: int, mode: 
 
     upsert = _rows([20, 20, 21, 300], qty=lambda i: 55, tag="u")
     with txn() as tx:  # deduplicate: the last row of a key wins
-        tx.upsert(runner.rows(upsert))
+        done = tx.upsert(runner.rows(upsert))
+    assert done.executed_by == runner.upsert_path
     model.update(_model(upsert))
     assert _content(t) == model
 

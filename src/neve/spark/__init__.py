@@ -28,6 +28,7 @@ from neve.spark.engine import SparkEngine
 from neve.spark.reader import read, read_tasks, register_view
 from neve.spark.schema import from_spark_schema, to_spark_schema, to_spark_type
 from neve.spark.session import REQUIRED_CONF, check_session, configure, local_session
+from neve.spark.stream_upsert import upsert_batches
 
 __all__ = [
     "REQUIRED_CONF",
@@ -51,6 +52,7 @@ __all__ = [
     "to_spark_type",
     "update",
     "upsert",
+    "upsert_batches",
     "write",
     "write_files",
 ]

@@ -9,11 +9,23 @@ committed on the driver by the table layer exactly as for the pyarrow engine.
 Rebasing over concurrent commits reads the few rows the winners added on the driver
 (:class:`neve.arrow.engine.DriverRebases`), except for the primary-key check of
 appends, which joins on the executors (:mod:`neve.spark.keys`).
+
+A small change costs a Spark job's fixed overhead many times over, so small ones run on
+the driver with the pyarrow engine, on the same plan: an upsert or a MERGE without SQL
+in its clauses (Spark SQL and polars SQL differ) whose source has at most
+``spark.neve.local.rows-max`` rows, and a DELETE or the rewrite of an overwrite, when
+the columns they read of the candidate files are at most ``spark.neve.local.bytes-max``
+bytes (from the files' column sizes in the manifests; a rewrite and a copy-on-write
+merge count whole files). ``0`` for either
+always uses Spark jobs. A MERGE's result says which path ran (``executed_by``:
+``spark`` or ``spark-driver``). UPDATE's values are Spark SQL, so updates always run on
+Spark.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -21,12 +33,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from neve.actions.base import TableState
 from neve.actions.snapshot import RebasePolicy
-from neve.arrow.engine import DriverRebases
+from neve.arrow.engine import ArrowEngine, DriverRebases
 from neve.arrow.schema import to_arrow_type
 from neve.engine.changes import MergeOutcome, UpdateOutcome
 from neve.engine.origins import CompactedFiles
 from neve.engine.protocol import KeySource
-from neve.errors import DataSchemaMismatchError
+from neve.errors import DataSchemaMismatchError, ValidationError
 from neve.expressions import BooleanExpression
 from neve.io.fileio import FileIO
 from neve.planning.compaction import CompactionPlan
@@ -38,9 +50,34 @@ from neve.spark.job import write_data
 from neve.spark.keys import check_new_keys
 from neve.spark.session import check_session
 from neve.spec.manifest import DataFile
-from neve.spec.schema import Schema
+from neve.spec.schema import Schema, walk_fields
 
-__all__ = ["SparkEngine"]
+__all__ = ["LOCAL_BYTES_CONF", "LOCAL_ROWS_CONF", "SparkEngine"]
+
+#: Session settings of the driver path (module docstring) and their defaults, measured
+#: by benchmarks/bench_merge.py (the small Spark upsert) on this project's machine.
+LOCAL_ROWS_CONF = "spark.neve.local.rows-max"
+LOCAL_BYTES_CONF = "spark.neve.local.bytes-max"
+_LOCAL_ROWS_DEFAULT = 100_000
+_LOCAL_BYTES_DEFAULT = 256 * 1024 * 1024
+
+
+#: The driver path's engine.
+_DRIVER = ArrowEngine()
+
+
+def _conf_int(spark: SparkSession, key: str, default: int) -> int:
+    raw = spark.conf.get(key, None)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(f"Spark setting {key}={raw!r} is not an integer") from None
+
+
+def _field_ids(schema: Schema) -> list[tuple[int, str]]:
+    return [(f.field_id, f.name) for _, f, _ in walk_fields(schema.fields)]
 
 
 def _frame(rows: object) -> DataFrame:
@@ -55,9 +92,27 @@ def _frame(rows: object) -> DataFrame:
 class SparkEngine(DriverRebases):
     """The Spark engine (module docstring) on the session ``spark``."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        *,
+        local_rows_max: int | None = None,
+        local_bytes_max: int | None = None,
+    ) -> None:
+        """``local_rows_max`` / ``local_bytes_max``: the driver path's bounds (module
+        docstring); by default the session's settings, else the measured defaults."""
         check_session(spark)
         self.spark = spark
+        self.local_rows_max = (
+            local_rows_max
+            if local_rows_max is not None
+            else _conf_int(spark, LOCAL_ROWS_CONF, _LOCAL_ROWS_DEFAULT)
+        )
+        self.local_bytes_max = (
+            local_bytes_max
+            if local_bytes_max is not None
+            else _conf_int(spark, LOCAL_BYTES_CONF, _LOCAL_BYTES_DEFAULT)
+        )
 
     @property
     def name(self) -> str:
@@ -87,6 +142,8 @@ class SparkEngine(DriverRebases):
         expr: BooleanExpression,
         case_sensitive: bool,
     ) -> list[DataFile]:
+        if self._small(tasks, None):  # a rewrite copies whole files
+            return _DRIVER.rewrite_without(table, tasks, expr, case_sensitive)
         return rowlevel.rewrite_without(self.spark, table, tasks, expr, case_sensitive)
 
     def mark_matching(
@@ -96,6 +153,8 @@ class SparkEngine(DriverRebases):
         expr: BooleanExpression,
         case_sensitive: bool,
     ) -> DeleteFiles:
+        if self._small(tasks, rowlevel.filter_schema(table.metadata, expr, case_sensitive)):
+            return _DRIVER.mark_matching(table, tasks, expr, case_sensitive)
         return rowlevel.mark_matching(self.spark, table, tasks, expr, case_sensitive)
 
     def update_rows(
@@ -129,7 +188,39 @@ class SparkEngine(DriverRebases):
         return collect
 
     def execute_merge(self, table: TableState, rows: DataFrame, plan: MergePlan) -> MergeOutcome:
-        return rowlevel.execute_merge(self.spark, table, _frame(rows), plan)
+        source = _frame(rows)
+        local = self._local_source(source, plan)
+        if local is not None:
+            done = _DRIVER.execute_merge(table, local, plan)
+            return replace(done, executed_by="spark-driver")
+        return rowlevel.execute_merge(self.spark, table, source, plan)
+
+    def _small(self, tasks: Sequence[FileScanTask], schema: Schema | None) -> bool:
+        """Whether the columns of ``schema`` (None: whole files) of ``tasks`` are few
+        enough bytes for the driver."""
+        limit = self.local_bytes_max
+        if limit <= 0:
+            return False
+        ids = None if schema is None else {i for i, _ in _field_ids(schema)}
+        total = 0
+        for t in tasks:
+            sizes = t.file.column_sizes
+            if ids is None or not sizes:
+                total += t.file.file_size_in_bytes
+            else:
+                total += sum(n for fid, n in sizes.items() if fid in ids)
+            if total > limit:
+                return False
+        return True
+
+    def _local_source(self, source: DataFrame, plan: MergePlan) -> pa.Table | None:
+        """The merge's source as an Arrow table when the merge runs on the driver."""
+        if self.local_rows_max <= 0 or any(c.condition or c.set for c in plan.clauses):
+            return None
+        if not self._small(plan.tasks, plan.target_schema if plan.merge_on_read else None):
+            return None
+        rows = source.limit(self.local_rows_max + 1).toArrow()
+        return rows if rows.num_rows <= self.local_rows_max else None
 
     def compact(
         self, table: TableState, plan: CompactionPlan, on_group: Callable[[int], None]

@@ -58,6 +58,7 @@ from neve.spec.table_metadata import TableMetadata
 __all__ = [
     "Marked",
     "execute_merge",
+    "filter_schema",
     "key_filter",
     "mark_matching",
     "mark_positions",
@@ -176,7 +177,8 @@ def mark_positions(
     return Marked(DeleteFiles(tuple(added), tuple(replaced)), touched)
 
 
-def _filter_schema(md: TableMetadata, expr: BooleanExpression, case_sensitive: bool) -> Schema:
+def filter_schema(md: TableMetadata, expr: BooleanExpression, case_sensitive: bool) -> Schema:
+    """The top-level columns of the table that ``expr`` reads."""
     schema = md.schema()
     ids = {r.field_id for r in references(bind(schema, expr, case_sensitive))}
     return Schema(*[f for f in schema.fields if _contains(f, ids)])
@@ -199,7 +201,7 @@ def mark_matching(
     Spark reading only the filter's columns and written on the executors."""
     md = view.metadata
     rows = read_rows(
-        spark, view, tasks, _filter_schema(md, expr, case_sensitive), row_positions=True
+        spark, view, tasks, filter_schema(md, expr, case_sensitive), row_positions=True
     )
     matching = rows.filter(to_spark_column(expr, md.schema(), case_sensitive))
     return mark_positions(spark, view, matching, tasks).deletes
