@@ -272,13 +272,29 @@ def _names_to(schema: Schema, fid: int) -> list[str]:
 # -- reading ------------------------------------------------------------------------------
 
 
+#: Object stores: column chunks closer than this are fetched in one request (a request
+#: costs about what 1 MiB takes to transfer), and requests are made concurrently.
+_REMOTE_CACHE = pa.CacheOptions(hole_size_limit=1 << 20, range_size_limit=64 << 20, lazy=True)
+_READ_OPTIONS = ds.ParquetReadOptions(coerce_int96_timestamp_unit="us")
+_LOCAL_FORMAT = ds.ParquetFileFormat(read_options=_READ_OPTIONS)
+_REMOTE_FORMAT = ds.ParquetFileFormat(
+    read_options=_READ_OPTIONS,
+    default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+        pre_buffer=True, cache_options=_REMOTE_CACHE
+    ),
+)
+
+
 def _open(
-    io: FileIO, path: str, mapping: NameMapping | None
+    io: FileIO, path: str, mapping: NameMapping | None, size: int | None = None
 ) -> tuple[ds.ParquetFileFragment, pa.Schema]:
     fs, inner = io.filesystem(path)
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    # remote files: the size from the manifest spares a request, and the column chunks
+    # of a row group are read in coalesced ranges, concurrently
+    local = io.is_local(path)
+    fmt = _LOCAL_FORMAT if local else _REMOTE_FORMAT
     try:
-        fragment = fmt.make_fragment(inner, filesystem=fs)
+        fragment = fmt.make_fragment(inner, filesystem=fs, file_size=None if local else size)
         file_schema = fragment.physical_schema
     except FileNotFoundError as exc:
         raise NeveIOError(f"data file not found: {path}") from exc
@@ -328,7 +344,9 @@ def iter_data_file_batches(
     if expr is ALWAYS_FALSE:
         return
 
-    fragment, file_schema = _open(io, data_file.file_path, name_mapping)
+    fragment, file_schema = _open(
+        io, data_file.file_path, name_mapping, data_file.file_size_in_bytes
+    )
     key_fields = _key_fields(table_schema, file_schema, delete_files)
     equality = _equality_deletes(io, delete_files, key_fields, name_mapping, cache)
     # equality columns the table has dropped still apply; they are read from the file
@@ -395,7 +413,12 @@ def iter_data_file_batches(
         if deleted is not None:  # the file's deletes and every row outside only_positions
             wanted_rows -= deleted
         gathered = _gather_positions(
-            io, data_file.file_path, file_schema, file_columns, wanted_rows
+            io,
+            data_file.file_path,
+            file_schema,
+            file_columns,
+            wanted_rows,
+            data_file.file_size_in_bytes,
         )
         if gathered is not None:
             try:
@@ -450,7 +473,12 @@ def _polars_exact(t: pa.DataType) -> bool:
 
 
 def _gather_positions(
-    io: FileIO, path: str, file_schema: pa.Schema, columns: list[str], positions: BitMap64
+    io: FileIO,
+    path: str,
+    file_schema: pa.Schema,
+    columns: list[str],
+    positions: BitMap64,
+    size: int | None = None,
 ) -> pa.Table | None:
     """The rows of a data file at ``positions`` (columns ``columns``, the types pyarrow
     reads, plus their positions in ``_POSITION``), decoded by polars, which skips
@@ -465,7 +493,7 @@ def _gather_positions(
     try:
         source: Any = inner
         if not isinstance(fs, pafs.LocalFileSystem):  # polars reads the bytes then
-            with fs.open_input_file(inner) as f:
+            with io.open_input(path, size) as f:
                 source = f.read()
         frame = (
             pl.scan_parquet(source)
