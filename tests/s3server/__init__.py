@@ -161,7 +161,12 @@ class S3Server:
         seed: int = 0,
         slow_s: float = 0.2,
         ops: Sequence[str] | None = None,
+        match: str | None = None,
+        limit: int | None = None,
     ) -> None:
+        """Faults on a fraction ``rate`` of the requests to ``bucket`` (see server.py:
+        ``kinds`` of ``503``, ``500``, ``reset-before``, ``reset-after``, ``slow``), for
+        the operations ``ops`` and keys containing ``match``, at most ``limit``."""
         body = {
             "bucket": bucket,
             "rate": rate,
@@ -169,6 +174,8 @@ class S3Server:
             "seed": seed,
             "slow_s": slow_s,
             "ops": list(ops) if ops else None,
+            "match": match,
+            "limit": limit,
         }
         self._control("PUT", "faults", body)
 

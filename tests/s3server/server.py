@@ -5,16 +5,20 @@ injects faults, both steered per bucket through control requests under ``/_neve/
 Control (JSON bodies and answers; control requests are not logged):
 
 - ``GET /_neve/log?bucket=B``: the requests logged for bucket ``B`` (``DELETE`` clears);
-- ``PUT /_neve/faults``: ``{"bucket", "rate", "kinds", "seed", "slow_s", "ops"}``:
-  each request to ``B`` whose operation is in ``ops`` (all when absent) gets, with
-  probability ``rate``, one of ``kinds``: ``503`` (SlowDown, not processed), ``500``
+- ``PUT /_neve/faults``: ``{"bucket", "rate", "kinds", "seed", "slow_s", "ops",
+  "match", "limit"}``: each request to ``B`` whose operation is in ``ops`` (all when
+  absent) and whose key contains ``match`` (any when absent) gets, with probability
+  ``rate`` and until ``limit`` faults were injected (no limit when absent), one of
+  ``kinds``: ``503`` (SlowDown, not processed), ``500``
   (InternalError, not processed), ``reset-before`` (connection reset, not processed),
   ``reset-after`` (processed, then the connection is reset: the client never sees the
   answer) or ``slow`` (answered after ``slow_s`` seconds); ``DELETE`` with
   ``?bucket=B`` stops them;
-- ``PUT /_neve/settings``: ``{"bucket", "max_keys", "ignore_if_none_match"}``: list
-  pages of at most ``max_keys`` keys (paging shows with few objects), and a store that
-  ignores ``If-None-Match`` (one without conditional puts).
+- ``PUT /_neve/settings``: ``{"bucket", "max_keys", "ignore_if_none_match",
+  "access_key"}``: list pages of at most ``max_keys`` keys (paging shows with few
+  objects), a store that ignores ``If-None-Match`` (one without conditional puts), and
+  requests signed with another access key id than ``access_key`` refused (403
+  InvalidAccessKeyId; moto itself checks no credentials).
 
 The first line printed is ``port <n>``. Requests are path-style (``/bucket/key``).
 """
@@ -42,6 +46,11 @@ StartResponse = Callable[..., Any]
 SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
     b"<Message>Please reduce your request rate.</Message></Error>"
+)
+DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
+    b"<Message>The AWS Access Key Id you provided does not exist in our records.</Message>"
+    b"</Error>"
 )
 INTERNAL = (
     b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
@@ -129,7 +138,7 @@ class Front:
         op = operation(method, key, query)
         with self.lock:
             settings = self.settings.get(bucket, {})
-            fault = self._fault(bucket, op)
+            fault = self._fault(bucket, op, key)
         max_keys = settings.get("max_keys")
         if op == "LIST" and max_keys:
             asked = int(query.get("max-keys", "1000"))
@@ -149,6 +158,10 @@ class Front:
         }
         with self.lock:
             self.logs.setdefault(bucket, []).append(entry)
+        wanted_key = settings.get("access_key")
+        if wanted_key and f"Credential={wanted_key}/" not in environ.get("HTTP_AUTHORIZATION", ""):
+            entry["status"] = 403
+            return self._error(start, "403 Forbidden", DENIED)
         if fault == "503":
             entry["status"] = 503
             return self._error(start, "503 Slow Down", SLOW_DOWN)
@@ -179,16 +192,23 @@ class Front:
             return []
         return self.app(environ, recording_start)
 
-    def _fault(self, bucket: str, op: str) -> str | None:
+    def _fault(self, bucket: str, op: str, key: str) -> str | None:
         config = self.faults.get(bucket)
         if not config:
             return None
         ops = config.get("ops")
         if ops and op not in ops:
             return None
+        match = config.get("match")
+        if match and match not in key:
+            return None
+        limit = config.get("limit")
+        if limit is not None and config.get("injected", 0) >= int(limit):
+            return None
         rng = self.rngs[bucket]
         if rng.random() >= float(config.get("rate", 0.0)):
             return None
+        config["injected"] = config.get("injected", 0) + 1
         kinds = config.get("kinds") or ["503"]
         return str(rng.choice(kinds))
 

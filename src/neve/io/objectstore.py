@@ -39,6 +39,10 @@ OBJECT_SCHEMES = (*S3_SCHEMES, "gs", "gcs")
 #: Keys per bulk delete request (S3's limit).
 DELETE_BATCH = 1000
 
+#: Whether a bucket has conditional puts, probed once per process per endpoint.
+_PROBED: dict[tuple[str, str | None, str], bool] = {}
+_PROBED_LOCK = threading.Lock()
+
 
 @dataclass(frozen=True)
 class ObjectInfo:
@@ -75,7 +79,6 @@ class ObjectStore:
         self.settings: S3Settings | None = None
         self._lock = threading.Lock()
         self._fs: pafs.FileSystem | None = None
-        self._conditional: bool | None = None
         attempts = 10
         if self.scheme == "s3":
             self.settings = s3_settings(properties)
@@ -235,27 +238,28 @@ class ObjectStore:
             return [k for failed in pool.map(one, batches) for k in failed]
 
     def supports_conditional_put(self, probe_prefix: str) -> bool:
-        """Whether the store refuses a second put-if-absent of one key (once per
-        store; ``s3.conditional-put`` true/false skips the probe). The probe writes
-        and removes one small object below ``probe_prefix``."""
-        with self._lock:
-            if self._conditional is not None:
-                return self._conditional
+        """Whether the store refuses a second put-if-absent of one key (probed once
+        per process and bucket; ``s3.conditional-put`` true/false skips the probe). The
+        probe writes and removes one small object below ``probe_prefix``."""
         declared = self.settings.conditional_put if self.settings is not None else "auto"
         if declared != "auto":
-            found = declared == "true"
-        else:
-            key = f"{probe_prefix.rstrip('/')}/.neve-conditional-put-probe-{uuid.uuid4().hex}"
+            return declared == "true"
+        endpoint = self.settings.endpoint if self.settings is not None else None
+        probe_key = (self.scheme, endpoint, self.bucket)
+        with _PROBED_LOCK:
+            if probe_key in _PROBED:
+                return _PROBED[probe_key]
+        key = f"{probe_prefix.rstrip('/')}/.neve-conditional-put-probe-{uuid.uuid4().hex}"
+        self.put(key, b"probe", create=True)
+        try:
             self.put(key, b"probe", create=True)
-            try:
-                self.put(key, b"probe", create=True)
-                found = False
-            except AlreadyExistsError:
-                found = True
-            finally:
-                self.delete([key])
-        with self._lock:
-            self._conditional = found
+            found = False
+        except AlreadyExistsError:
+            found = True
+        finally:
+            self.delete([key])
+        with _PROBED_LOCK:
+            _PROBED[probe_key] = found
         return found
 
 
