@@ -369,9 +369,7 @@ def read_deletion_vector(io: FileIO, dv: DataFile) -> BitMap64:
             "content_size_in_bytes; the manifest is invalid"
         )
     try:
-        with io.open_input(dv.file_path, dv.file_size_in_bytes) as f:
-            f.seek(dv.content_offset)
-            blob = f.read(dv.content_size_in_bytes)
+        blob = io.read_range(dv.file_path, dv.content_offset, dv.content_size_in_bytes)
     except (OSError, pa.ArrowException) as exc:
         if isinstance(exc, NeveIOError):
             raise

@@ -413,12 +413,7 @@ def iter_data_file_batches(
         if deleted is not None:  # the file's deletes and every row outside only_positions
             wanted_rows -= deleted
         gathered = _gather_positions(
-            io,
-            data_file.file_path,
-            file_schema,
-            file_columns,
-            wanted_rows,
-            data_file.file_size_in_bytes,
+            io, data_file.file_path, file_schema, file_columns, wanted_rows
         )
         if gathered is not None:
             try:
@@ -473,12 +468,7 @@ def _polars_exact(t: pa.DataType) -> bool:
 
 
 def _gather_positions(
-    io: FileIO,
-    path: str,
-    file_schema: pa.Schema,
-    columns: list[str],
-    positions: BitMap64,
-    size: int | None = None,
+    io: FileIO, path: str, file_schema: pa.Schema, columns: list[str], positions: BitMap64
 ) -> pa.Table | None:
     """The rows of a data file at ``positions`` (columns ``columns``, the types pyarrow
     reads, plus their positions in ``_POSITION``), decoded by polars, which skips
@@ -493,8 +483,7 @@ def _gather_positions(
     try:
         source: Any = inner
         if not isinstance(fs, pafs.LocalFileSystem):  # polars reads the bytes then
-            with io.open_input(path, size) as f:
-                source = f.read()
+            source = io.read_bytes(path)  # in one request on object stores
         frame = (
             pl.scan_parquet(source)
             .select(columns)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from neve.errors import AlreadyExistsError, NeveIOError
@@ -30,6 +31,8 @@ _LOCAL_SCHEMES = ("", "file")
 #: manifest lists: never rewritten, uniquely named) are kept up to this size, so the
 #: commit that follows reads its parent's manifest list without a request.
 _WRITTEN_CACHE_BYTES = 16 << 20
+#: On object stores, files of known size up to this are read in one request.
+_WHOLE_READ_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -145,17 +148,27 @@ class FileIO:
     # -- operations ------------------------------------------------------------------
 
     def open_input(self, path: str, size: int | None = None) -> IO[bytes]:
-        """A random-access file; ``size`` (when known, e.g. from a manifest) spares an
-        object store the request that would look it up."""
+        """A random-access file. On an object store, a file whose ``size`` is known
+        (from a manifest) and small is fetched whole in one request; otherwise the size
+        is looked up first and parts are fetched as they are read."""
+        if size is not None and size <= _WHOLE_READ_BYTES and self.is_object_store(path):
+            return pa.BufferReader(self.read_bytes(path))  # type: ignore[no-any-return]
         fs, inner = self.filesystem(path)
         try:
-            if size is not None and not self.is_local(path):
-                return fs.open_input_file(pafs.FileInfo(inner, size=size))  # type: ignore[no-any-return]
             return fs.open_input_file(inner)  # type: ignore[no-any-return]
         except FileNotFoundError as exc:
             raise NeveIOError(f"file not found: {path}") from exc
         except OSError as exc:
             raise NeveIOError(f"cannot read {path}: {exc}") from exc
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of a file from ``offset`` (one request on object stores)."""
+        if self.is_object_store(path):
+            store, key = self.store(path)
+            return store.get_range(key, offset, length)
+        with self.open_input(path) as f:
+            f.seek(offset)
+            return f.read(length)
 
     def _keep_written(self, path: str, data: bytes) -> None:
         if not path.endswith(".avro") or len(data) > _WRITTEN_CACHE_BYTES // 4:

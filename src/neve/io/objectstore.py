@@ -155,6 +155,14 @@ class ObjectStore:
         except Exception as exc:
             raise _translate(exc, f"reading {self.uri(key)}") from exc
 
+    def get_range(self, key: str, offset: int, length: int) -> bytes:
+        try:
+            return bytes(obstore.get_range(self._store, key, start=offset, length=length))
+        except (_StoreNotFound, FileNotFoundError) as exc:
+            raise NeveIOError(f"file not found: {self.uri(key)}") from exc
+        except Exception as exc:
+            raise _translate(exc, f"reading {self.uri(key)}") from exc
+
     def put(self, key: str, data: bytes, *, create: bool = False) -> None:
         """Write an object in one request; with ``create``, only if none exists at
         ``key`` (:class:`AlreadyExistsError` otherwise)."""
