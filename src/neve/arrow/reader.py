@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -88,6 +89,7 @@ __all__ = [
 ]
 
 DEFAULT_BATCH_SIZE = 131_072
+_T = TypeVar("_T")
 
 
 def read_workers() -> int:
@@ -285,6 +287,39 @@ _REMOTE_FORMAT = ds.ParquetFileFormat(
 )
 
 
+#: Remote reads: attempts at a footer or a row group whose read failed after the client
+#: library's own retries (the AWS SDK under pyarrow gives up on some dropped connections).
+_REMOTE_READ_ATTEMPTS = 3
+
+
+def _retrying(read: Callable[[], _T]) -> _T:
+    for attempt in range(_REMOTE_READ_ATTEMPTS):
+        try:
+            return read()
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException):
+            if attempt + 1 == _REMOTE_READ_ATTEMPTS:
+                raise
+            time.sleep(0.1 * 2**attempt)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _row_group_batches(
+    fragment: ds.ParquetFileFragment, rg: int, columns: list[str], batch_size: int, remote: bool
+) -> Iterable[pa.RecordBatch]:
+    """The raw batches of one row group: streamed from a local file; from an object
+    store read whole, and read again when the read fails partway."""
+
+    def read() -> Iterator[pa.RecordBatch]:
+        batches: Iterator[pa.RecordBatch] = fragment.subset(row_group_ids=[rg]).to_batches(
+            columns=columns, batch_size=batch_size
+        )
+        return batches
+
+    return _retrying(lambda: list(read())) if remote else read()
+
+
 def _open(
     io: FileIO, path: str, mapping: NameMapping | None, size: int | None = None
 ) -> tuple[ds.ParquetFileFragment, pa.Schema]:
@@ -293,9 +328,13 @@ def _open(
     # of a row group are read in coalesced ranges, concurrently
     local = io.is_local(path)
     fmt = _LOCAL_FORMAT if local else _REMOTE_FORMAT
+
+    def footer() -> tuple[ds.ParquetFileFragment, pa.Schema]:
+        made = fmt.make_fragment(inner, filesystem=fs, file_size=None if local else size)
+        return made, made.physical_schema
+
     try:
-        fragment = fmt.make_fragment(inner, filesystem=fs, file_size=None if local else size)
-        file_schema = fragment.physical_schema
+        fragment, file_schema = footer() if local else _retrying(footer)
     except FileNotFoundError as exc:
         raise NeveIOError(f"data file not found: {path}") from exc
     except (OSError, pa.ArrowException) as exc:
@@ -427,12 +466,11 @@ def iter_data_file_batches(
                 raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
             return
 
+    remote = not io.is_local(data_file.file_path)
     for rg in row_groups:
         position = starts[rg]
         try:
-            raw_batches = fragment.subset(row_group_ids=[rg]).to_batches(
-                columns=file_columns, batch_size=batch_size
-            )
+            raw_batches = _row_group_batches(fragment, rg, file_columns, batch_size, remote)
             for raw in raw_batches:
                 n = raw.num_rows
                 if with_pos or (lineage is not None and lineage.needs_positions):

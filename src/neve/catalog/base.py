@@ -200,9 +200,11 @@ class Catalog(ABC):
         return _UUID_NAME.match(location.rsplit("/", 1)[-1]) is not None
 
     def _remember(self, ident: Identifier, location: str, metadata: TableMetadata) -> None:
+        # kept parsed only where a read costs a request (local files are cheap to read)
+        keep = not self.io.is_local(location) and self.immutable_location(location)
         with self._cache_lock:
             self._latest[ident] = (location, metadata)
-            if self.immutable_location(location):
+            if keep:
                 self._metadata_cache[location] = metadata
                 self._metadata_cache.move_to_end(location)
                 while len(self._metadata_cache) > _METADATA_CACHE_SIZE:
@@ -222,7 +224,8 @@ class Catalog(ABC):
     def read_metadata(self, location: str) -> TableMetadata:
         """Read and parse a metadata file; a damaged or foreign file is a
         :class:`NeveIOError` naming it (the caller's request was fine, the file is not).
-        Files that never change are kept parsed (a few dozen per catalog)."""
+        Files on object stores that never change are kept parsed (a few dozen per
+        catalog)."""
         with self._cache_lock:
             cached = self._metadata_cache.get(location)
         if cached is not None:
