@@ -5,7 +5,6 @@ another access key, so each way must carry the credentials through."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -116,11 +115,7 @@ def test_config_file_and_command_line(locked: S3Warehouse, home: Path) -> None:
     done = _neve(home, "--catalog", "lake", "tables", "db")
     assert done.returncode == 0, done.stderr
     assert "db.t" in done.stdout
-    # --property on the command line, with --uri
-    flags = [f"--property={k}={v}" for k, v in locked.properties.items()]
-    done = _neve(home, "--uri", locked.uri, *flags, "scan", "db.t", "--json")
-    assert done.returncode == 0, done.stderr
-    assert sorted(r["id"] for r in json.loads(done.stdout)) == [1, 2, 3]
+    # --property with --uri: tests/cli/test_cli_object_store.py
     # without the settings the command fails with one line naming the problem
     bad = _neve(
         home,
@@ -139,6 +134,3 @@ def test_config_file_and_command_line(locked: S3Warehouse, home: Path) -> None:
     )
     assert bad.returncode == 1
     assert bad.stderr.startswith("error: ")
-    # the environment alone
-    done = _neve(home, "--uri", locked.uri, "tables", "db", env=locked.env)
-    assert done.returncode == 0, done.stderr
