@@ -144,7 +144,7 @@ def appends(server: S3Server, count: int, root: Path) -> None:
         )
     print(
         f"  neve filesystem catalog: a commit's metadata requests after its data file: "
-        f"median {statistics.median(metadata)}, max {max(metadata)} (goal <= 4)",
+        f"median {statistics.median(metadata):g}, max {max(metadata)} (goal <= 4; the commits that also merge manifests do more)",
         flush=True,
     )
 

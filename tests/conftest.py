@@ -219,6 +219,16 @@ def s3_warehouse(s3_server: S3Server) -> S3Warehouse:
     return s3_server.warehouse()
 
 
+@pytest.fixture
+def s3_environ(s3_warehouse: S3Warehouse, monkeypatch: pytest.MonkeyPatch) -> S3Warehouse:
+    """``s3_warehouse`` with its AWS environment variables set in this process for the
+    test, so that whatever starts here without catalog properties (subprocesses, tools
+    reading ``AWS_ENDPOINT_URL``) reaches the test server."""
+    for key, value in s3_warehouse.env.items():
+        monkeypatch.setenv(key, value)
+    return s3_warehouse
+
+
 # -- catalogs ------------------------------------------------------------------------
 
 CATALOG_KINDS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.postgres)]
