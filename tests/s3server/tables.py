@@ -23,6 +23,7 @@ from neve.spec.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
+    ManifestFile,
 )
 from neve.spec.manifest_writer import write_manifest, write_manifest_list
 from neve.spec.refs import SnapshotRef
@@ -48,7 +49,7 @@ def table_with_manifests(cat: Catalog, name: str, n: int, workers: int = 16) -> 
     folder = f"{md.location}/metadata"
     commit_id = uuid.uuid4()
 
-    def one(i: int):  # type: ignore[no-untyped-def]
+    def one(i: int) -> ManifestFile:
         data = DataFile(
             file_path=f"{md.location}/data/never-written-{i:05d}.parquet",
             file_format=FileFormat.PARQUET,

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -37,6 +36,7 @@ from neve.arrow.deletes import (
     read_position_deletes,
 )
 from neve.arrow.expression import to_arrow_expression
+from neve.arrow.fragments import open_fragment, row_group_batches
 from neve.arrow.metrics import row_group_offsets
 from neve.arrow.projection import (
     column_at,
@@ -89,7 +89,6 @@ __all__ = [
 ]
 
 DEFAULT_BATCH_SIZE = 131_072
-_T = TypeVar("_T")
 
 
 def read_workers() -> int:
@@ -274,67 +273,11 @@ def _names_to(schema: Schema, fid: int) -> list[str]:
 # -- reading ------------------------------------------------------------------------------
 
 
-#: Object stores: column chunks closer than this are fetched in one request (a request
-#: costs about what 1 MiB takes to transfer), and requests are made concurrently.
-_REMOTE_CACHE = pa.CacheOptions(hole_size_limit=1 << 20, range_size_limit=64 << 20, lazy=True)
-_READ_OPTIONS = ds.ParquetReadOptions(coerce_int96_timestamp_unit="us")
-_LOCAL_FORMAT = ds.ParquetFileFormat(read_options=_READ_OPTIONS)
-_REMOTE_FORMAT = ds.ParquetFileFormat(
-    read_options=_READ_OPTIONS,
-    default_fragment_scan_options=ds.ParquetFragmentScanOptions(
-        pre_buffer=True, cache_options=_REMOTE_CACHE
-    ),
-)
-
-
-#: Remote reads: attempts at a footer or a row group whose read failed after the client
-#: library's own retries (the AWS SDK under pyarrow gives up on some dropped connections).
-_REMOTE_READ_ATTEMPTS = 3
-
-
-def _retrying(read: Callable[[], _T]) -> _T:
-    for attempt in range(_REMOTE_READ_ATTEMPTS):
-        try:
-            return read()
-        except FileNotFoundError:
-            raise
-        except (OSError, pa.ArrowException):
-            if attempt + 1 == _REMOTE_READ_ATTEMPTS:
-                raise
-            time.sleep(0.1 * 2**attempt)
-    raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-def _row_group_batches(
-    fragment: ds.ParquetFileFragment, rg: int, columns: list[str], batch_size: int, remote: bool
-) -> Iterable[pa.RecordBatch]:
-    """The raw batches of one row group: streamed from a local file; from an object
-    store read whole, and read again when the read fails partway."""
-
-    def read() -> Iterator[pa.RecordBatch]:
-        batches: Iterator[pa.RecordBatch] = fragment.subset(row_group_ids=[rg]).to_batches(
-            columns=columns, batch_size=batch_size
-        )
-        return batches
-
-    return _retrying(lambda: list(read())) if remote else read()
-
-
 def _open(
     io: FileIO, path: str, mapping: NameMapping | None, size: int | None = None
 ) -> tuple[ds.ParquetFileFragment, pa.Schema]:
-    fs, inner = io.filesystem(path)
-    # remote files: the size from the manifest spares a request, and the column chunks
-    # of a row group are read in coalesced ranges, concurrently
-    local = io.is_local(path)
-    fmt = _LOCAL_FORMAT if local else _REMOTE_FORMAT
-
-    def footer() -> tuple[ds.ParquetFileFragment, pa.Schema]:
-        made = fmt.make_fragment(inner, filesystem=fs, file_size=None if local else size)
-        return made, made.physical_schema
-
     try:
-        fragment, file_schema = footer() if local else _retrying(footer)
+        fragment, file_schema = open_fragment(io, path, size)
     except FileNotFoundError as exc:
         raise NeveIOError(f"data file not found: {path}") from exc
     except (OSError, pa.ArrowException) as exc:
@@ -470,7 +413,7 @@ def iter_data_file_batches(
     for rg in row_groups:
         position = starts[rg]
         try:
-            raw_batches = _row_group_batches(fragment, rg, file_columns, batch_size, remote)
+            raw_batches = row_group_batches(fragment, rg, file_columns, batch_size, remote)
             for raw in raw_batches:
                 n = raw.num_rows
                 if with_pos or (lineage is not None and lineage.needs_positions):
