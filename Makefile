@@ -14,10 +14,14 @@ PAIMON_STAMP := $(PAIMON_VENV)/.installed
 # extensions on PyPI need DuckDB 1.5.x, older than neve's own.
 DUCKDB_VENV  ?= .venv-duckdb
 DUCKDB_STAMP := $(DUCKDB_VENV)/.installed
+# moto's S3 server as the test suite's object store (tests/s3server): its own venv, so
+# that its pins (boto3, werkzeug, ...) never meet neve's.
+MOTO_VENV  ?= .venv-moto
+MOTO_STAMP := $(MOTO_VENV)/.installed
 
-.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine clean
+.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine s3-server clean
 
-setup: $(STAMP) java java-engine paimon-engine duckdb-engine
+setup: $(STAMP) java java-engine paimon-engine duckdb-engine s3-server
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
@@ -75,6 +79,16 @@ $(DUCKDB_STAMP): tests/duckdbengine/__init__.py
 	  'duckdb-extension-avro==1.5.5' 'duckdb-extension-httpfs==1.5.5' pytz
 	@touch $(DUCKDB_STAMP)
 
+s3-server: $(MOTO_STAMP)
+
+$(MOTO_STAMP): tests/s3server/__init__.py
+	@test -x $(MOTO_VENV)/bin/python || python3 -m venv $(MOTO_VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(MOTO_VENV); }
+	$(MOTO_VENV)/bin/pip install -q --upgrade pip
+	$(MOTO_VENV)/bin/pip install -q 'moto[server]>=5.2.5,<5.3'
+	@touch $(MOTO_STAMP)
+
 # The demo registers its catalog as 'demo' in ~/.config/neve/config.yaml, so that
 # `.venv/bin/neve tables tpch` finds it afterwards (docs/CLI.md).
 demo: setup
@@ -102,4 +116,4 @@ bench: setup
 	$(PY) benchmarks/bench_merge.py
 
 clean:
-	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) $(MOTO_VENV) .pytest_cache .mypy_cache .ruff_cache .demo

@@ -5,6 +5,9 @@
   apt-get when missing); its tests fail, never skip, when it cannot start.
 - ``catalog``: a fresh catalog per test, once for each kind (SQLite, filesystem,
   PostgreSQL).
+- ``s3_server``: the S3-protocol test server (moto behind a logging, fault-injecting
+  front; ``tests/s3server``) for the session; ``s3_warehouse``: a fresh bucket on it
+  with the catalog properties and AWS environment variables that reach it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from pathlib import Path
 import pytest
 
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
+from s3server import S3Server, S3Warehouse
+
+# No test may reach the cloud's instance metadata service (a link-local address) when
+# it builds an object store without credentials: the AWS SDK under pyarrow is told
+# there is none, and obstore's lookup goes to a closed loopback port.
+os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+os.environ.setdefault("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")
 
 # -- warehouse -----------------------------------------------------------------------
 
@@ -189,6 +199,34 @@ def postgres_uri() -> Iterator[str]:
             with contextlib.suppress(RuntimeError):
                 _run(_as_server_user([pg_ctl, "-D", data, "-m", "fast", "-w", "stop"]), cwd=base)
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- the S3-protocol server -------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3 server on a loopback port for the session (one per xdist worker)."""
+    server = S3Server(tmp_path_factory.mktemp("s3server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_warehouse(s3_server: S3Server) -> S3Warehouse:
+    """A fresh bucket: ``.uri`` (``s3://<bucket>/wh``), ``.properties`` for catalogs,
+    ``.env`` for other processes, and the bucket's request log and faults."""
+    return s3_server.warehouse()
+
+
+@pytest.fixture
+def s3_environ(s3_warehouse: S3Warehouse, monkeypatch: pytest.MonkeyPatch) -> S3Warehouse:
+    """``s3_warehouse`` with its AWS environment variables set in this process for the
+    test, so that whatever starts here without catalog properties (subprocesses, tools
+    reading ``AWS_ENDPOINT_URL``) reaches the test server."""
+    for key, value in s3_warehouse.env.items():
+        monkeypatch.setenv(key, value)
+    return s3_warehouse
 
 
 # -- catalogs ------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def test_folder_with_other_warehouse(tmp_path: Path) -> None:
         connect(str(tmp_path / "a"), warehouse=str(tmp_path / "b"))
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/wh", "mysql+nodriver://x@h/db", "ftp://x"])
+@pytest.mark.parametrize("uri", ["hdfs://nn/wh", "mysql+nodriver://x@h/db", "ftp://x"])
 def test_unsupported(uri: str) -> None:
     with pytest.raises(ValidationError, match="cannot open a catalog"):
         connect(uri, warehouse="/tmp/wh")

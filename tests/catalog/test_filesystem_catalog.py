@@ -203,9 +203,11 @@ def test_path_like_names_rejected(fs: FilesystemCatalog, bad: str) -> None:
     assert not Path(fs.warehouse).parent.joinpath("b").exists()
 
 
-def test_object_store_refused() -> None:
+@pytest.mark.parametrize("warehouse", ["hdfs://namenode/warehouse", "ftp://host/warehouse"])
+def test_store_without_exclusive_create_refused(warehouse: str) -> None:
+    # object stores without conditional puts: tests/catalog/test_object_store_catalog.py
     with pytest.raises(ValidationError, match="SQL catalog"):
-        FilesystemCatalog("neve", "s3://bucket/warehouse")
+        FilesystemCatalog("neve", warehouse)
 
 
 def test_file_uri_warehouse(tmp_path: Path, create_raw: Callable[..., Any]) -> None:

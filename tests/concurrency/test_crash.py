@@ -1,5 +1,6 @@
 """``kill -9`` of a writer at points of its commit, on SQLite, PostgreSQL and the
-filesystem catalog (issue 9's test net). Afterwards the table loads at a committed
+filesystem catalog (issue 9's test net), and on the filesystem catalog on s3 (the test
+server; issue 24: there the writer also dies while its put is in flight). Afterwards the table loads at a committed
 snapshot holding every acknowledged row (and no row of an unacknowledged append other
 than the one that was in flight), and a later writer commits fine.
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import neve
 from budget import examples
 from concurrency.workers import (
     CRASH_POINTS,
@@ -32,15 +34,23 @@ from concurrency.workers import (
     table_rows,
 )
 from neve.catalog import Catalog
+from s3server import S3Warehouse
 
 APPENDS = 6
 
 
 def crash_trial(
-    catalog: Catalog, tmp_path: Path, name: str, point: str, nth: int, kill_after: float | None
+    catalog: Catalog,
+    tmp_path: Path,
+    name: str,
+    point: str,
+    nth: int,
+    kill_after: float | None,
+    settle: float = 0.0,
 ) -> None:
     """Run one writer that dies (at ``point``, the ``nth`` time; or killed by the parent
-    after ``kill_after`` seconds), then check the table and commit to it again."""
+    after ``kill_after`` seconds), then check the table and commit to it again. A request
+    of the dead writer still in flight is given ``settle`` seconds to land (or not)."""
     catalog.create_namespace_if_not_exists("db")
     catalog.create_table(name, SCHEMA)
     prefix = name.replace(".", "_")
@@ -61,6 +71,7 @@ def crash_trial(
             child.kill()
     child.join(120)
     assert not child.is_alive()
+    time.sleep(settle)
     acknowledged = ack.read_text().split() if ack.exists() else []
     if kill_after is None:
         assert child.exitcode == -signal.SIGKILL, f"the writer was not killed at {point}"
@@ -81,6 +92,7 @@ def crash_trial(
         assert in_flight in committed  # landed, never acknowledged
     if point in ("before-write", "mid-write", "after-write", "before-db-commit"):
         assert in_flight not in committed
+    # "in-put": the put may have landed or not, either is a committed state
 
     # a later writer commits fine, through the same catalog and a fresh one
     later = Op(f"{prefix}-later", "append", 5, 0, 3, seq=9_999_999)
@@ -116,6 +128,22 @@ def test_kill_at_random_moments(
     rnd = random.Random(7)
     for trial in range(2):
         crash_trial(catalog, tmp_path, f"db.timer{trial}", "timer", 0, rnd.uniform(0.0, 0.15))
+
+
+def test_kill_on_the_object_store_catalog(s3_warehouse: S3Warehouse, tmp_path: Path) -> None:
+    catalog = neve.connect(s3_warehouse.uri, **s3_warehouse.properties)
+    for i, point in enumerate(CRASH_POINTS["s3"]):
+        nth = 1 + i % 3
+        if point == "in-put":
+            with s3_warehouse.faults(
+                1.0, ["slow"], slow_s=0.5, ops=["PUT"], match=".metadata.json"
+            ):
+                crash_trial(catalog, tmp_path, "db.in_put", point, nth, None, settle=1.0)
+        else:
+            crash_trial(catalog, tmp_path, f"db.{point.replace('-', '_')}", point, nth, None)
+    rnd = random.Random(5)
+    for trial in range(examples(1, 12)):
+        crash_trial(catalog, tmp_path, f"db.timer{trial}", "timer", 0, rnd.uniform(0.0, 0.3))
 
 
 @pytest.mark.property

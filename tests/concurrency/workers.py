@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import random
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -181,6 +182,9 @@ def table_rows(table: Table) -> Counter[tuple[int, int, int, str]]:
 CRASH_POINTS = {
     "sql": ["before-write", "mid-write", "after-write", "before-db-commit", "after-swap"],
     "filesystem": ["before-write", "mid-write", "before-hint", "after-swap"],
+    # the filesystem catalog on an object store: a put is whole or absent, so instead
+    # of a half-written file the writer dies while its put is in flight
+    "s3": ["before-write", "in-put", "before-hint", "after-swap"],
 }
 
 
@@ -262,6 +266,18 @@ def arm(catalog: Catalog, point: str, nth: int) -> None:
             wrap(catalog.io, "create_exclusive", before=partial_tmp_then_die)
         elif point == "before-hint":
             wrap(catalog, "_write_hint", before=die_before)
+        elif point == "in-put":
+            real_create = catalog.io.create_exclusive
+
+            def put_then_die(location: str, data: bytes) -> None:
+                if location.endswith(".metadata.json") and reached():
+                    # the server answers these puts slowly (the test sets it up)
+                    threading.Thread(target=real_create, args=(location, data)).start()
+                    time.sleep(0.1)
+                    _die()
+                real_create(location, data)
+
+            catalog.io.create_exclusive = put_then_die  # type: ignore[method-assign]
         else:
             raise ValueError(point)
     else:

@@ -32,7 +32,11 @@ _FOLDERS: dict[str, str] = {}  # authority -> local folder
 
 class BucketIO(FileIO):
     """FileIO serving ``s3``/``s3a``/``s3n`` URIs from local folders by authority, with
-    object-store semantics (no folders to create)."""
+    object-store semantics (no folders to create). The real S3 path is tested against
+    the test server in tests/objectstore/test_maintenance_on_s3.py."""
+
+    def is_object_store(self, path: str) -> bool:
+        return False  # served by the local folders below, through pyarrow
 
     def filesystem(self, path: str) -> tuple[pafs.FileSystem, str]:
         parsed = urlparse(path)

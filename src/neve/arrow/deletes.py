@@ -129,7 +129,7 @@ def read_position_deletes(
     file_path statistics exclude it are skipped).
     """
     try:
-        with io.open_input(delete_file.file_path) as f:
+        with io.open_input(delete_file.file_path, delete_file.file_size_in_bytes) as f:
             pf = pq.ParquetFile(f)
             path_col, pos_col = _delete_columns(pf)
             path_index = pf.schema_arrow.get_field_index(path_col)
@@ -369,9 +369,7 @@ def read_deletion_vector(io: FileIO, dv: DataFile) -> BitMap64:
             "content_size_in_bytes; the manifest is invalid"
         )
     try:
-        with io.open_input(dv.file_path) as f:
-            f.seek(dv.content_offset)
-            blob = f.read(dv.content_size_in_bytes)
+        blob = io.read_range(dv.file_path, dv.content_offset, dv.content_size_in_bytes)
     except (OSError, pa.ArrowException) as exc:
         if isinstance(exc, NeveIOError):
             raise

@@ -36,6 +36,7 @@ from neve.arrow.deletes import (
     read_position_deletes,
 )
 from neve.arrow.expression import to_arrow_expression
+from neve.arrow.fragments import open_fragment, row_group_batches
 from neve.arrow.metrics import row_group_offsets
 from neve.arrow.projection import (
     column_at,
@@ -273,13 +274,10 @@ def _names_to(schema: Schema, fid: int) -> list[str]:
 
 
 def _open(
-    io: FileIO, path: str, mapping: NameMapping | None
+    io: FileIO, path: str, mapping: NameMapping | None, size: int | None = None
 ) -> tuple[ds.ParquetFileFragment, pa.Schema]:
-    fs, inner = io.filesystem(path)
-    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
     try:
-        fragment = fmt.make_fragment(inner, filesystem=fs)
-        file_schema = fragment.physical_schema
+        fragment, file_schema = open_fragment(io, path, size)
     except FileNotFoundError as exc:
         raise NeveIOError(f"data file not found: {path}") from exc
     except (OSError, pa.ArrowException) as exc:
@@ -328,7 +326,9 @@ def iter_data_file_batches(
     if expr is ALWAYS_FALSE:
         return
 
-    fragment, file_schema = _open(io, data_file.file_path, name_mapping)
+    fragment, file_schema = _open(
+        io, data_file.file_path, name_mapping, data_file.file_size_in_bytes
+    )
     key_fields = _key_fields(table_schema, file_schema, delete_files)
     equality = _equality_deletes(io, delete_files, key_fields, name_mapping, cache)
     # equality columns the table has dropped still apply; they are read from the file
@@ -409,12 +409,11 @@ def iter_data_file_batches(
                 raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
             return
 
+    remote = not io.is_local(data_file.file_path)
     for rg in row_groups:
         position = starts[rg]
         try:
-            raw_batches = fragment.subset(row_group_ids=[rg]).to_batches(
-                columns=file_columns, batch_size=batch_size
-            )
+            raw_batches = row_group_batches(fragment, rg, file_columns, batch_size, remote)
             for raw in raw_batches:
                 n = raw.num_rows
                 if with_pos or (lineage is not None and lineage.needs_positions):
@@ -465,8 +464,7 @@ def _gather_positions(
     try:
         source: Any = inner
         if not isinstance(fs, pafs.LocalFileSystem):  # polars reads the bytes then
-            with fs.open_input_file(inner) as f:
-                source = f.read()
+            source = io.read_bytes(path)  # in one request on object stores
         frame = (
             pl.scan_parquet(source)
             .select(columns)

@@ -9,7 +9,10 @@ into the user-facing API shared by every catalog.
 from __future__ import annotations
 
 import contextlib
+import re
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,6 +47,13 @@ __all__ = ["Catalog", "CommitResult", "Identifier", "parse_identifier"]
 
 #: How often :meth:`Catalog.commit` applies a change again after losing the swap.
 _SWAP_ATTEMPTS = 4
+#: Parsed metadata files kept per catalog (only files that never change, see
+#: :meth:`Catalog.immutable_location`).
+_METADATA_CACHE_SIZE = 32
+#: Iceberg-Java's metadata file names carry a UUID, so none is ever written twice.
+_UUID_NAME = re.compile(
+    r"^\d+-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?:\.gz)?\.metadata\.json"
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,24 @@ class Catalog(ABC):
         self.warehouse = warehouse.rstrip("/")
         self.properties = dict(properties or {})
         self.io = FileIO(self.properties)
+        self._init_caches()
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        for key in ("_cache_lock", "_metadata_cache", "_latest"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._init_caches()
+
+    def _init_caches(self) -> None:
+        """The caches a catalog keeps (also after unpickling): parsed metadata by
+        location, and per table the version this catalog last loaded or committed."""
+        self._cache_lock = threading.Lock()
+        self._metadata_cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._latest: dict[Identifier, tuple[str, TableMetadata]] = {}
 
     # -- primitives for subclasses ----------------------------------------------------
 
@@ -165,9 +193,43 @@ class Catalog(ABC):
         else:
             self.io.write_bytes(location, data)
 
+    def immutable_location(self, location: str) -> bool:
+        """Whether the metadata file at ``location`` never changes once written, so a
+        parsed copy may be kept: names with a UUID (Iceberg-Java's), and every version
+        file of a catalog that never writes a version twice."""
+        return _UUID_NAME.match(location.rsplit("/", 1)[-1]) is not None
+
+    def _remember(self, ident: Identifier, location: str, metadata: TableMetadata) -> None:
+        # kept parsed only where a read costs a request (local files are cheap to read)
+        keep = not self.io.is_local(location) and self.immutable_location(location)
+        with self._cache_lock:
+            self._latest[ident] = (location, metadata)
+            if keep:
+                self._metadata_cache[location] = metadata
+                self._metadata_cache.move_to_end(location)
+                while len(self._metadata_cache) > _METADATA_CACHE_SIZE:
+                    self._metadata_cache.popitem(last=False)
+
+    def forget(self, ident: Identifier) -> None:
+        """Drop what this catalog remembers of a table's latest version."""
+        with self._cache_lock:
+            self._latest.pop(ident, None)
+
+    def latest_known(self, ident: Identifier) -> tuple[str, TableMetadata] | None:
+        """The version of a table this catalog last loaded or committed (location and
+        metadata), if any; it may be stale."""
+        with self._cache_lock:
+            return self._latest.get(ident)
+
     def read_metadata(self, location: str) -> TableMetadata:
         """Read and parse a metadata file; a damaged or foreign file is a
-        :class:`NeveIOError` naming it (the caller's request was fine, the file is not)."""
+        :class:`NeveIOError` naming it (the caller's request was fine, the file is not).
+        Files on object stores that never change are kept parsed (a few dozen per
+        catalog)."""
+        with self._cache_lock:
+            cached = self._metadata_cache.get(location)
+        if cached is not None:
+            return cached
         data = self.io.read_bytes(location)
         try:
             return metadata_from_bytes(data)
@@ -273,12 +335,15 @@ class Catalog(ABC):
             primary_key=primary_key,
         )
         loc = self._create_table(ident, md)
+        self._remember(ident, loc, md)
         return Table(ident, md, loc, self)
 
     def load_table(self, name: str | Sequence[str]) -> Table:
         ident = _table_ident(name)
         loc = self._metadata_location(ident)
-        return Table(ident, self.read_metadata(loc), loc, self)
+        md = self.read_metadata(loc)
+        self._remember(ident, loc, md)
+        return Table(ident, md, loc, self)
 
     def register_table(self, name: str | Sequence[str], metadata_location: str) -> Table:
         """Track a table written by anyone, given its current metadata file."""
@@ -295,6 +360,7 @@ class Catalog(ABC):
                 f"table {'.'.join(ident)} exists already; pick another name or drop it first"
             )
         loc = self._register_table(ident, metadata_location)
+        self._remember(ident, loc, md)
         return Table(ident, md, loc, self)
 
     def drop_table(self, name: str | Sequence[str], purge: bool = False) -> None:
@@ -307,12 +373,14 @@ class Catalog(ABC):
         ``write.metadata.path``, never files added from elsewhere
         (:func:`neve.table.maintenance.purge_table_files` states the rule)."""
         ident = _table_ident(name)
+        self.forget(ident)
         if not purge:
             self._drop_table(ident)
             return
         table = self.load_table(ident)
         reachable = purge_reachable(table)
         self._drop_table(ident)
+        self.forget(ident)
         purge_table_files(table, reachable)
 
     def rename_table(self, src: str | Sequence[str], dst: str | Sequence[str]) -> None:
@@ -322,6 +390,7 @@ class Catalog(ABC):
             raise TableAlreadyExistsError(
                 f"cannot rename to {'.'.join(d)}: a table of that name exists"
             )
+        self.forget(s)
         self._rename_table(s, d)
 
     def commit(
@@ -341,8 +410,7 @@ class Catalog(ABC):
         the updates applied again on the newer version, a few times."""
         ident = _table_ident(name)
         for attempt in range(_SWAP_ATTEMPTS):
-            base_location = self._metadata_location(ident)
-            base = self.read_metadata(base_location)
+            base_location, base = self.commit_base(ident, attempt)
             for r in requirements:
                 r.check(base)
             try:
@@ -356,11 +424,20 @@ class Catalog(ABC):
             try:
                 location = self.commit_metadata(ident, base_location, new)
             except CommitFailedError:
+                self.forget(ident)
                 if attempt + 1 < _SWAP_ATTEMPTS and self._moved(ident, base_location):
                     continue  # another commit won the swap: check again on its version
                 raise  # the pointer did not move (a busy database ...), or too many tries
+            self._remember(ident, location, new)
             return CommitResult(new, location)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
+        """The version a commit attempt starts from: the table's current one, read from
+        the catalog. Catalogs whose swap alone detects a stale base may start from
+        :meth:`latest_known` instead (the filesystem catalog on object stores)."""
+        location = self._metadata_location(ident)
+        return location, self.read_metadata(location)
 
     def _moved(self, ident: Identifier, location: str) -> bool:
         """Whether the table's pointer is no longer at ``location`` (or the table is

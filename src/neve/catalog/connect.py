@@ -19,6 +19,7 @@ from neve.catalog.filesystem import FilesystemCatalog
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NotFoundError, ValidationError
 from neve.io.fileio import local_path
+from neve.io.objectstore import OBJECT_SCHEMES
 
 __all__ = ["connect", "open_entry"]
 
@@ -55,7 +56,10 @@ def connect(
       ``"postgresql://user:pw@host:5432/db"`` (psycopg 3 unless a driver is named, as in
       ``postgresql+psycopg://``): a :class:`SqlCatalog`; ``warehouse`` is required and
       says where new tables go (a folder or a URI such as ``s3://bucket/warehouse``).
-    - a folder path or ``file://`` URI: a :class:`FilesystemCatalog` on that folder.
+    - a folder path or ``file://`` URI: a :class:`FilesystemCatalog` on that folder;
+      an object store URI (``s3://bucket/warehouse``, also ``s3a``, ``s3n``, ``gs``): a
+      :class:`FilesystemCatalog` there, committing with conditional puts
+      (docs/OBJECT-STORES.md; stores without them are refused).
     - a catalog name (``"prod"``: no ``://``, no ``/``, not starting with ``.`` or
       ``~``): the catalog configured under that name in neve's config file or
       pyiceberg's ``.pyiceberg.yaml`` (:mod:`neve.catalog.config`). A word that is not
@@ -145,9 +149,17 @@ def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Cat
                 f"unset (got {wh!r})"
             )
         return FilesystemCatalog(name, folder, props)
+    if scheme in OBJECT_SCHEMES:
+        if wh is not None and wh.rstrip("/") != uri.rstrip("/"):
+            raise ValidationError(
+                f"a filesystem catalog's warehouse is its location {uri!r}; leave warehouse "
+                f"unset (got {wh!r})"
+            )
+        return FilesystemCatalog(name, uri, props)
     raise ValidationError(
         f"cannot open a catalog from {uri!r}: use 'sqlite:////path/catalog.db', "
-        "'postgresql://user:pw@host/db' (with warehouse=...), or a local folder. Tables on "
+        "'postgresql://user:pw@host/db' (with warehouse=...), a local folder, or an object "
+        "store location ('s3://bucket/warehouse'). Tables on "
         f"{scheme}:// need a SQL catalog: connect('sqlite:////path/catalog.db', "
         f"warehouse={uri!r})"
     )

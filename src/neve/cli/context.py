@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from neve.catalog.base import Catalog
-from neve.catalog.config import lookup
+from neve.catalog.config import default_entry, lookup
 from neve.catalog.connect import connect, open_entry
 from neve.table.table import Table
 
@@ -38,6 +38,8 @@ class State:
     warehouse: str | None = None
     catalog_name: str | None = None
     debug: bool = False
+    #: Catalog properties from ``--property KEY=VALUE`` (e.g. ``s3.endpoint``).
+    properties: dict[str, str] = field(default_factory=dict)
     _catalog: Catalog | None = field(default=None, repr=False)
 
     @property
@@ -47,12 +49,15 @@ class State:
         return self._catalog
 
     def _open(self) -> Catalog:
+        props = self.properties
         if self.uri:
-            return connect(self.uri, self.warehouse, name=self.catalog_name)
+            return connect(self.uri, self.warehouse, name=self.catalog_name, **props)
         if self.warehouse:
             raise click.UsageError("--warehouse needs --uri (the catalog's database or folder)")
         if self.catalog_name:
-            return open_entry(lookup(self.catalog_name))
+            return open_entry(lookup(self.catalog_name), **props)
+        if props:
+            return open_entry(default_entry(), **props)
         return connect()
 
     def table(self, name: str) -> Table:

@@ -32,6 +32,15 @@ EXIT_OK, EXIT_NEVE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
     "catalog_name",
     help="A configured catalog's name; with --uri, the catalog name stored in its rows.",
 )
+@click.option(
+    "--property",
+    "-P",
+    "properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A catalog property, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable; "
+    "overrides the config file's).",
+)
 @click.option("--debug", is_flag=True, help="Show the full traceback of an error.")
 @click.version_option(version("neve"), prog_name="neve")
 @click.pass_context
@@ -40,15 +49,25 @@ def cli(
     uri: str | None,
     warehouse: str | None,
     catalog_name: str | None,
+    properties: tuple[str, ...],
     debug: bool,
 ) -> None:
     """neve: Iceberg tables from the shell.
 
     The catalog is --uri/--warehouse, else NEVE_URI/NEVE_WAREHOUSE, else --catalog NAME
     or NEVE_CATALOG from ~/.config/neve/config.yaml or pyiceberg's .pyiceberg.yaml, else
-    the config file's default (see docs/CLI.md). Tables are named namespace.table.
+    the config file's default (see docs/CLI.md); --property adds catalog properties
+    (object store settings: docs/OBJECT-STORES.md). Tables are named namespace.table.
     """
-    ctx.obj = State(uri=uri, warehouse=warehouse, catalog_name=catalog_name, debug=debug)
+    props = {}
+    for item in properties:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--property")
+        props[key.strip()] = value
+    ctx.obj = State(
+        uri=uri, warehouse=warehouse, catalog_name=catalog_name, debug=debug, properties=props
+    )
 
 
 def _plan_json(plan: QueryPlan) -> list[dict[str, object]]:

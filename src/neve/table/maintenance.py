@@ -240,7 +240,9 @@ def purge_reachable(table: MaintainedTable) -> set[str]:
     return reachable_files(table, [p for p in listed if _is_metadata_json(p)])
 
 
-def purge_table_files(table: MaintainedTable, reachable: set[str] | None = None) -> list[str]:
+def purge_table_files(
+    table: MaintainedTable, reachable: set[str] | None = None, keep: Iterable[str] = ()
+) -> list[str]:
     """Delete every file that belongs to the table (``drop_table(purge=True)``); returns
     the paths deleted.
 
@@ -251,7 +253,9 @@ def purge_table_files(table: MaintainedTable, reachable: set[str] | None = None)
     table's metadata files or manifests). Outside the location only files the table's metadata
     reaches (``reachable``, by default :func:`purge_reachable` now) are deleted, and only
     inside the configured ``write.data.path`` / ``write.metadata.path``: files added
-    from elsewhere (``add_files``, a registered table's files) are never touched.
+    from elsewhere (``add_files``, a registered table's files) are never touched, and
+    neither are the files in ``keep`` (a catalog's tombstone). Object stores delete in
+    bulk requests.
     """
     md = table.metadata
     io = table.io
@@ -265,11 +269,9 @@ def purge_table_files(table: MaintainedTable, reachable: set[str] | None = None)
     for path in reachable:
         if any(_under(path, r) for r in extra) and not any(_under(path, f) for f in foreign):
             doomed.add(path)
-    deleted = []
-    for path in sorted(doomed):
-        with contextlib.suppress(NeveIOError):
-            io.delete(path)
-            deleted.append(path)
+    doomed -= set(keep)
+    failed = set(io.delete_many(sorted(doomed)))
+    deleted = [p for p in sorted(doomed) if p not in failed]
     with contextlib.suppress(NeveIOError):
         _remove_empty_folders(io, root)
     return deleted

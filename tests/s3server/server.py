@@ -1,0 +1,254 @@
+"""Run with moto's own Python (``.venv-moto/bin/python``, see tests/s3server/__init__.py):
+moto's S3 server on a loopback port, behind a WSGI layer that logs every S3 request and
+injects faults, both steered per bucket through control requests under ``/_neve/``.
+
+Control (JSON bodies and answers; control requests are not logged):
+
+- ``GET /_neve/log?bucket=B``: the requests logged for bucket ``B`` (``DELETE`` clears);
+- ``PUT /_neve/faults``: ``{"bucket", "rate", "kinds", "seed", "slow_s", "ops",
+  "match", "limit"}``: each request to ``B`` whose operation is in ``ops`` (all when
+  absent) and whose key contains ``match`` (any when absent) gets, with probability
+  ``rate`` and until ``limit`` faults were injected (no limit when absent), one of
+  ``kinds``: ``503`` (SlowDown, not processed), ``500``
+  (InternalError, not processed), ``reset-before`` (connection reset, not processed),
+  ``reset-after`` (processed, then the connection is reset: the client never sees the
+  answer) or ``slow`` (answered after ``slow_s`` seconds); ``DELETE`` with
+  ``?bucket=B`` stops them;
+- ``PUT /_neve/settings``: ``{"bucket", "max_keys", "ignore_if_none_match",
+  "access_key"}``: list pages of at most ``max_keys`` keys (paging shows with few
+  objects), a store that ignores ``If-None-Match`` (one without conditional puts), and
+  requests signed with another access key id than ``access_key`` refused (403
+  InvalidAccessKeyId; moto itself checks no credentials).
+
+The first line printed is ``port <n>``. Requests are path-style (``/bucket/key``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode
+
+from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
+from werkzeug.serving import make_server
+
+Environ = dict[str, Any]
+StartResponse = Callable[..., Any]
+
+SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
+    b"<Message>The AWS Access Key Id you provided does not exist in our records.</Message>"
+    b"</Error>"
+)
+INTERNAL = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
+    b"<Message>We encountered an internal error. Please try again.</Message></Error>"
+)
+
+
+def operation(method: str, key: str, query: dict[str, str]) -> str:
+    """The S3 operation of a request, in the words the tests count by."""
+    if method == "GET":
+        if not key or "list-type" in query or "uploads" in query:
+            return "LIST"
+        return "GET"
+    if method == "HEAD":
+        return "HEAD"
+    if method == "PUT":
+        if "partNumber" in query:
+            return "PUT_PART"
+        return "PUT" if key else "CREATE_BUCKET"
+    if method == "POST":
+        if "delete" in query:
+            return "DELETE_MULTI"
+        if "uploads" in query:
+            return "MPU_CREATE"
+        if "uploadId" in query:
+            return "MPU_COMPLETE"
+        return "POST"
+    if method == "DELETE":
+        return "MPU_ABORT" if "uploadId" in query else "DELETE"
+    return method
+
+
+class Front:
+    """The WSGI layer in front of moto."""
+
+    def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.logs: dict[str, list[dict[str, Any]]] = {}
+        self.faults: dict[str, dict[str, Any]] = {}
+        self.rngs: dict[str, random.Random] = {}
+        self.settings: dict[str, dict[str, Any]] = {}
+
+    # -- control -----------------------------------------------------------------------
+
+    def control(self, environ: Environ, start: StartResponse) -> list[bytes]:
+        method = environ["REQUEST_METHOD"]
+        what = environ["PATH_INFO"][len("/_neve/") :]
+        query = dict(parse_qsl(environ.get("QUERY_STRING", "")))
+        body: dict[str, Any] = {}
+        if method == "PUT":
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(size) or b"{}")
+        answer: Any = {}
+        with self.lock:
+            if what == "log" and method == "GET":
+                answer = list(self.logs.get(query["bucket"], []))
+            elif what == "log" and method == "DELETE":
+                self.logs.pop(query["bucket"], None)
+            elif what == "faults" and method == "PUT":
+                self.faults[body["bucket"]] = body
+                self.rngs[body["bucket"]] = random.Random(body.get("seed", 0))
+            elif what == "faults" and method == "DELETE":
+                self.faults.pop(query["bucket"], None)
+            elif what == "settings" and method == "PUT":
+                self.settings[body["bucket"]] = body
+            elif what == "ping":
+                answer = {"ok": True}
+            else:
+                start("404 Not Found", [("Content-Type", "application/json")])
+                return [b"{}"]
+        data = json.dumps(answer).encode()
+        start("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    # -- S3 requests -------------------------------------------------------------------
+
+    def __call__(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/_neve/"):
+            return self.control(environ, start)
+        bucket, _, key = unquote(path).lstrip("/").partition("/")
+        query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        method = environ["REQUEST_METHOD"]
+        op = operation(method, key, query)
+        with self.lock:
+            settings = self.settings.get(bucket, {})
+            fault = self._fault(bucket, op, key)
+        max_keys = settings.get("max_keys")
+        if op == "LIST" and max_keys:
+            asked = int(query.get("max-keys", "1000"))
+            query["max-keys"] = str(min(asked, int(max_keys)))
+            environ["QUERY_STRING"] = urlencode(query)
+        conditional = "HTTP_IF_NONE_MATCH" in environ
+        if conditional and settings.get("ignore_if_none_match"):
+            del environ["HTTP_IF_NONE_MATCH"]
+        entry: dict[str, Any] = {
+            "op": op,
+            "method": method,
+            "key": key if op != "LIST" else query.get("prefix", ""),
+            "if_none_match": conditional,
+            "query": environ.get("QUERY_STRING", ""),
+            "fault": fault,
+            "time": time.time(),
+        }
+        with self.lock:
+            self.logs.setdefault(bucket, []).append(entry)
+        wanted_key = settings.get("access_key")
+        if wanted_key and f"Credential={wanted_key}/" not in environ.get("HTTP_AUTHORIZATION", ""):
+            entry["status"] = 403
+            return self._error(start, "403 Forbidden", DENIED)
+        if fault == "503":
+            entry["status"] = 503
+            return self._error(start, "503 Slow Down", SLOW_DOWN)
+        if fault == "500":
+            entry["status"] = 500
+            return self._error(start, "500 Internal Server Error", INTERNAL)
+        if fault == "reset-before":
+            entry["status"] = "reset"
+            self._reset(environ)
+            return []
+        if fault == "slow":
+            with self.lock:
+                delay = float(self.faults.get(bucket, {}).get("slow_s", 0.2))
+            time.sleep(delay)
+        status: list[str] = []
+
+        def recording_start(s: str, headers: Any, exc_info: Any = None) -> Any:
+            status.append(s)
+            entry["status"] = int(s.split()[0])
+            return start(s, headers, exc_info) if exc_info else start(s, headers)
+
+        if fault == "reset-after":
+            # moto does the work, the client never hears of it
+            body = b"".join(self.app(environ, lambda s, h, e=None: None))
+            del body
+            entry["status"] = "reset"
+            self._reset(environ)
+            return []
+        return self.app(environ, recording_start)
+
+    def _fault(self, bucket: str, op: str, key: str) -> str | None:
+        config = self.faults.get(bucket)
+        if not config:
+            return None
+        ops = config.get("ops")
+        if ops and op not in ops:
+            return None
+        match = config.get("match")
+        if match and match not in key:
+            return None
+        limit = config.get("limit")
+        if limit is not None and config.get("injected", 0) >= int(limit):
+            return None
+        rng = self.rngs[bucket]
+        if rng.random() >= float(config.get("rate", 0.0)):
+            return None
+        config["injected"] = config.get("injected", 0) + 1
+        kinds = config.get("kinds") or ["503"]
+        return str(rng.choice(kinds))
+
+    @staticmethod
+    def _error(start: StartResponse, status: str, body: bytes) -> list[bytes]:
+        start(
+            status,
+            [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+    @staticmethod
+    def _reset(environ: Environ) -> None:
+        """Drop the connection with a TCP reset: the client sees 'connection reset'."""
+        sock = environ.get("werkzeug.socket")
+        if sock is None:
+            return
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        except OSError:
+            pass
+
+
+class _Handler(MotoRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass  # the front logs what the tests need
+
+    def handle(self) -> None:
+        with contextlib.suppress(OSError):  # a connection the front reset on purpose
+            super().handle()
+
+
+def main() -> None:
+    host = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1"
+    app = Front(create_backend_app("s3"))
+    server = make_server(host, 0, app, threaded=True, request_handler=_Handler)
+    print(f"port {server.server_port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
