@@ -108,8 +108,11 @@ def driver(master: str, work: str) -> dict[str, Any]:
     executors = _wait_for_executors(spark, 2, 60)
     lap("executors")
 
-    catalog_uri, warehouse = f"sqlite:///{work}/catalog.db", f"{work}/warehouse"
-    catalog = neve.connect(catalog_uri, warehouse)
+    catalog_uri = f"sqlite:///{work}/catalog.db"
+    # an object store when the test gives one (its settings travel with the table's FileIO)
+    warehouse = os.environ.get("NEVE_CLUSTER_WAREHOUSE", f"{work}/warehouse")
+    props = json.loads(os.environ.get("NEVE_CLUSTER_PROPERTIES", "{}"))
+    catalog = neve.connect(catalog_uri, warehouse, **props)
     catalog.create_namespace("db")
     import pyarrow as pa
 
@@ -166,6 +169,7 @@ def driver(master: str, work: str) -> dict[str, Any]:
         "driver_pid": os.getpid(),
         "driver_jvm_pid": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()),  # type: ignore[union-attr]
         "data_files": len(table.scan().plan_files()),
+        "data_file_scheme": table.scan().plan_files()[0].file.file_path.split("://")[0],
         "partitions": sorted({str(f.file.partition[0]) for f in table.scan().plan_files()}),
         "neve_rows": pure.num_rows,
         "neve_sum": sum(pure.column("id").to_pylist()),
@@ -193,8 +197,8 @@ def _cluster_helpers() -> tuple[Any, Any]:
     return module.cluster_env, module.standalone_cluster
 
 
-@pytest.mark.spark
-def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
+def _run_driver(tmp_path: Path, **env: str) -> dict[str, Any]:
+    """Start a master and two workers, run the driver program against them; its result."""
     cluster_env, standalone_cluster = _cluster_helpers()
     work = tmp_path / "shared"
     work.mkdir()
@@ -203,7 +207,7 @@ def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
             [sys.executable, os.path.abspath(__file__), "--driver", cluster.master_url, str(work)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=cluster_env(),
+            env=cluster_env(**env),
             start_new_session=True,
         )
         try:
@@ -219,9 +223,12 @@ def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
         assert process.returncode == 0, f"{cluster.logs()}\n\ndriver failed:\n{text[-8000:]}"
     lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
     assert lines, text[-5000:]
-    r = json.loads(lines[-1][len(RESULT_MARK) :])
+    r: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARK) :])
     print("driver timings (s):", r["timings"], "path:", r["path"])
+    return r
 
+
+def _check(r: dict[str, Any]) -> None:
     expected_sum = ROWS * (ROWS - 1) // 2
     assert r["executors_registered"] >= 2
     assert (r["neve_rows"], r["neve_sum"]) == (ROWS, expected_sum)
@@ -239,6 +246,26 @@ def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
     # each executor works in its own folder under its worker's work dir
     assert len({p["cwd"] for p in workers}) >= 2
     assert all("/cluster/worker" in p["cwd"] for p in workers), probes
+
+
+@pytest.mark.spark
+def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
+    _check(_run_driver(tmp_path))
+
+
+@pytest.mark.spark
+def test_write_and_read_an_s3_table_on_a_standalone_cluster(
+    tmp_path: Path, s3_warehouse: Any
+) -> None:
+    """The same on an object store, with no Hadoop S3 jars: the executors read and
+    write through neve's FileIO (the store's settings travel with the table)."""
+    r = _run_driver(
+        tmp_path,
+        NEVE_CLUSTER_WAREHOUSE=s3_warehouse.uri,
+        NEVE_CLUSTER_PROPERTIES=json.dumps(s3_warehouse.properties),
+    )
+    assert r["data_file_scheme"] == "s3"
+    _check(r)
 
 
 if __name__ == "__main__":

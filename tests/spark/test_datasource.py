@@ -21,12 +21,12 @@ from pyspark.sql import types as T
 
 import neve
 from neve.errors import DataSchemaMismatchError, ValidationError
+from neve.planning.tasks import group_tasks
 from neve.spark.datasource import (
     WRITE_ID_PROPERTY,
     NeveCommitMessage,
     NeveDataSource,
     check_write_schema,
-    group_tasks,
     register_datasource,
 )
 from neve.table.table import Table

@@ -19,11 +19,12 @@ from neve.arrow.reader import DeleteCache, iter_data_file_batches, read_data_fil
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.expressions.binding import bind
 from neve.planning.tasks import FileScanTask
+from neve.spec.schema import Schema
 
 if TYPE_CHECKING:
     from neve.planning.scan import ScanPlan
 
-__all__ = ["scan_batches", "scan_to_table"]
+__all__ = ["scan_batches", "scan_to_table", "task_batches"]
 
 
 def _mapping(scan: ScanPlan) -> NameMapping | None:
@@ -99,3 +100,26 @@ def scan_batches(scan: ScanPlan, tasks: Sequence[FileScanTask]) -> Iterator[pa.R
             split=_split(task),
             data_sequence_number=task.data_sequence_number,
         )
+
+
+def task_batches(
+    scan: ScanPlan, task: FileScanTask, projected: Schema, apply_residual: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """The live rows of one task as record batches, with the columns of ``projected``
+    (which may hold ``_pos`` and the row lineage columns); the task's residual filter
+    applied when ``apply_residual``."""
+    schema = scan.table_schema
+    residual = bind(schema, task.residual, scan.case_sensitive) if apply_residual else None
+    yield from iter_data_file_batches(
+        scan.io,
+        task.file,
+        projected,
+        table_schema=schema,
+        spec=scan.metadata.spec_by_id(task.spec_id),
+        row_filter=residual,
+        delete_files=task.delete_files,
+        name_mapping=_mapping(scan),
+        cache=DeleteCache(),
+        split=_split(task),
+        data_sequence_number=task.data_sequence_number,
+    )

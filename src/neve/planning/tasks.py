@@ -3,12 +3,14 @@ picklable and travel to Spark executors)."""
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neve.expressions import BooleanExpression
 from neve.spec.manifest import DataFile
 
-__all__ = ["FileScanTask"]
+__all__ = ["FileScanTask", "group_tasks"]
 
 
 @dataclass(frozen=True)
@@ -25,3 +27,16 @@ class FileScanTask:
     length: int
     spec_id: int
     data_sequence_number: int | None = None
+
+
+def group_tasks(tasks: Sequence[FileScanTask], count: int) -> list[list[FileScanTask]]:
+    """Spread ``tasks`` (files or byte ranges of files) over at most ``count`` groups
+    of about equal bytes, largest first (one group per Spark task)."""
+    n = max(1, min(count, len(tasks)))
+    heap = [(0, i) for i in range(n)]
+    groups: list[list[FileScanTask]] = [[] for _ in range(n)]
+    for task in sorted(tasks, key=lambda t: -t.length):
+        size, i = heapq.heappop(heap)
+        groups[i].append(task)
+        heapq.heappush(heap, (size + task.length, i))
+    return [g for g in groups if g]

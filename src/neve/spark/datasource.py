@@ -73,7 +73,6 @@ For the native, faster data plane use :mod:`neve.spark.reader` and
 from __future__ import annotations
 
 import contextlib
-import heapq
 import math
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -101,7 +100,7 @@ from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider
 from neve.planning.incremental import SKIP_DELETE_SNAPSHOTS, SKIP_OVERWRITE_SNAPSHOTS
-from neve.planning.tasks import FileScanTask
+from neve.planning.tasks import FileScanTask, group_tasks
 from neve.spark.changelog import ChangelogReader
 from neve.spark.conform import check_write_schema
 from neve.spark.schema import to_spark_schema
@@ -126,7 +125,6 @@ __all__ = [
     "NeveCommitMessage",
     "NeveDataSource",
     "check_write_schema",
-    "group_tasks",
     "register_datasource",
 ]
 
@@ -305,19 +303,6 @@ class _TaskGroup(InputPartition):
 
     index: int
     tasks: list[FileScanTask]
-
-
-def group_tasks(tasks: Sequence[FileScanTask], count: int) -> list[list[FileScanTask]]:
-    """Spread ``tasks`` (files or byte ranges of files) over at most ``count`` groups
-    of about equal bytes, largest first."""
-    n = max(1, min(count, len(tasks)))
-    heap = [(0, i) for i in range(n)]
-    groups: list[list[FileScanTask]] = [[] for _ in range(n)]
-    for task in sorted(tasks, key=lambda t: -t.length):
-        size, i = heapq.heappop(heap)
-        groups[i].append(task)
-        heapq.heappush(heap, (size + task.length, i))
-    return [g for g in groups if g]
 
 
 def _partition_count(tasks: Sequence[FileScanTask], requested: int | None) -> int:

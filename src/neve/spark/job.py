@@ -59,6 +59,7 @@ from neve.errors import (
 from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider, data_location
 from neve.spark.conform import NULL_MARK, conform, field_column
+from neve.spark.io_mode import io_mode
 from neve.spark.paths import spark_output_path
 from neve.spark.session import check_session
 from neve.spark.transforms import (
@@ -177,7 +178,7 @@ def write_data(
         base = data_location(md.location, props)
         directory = f"{base}/{uuid.uuid4()}"
     io = table.io
-    if origins is not None:
+    if origins is not None or io_mode(spark, directory) == "arrow":
         try:
             files, runs = _write_in_tasks(
                 data.drop(*names), table, schema, spec, directory, origins
@@ -215,10 +216,11 @@ def _write_in_tasks(
     schema: Schema,
     spec: PartitionSpec,
     directory: str,
-    origins: tuple[str, str],
+    origins: tuple[str, str] | None,
 ) -> tuple[list[DataFile], dict[str, RowOrigins]]:
     """Each Spark task writes its rows (in their order) with pyarrow into files under
-    ``directory`` and returns them with their rows' origins. An Arrow UDF over
+    ``directory`` (through neve's FileIO) and returns them, with their rows' origins
+    when ``origins`` names the two columns that hold them. An Arrow UDF over
     iterators (no pandas needed on the workers) sees a task's batches in order and
     answers one value per row: null, except for the task's last row, which carries the
     task's files."""
@@ -233,6 +235,7 @@ def _write_in_tasks(
         runs: dict[str, list[RowOrigins]] = {}
 
         def on_rows(path: str, rows: pa.Table) -> None:
+            assert origins is not None
             source = rows.column(origins[0]).to_numpy()
             position = rows.column(origins[1]).to_numpy()
             runs.setdefault(path, []).append(RowOrigins.of(source, position))
@@ -244,8 +247,8 @@ def _write_in_tasks(
             LocationProvider(location, props),
             props,
             sort_order_id=sort_order_id,
-            passengers=origins,
-            on_rows=on_rows,
+            passengers=origins or (),
+            on_rows=on_rows if origins is not None else None,
         )
         held = 0  # rows of the last batch, answered once the input ends
         try:
@@ -278,7 +281,7 @@ def _write_in_tasks(
     if kept <= listed:
         for path in sorted(listed - kept):
             io.delete(path)
-    return files, {f.file_path: o for f, o in written}
+    return files, ({f.file_path: o for f, o in written} if origins is not None else {})
 
 
 def _quote(name: str) -> str:

@@ -1,5 +1,6 @@
 """Reading Iceberg tables with Spark: neve plans on the driver, Spark reads the planned
-Parquet files natively.
+Parquet files natively (or, on stores Hadoop cannot open, neve's FileIO reads them in
+Spark's Python tasks: :mod:`neve.spark.io_mode`, :mod:`neve.spark.task_reader`).
 
 Columns are matched by Iceberg field id (``spark.sql.parquet.fieldId.read.enabled``):
 renamed columns are found, dropped ones vanish, added ones read as null, and Spark
@@ -66,9 +67,11 @@ from neve.spark.file_columns import (
     walk_ids,
     with_private_names,
 )
+from neve.spark.io_mode import io_mode
 from neve.spark.paths import spark_file_uri, spark_input_path
 from neve.spark.schema import to_spark_field, to_spark_schema, to_spark_type
 from neve.spark.session import check_session
+from neve.spark.task_reader import read_in_tasks
 from neve.spec.manifest import DataFile, DataFileContent
 from neve.spec.name_mapping import NAME_MAPPING_PROPERTY
 from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, Schema, is_row_lineage_field
@@ -162,6 +165,17 @@ def read_tasks(
         out_schema = out_schema.add(_FILE, T.StringType(), False).add(_POS, T.LongType(), False)
     if not files:
         return spark.createDataFrame([], out_schema)
+    if io_mode(spark, files[0].file.file_path) == "arrow":
+        return read_in_tasks(
+            spark,
+            scan,
+            files,
+            apply_residual=apply_residual,
+            projected=projected,
+            row_positions=row_positions,
+            file_column=_FILE,
+            pos_column=_POS,
+        )
     return _Read(spark, scan, files, apply_residual, projected, row_positions).dataframe()
 
 

@@ -20,7 +20,7 @@ the changes happened.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -80,16 +80,18 @@ def upsert_batches(
     catalog: str | None = None,
     warehouse: str | None = None,
     branch: str = MAIN_BRANCH,
+    properties: Mapping[str, str] | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function upserting each micro-batch into ``table`` (a name in
-    ``catalog``: a configured catalog name or a URI with its ``warehouse``, as
-    :func:`neve.connect` takes them) with the Spark engine, exactly once per batch for
-    ``query_id`` (a stable id of the query: it survives restarts from the checkpoint)."""
+    ``catalog``: a configured catalog name or a URI with its ``warehouse`` and catalog
+    ``properties``, as :func:`neve.connect` takes them) with the Spark engine, exactly
+    once per batch for ``query_id`` (a stable id of the query: it survives restarts
+    from the checkpoint)."""
     if not query_id:
         raise ValidationError("upsert_batches needs query_id=<a stable id of the query>")
 
     def upsert(batch: DataFrame, batch_id: int) -> None:
-        cat = connect(catalog, warehouse)
+        cat = connect(catalog, warehouse, **(properties or {}))
         target = cat.load_table(table)
         last = last_committed_batch(target.metadata, branch, query_id)
         if last is not None and batch_id <= last:
