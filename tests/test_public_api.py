@@ -15,6 +15,7 @@ import neve.spark
 NEVE_API = {
     "AlreadyExistsError",
     "Catalog",
+    "CatalogBusyError",
     "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",

@@ -10,6 +10,7 @@ table.scan(filter="id < 100").to_arrow()
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
 from neve.errors import (
     AlreadyExistsError,
+    CatalogBusyError,
     CatalogNotConfiguredError,
     CommitConflictError,
     CommitError,
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyExistsError",
     "Catalog",
+    "CatalogBusyError",
     "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",

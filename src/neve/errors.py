@@ -30,6 +30,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
     ├── CatalogNotConfiguredError        (no catalog named, none configured)
     ├── NeveIOError                      (reading or writing a file failed)
+    │   └── CatalogBusyError             (the catalog database stayed locked for longer
+    │                                     than its busy timeout; retryable)
     └── EngineSetupError                 (a Spark session or its executors lack what
                                           neve needs; nothing was read or written)
 """
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlreadyExistsError",
+    "CatalogBusyError",
     "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
@@ -177,6 +180,13 @@ class CommitStateUnknownError(CommitError):
 
 class NeveIOError(NeveError, OSError):
     """Reading or writing a file failed."""
+
+
+class CatalogBusyError(NeveIOError):
+    """The catalog database stayed locked by another connection for longer than the
+    busy timeout; nothing was changed. Retry, or raise the timeout."""
+
+    retryable = True
 
 
 class EngineSetupError(NeveError):

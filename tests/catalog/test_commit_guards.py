@@ -203,8 +203,13 @@ def test_append_gives_up_at_the_total_timeout(
 @pytest.fixture
 def busy_sqlite(tmp_path: Path) -> Iterator[tuple[SqlCatalog, Table, str]]:
     db = str(tmp_path / "catalog.db")
+    # The rollback journal, where a reader blocks a writer's COMMIT (WAL lets them pass:
+    # tests/catalog/test_sqlite_wal.py).
     cat = SqlCatalog(
-        "neve", f"sqlite:///{db}", str(tmp_path / "wh"), {"sqlite.busy-timeout-ms": "150"}
+        "neve",
+        f"sqlite:///{db}",
+        str(tmp_path / "wh"),
+        {"sqlite.busy-timeout-ms": "150", "sqlite.journal-mode": "delete"},
     )
     cat.create_namespace("db")
     table = cat.create_table(
@@ -267,7 +272,10 @@ def test_busy_commit_is_retried_rolled_back_and_cleaned_up(
 def test_a_lock_released_within_the_busy_timeout_is_waited_for(tmp_path: Path) -> None:
     db = str(tmp_path / "catalog.db")
     cat = SqlCatalog(
-        "neve", f"sqlite:///{db}", str(tmp_path / "wh"), {"sqlite.busy-timeout-ms": "20000"}
+        "neve",
+        f"sqlite:///{db}",
+        str(tmp_path / "wh"),
+        {"sqlite.busy-timeout-ms": "20000", "sqlite.journal-mode": "delete"},
     )
     try:
         cat.create_namespace("db")
