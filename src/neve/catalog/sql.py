@@ -23,7 +23,7 @@ connection ever goes back to the pool inside a transaction.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -535,38 +535,67 @@ class SqlCatalog(Catalog):
         return metadata_location
 
     def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
-        name = ".".join(ident)
-        new_location = self.new_metadata_location(metadata, parse_version(base_location) + 1)
+        return self._commit_many([(ident, base_location, metadata)])[0]
+
+    def _write_new_metadata(
+        self, changes: Sequence[tuple[Identifier, str, TableMetadata]]
+    ) -> list[str]:
+        written: list[str] = []
         try:
-            self.write_metadata(metadata, new_location)
+            for _ident, base_location, metadata in changes:
+                location = self.new_metadata_location(metadata, parse_version(base_location) + 1)
+                written.append(location)
+                self.write_metadata(metadata, location)
         except BaseException:
-            with contextlib.suppress(Exception):
-                self.io.delete(new_location)  # a partly written file
+            for location in written:
+                with contextlib.suppress(Exception):
+                    self.io.delete(location)  # a partly written file, or one not needed
             raise
-        swap = (
-            update(ICEBERG_TABLES)
-            .where(self._table_where(ident), _T.metadata_location == base_location)
-            .values(metadata_location=new_location, previous_metadata_location=base_location)
-        )
+        return written
+
+    def _commit_many(self, changes: Sequence[tuple[Identifier, str, TableMetadata]]) -> list[str]:
+        """Write each new metadata file, then move every pointer in one database
+        transaction; any pointer that moved meanwhile aborts them all."""
+        name = ", ".join(".".join(ident) for ident, _b, _m in changes)
+        new_locations = self._write_new_metadata(changes)
+
+        def forget() -> None:
+            for location in new_locations:
+                self.io.delete(location)
+
         try:
             conn = self.engine.connect().execution_options(**{WRITE_OPTION: True})
         except SQLAlchemyError as exc:
-            self.io.delete(new_location)
+            forget()
             raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
         with conn:
             try:
                 trans = conn.begin()
-                swapped = conn.execute(swap).rowcount
+                lost = None
+                for (ident, base_location, _md), new_location in zip(
+                    changes, new_locations, strict=True
+                ):
+                    swap = (
+                        update(ICEBERG_TABLES)
+                        .where(self._table_where(ident), _T.metadata_location == base_location)
+                        .values(
+                            metadata_location=new_location,
+                            previous_metadata_location=base_location,
+                        )
+                    )
+                    if conn.execute(swap).rowcount != 1:
+                        lost = (ident, base_location)
+                        break
             except SQLAlchemyError as exc:
                 # Nothing was committed; closing the connection rolls back what began.
-                self.io.delete(new_location)
+                forget()
                 if self._sqlite and is_busy(exc):
                     raise self._busy(name, exc) from exc
                 raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
-            if swapped != 1:
+            if lost is not None:
                 trans.rollback()
-                self.io.delete(new_location)
-                self._raise_lost_swap(ident, base_location)
+                forget()
+                self._raise_lost_swap(*lost)
             try:
                 trans.commit()
             except SQLAlchemyError as exc:
@@ -574,14 +603,14 @@ class SqlCatalog(Catalog):
                 if self._sqlite and is_busy(exc):
                     # SQLite answers SQLITE_BUSY before anything is written: the
                     # transaction was rolled back above and the swap did not happen.
-                    self.io.delete(new_location)
+                    forget()
                     raise self._busy(name, exc) from exc
                 raise CommitStateUnknownError(
                     f"the commit to {name} was sent but its outcome is unknown ({exc}); "
-                    f"the new metadata {new_location} was kept. Load the table to see whether "
-                    "it points there before retrying"
+                    f"the new metadata {', '.join(new_locations)} was kept. Load the table to "
+                    "see whether it points there before retrying"
                 ) from exc
-        return new_location
+        return new_locations
 
     def _busy(self, name: str, exc: SQLAlchemyError) -> CommitFailedError:
         return CommitFailedError(
