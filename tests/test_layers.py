@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("table",),
     ("catalog",),
     ("spark",),
+    ("server",),
     ("tpch",),
     ("demo",),
     ("cli",),

@@ -8,11 +8,13 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     ├── NotFoundError
     │   ├── NoSuchNamespaceError
     │   ├── NoSuchTableError
+    │   ├── NoSuchViewError
     │   ├── NoSuchSnapshotError          (also unknown branch / tag names)
     │   └── NoSuchCatalogError           (no catalog of that name is configured)
     ├── AlreadyExistsError
     │   ├── NamespaceAlreadyExistsError
-    │   └── TableAlreadyExistsError
+    │   ├── TableAlreadyExistsError
+    │   └── ViewAlreadyExistsError
     ├── NamespaceNotEmptyError
     ├── ValidationError                  (bad input; nothing was changed)
     │   ├── SchemaError                  (invalid schema or schema change)
@@ -29,6 +31,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── CommitConflictError          (a concurrent change conflicts; not retryable)
     │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
     ├── CatalogNotConfiguredError        (no catalog named, none configured)
+    ├── AccessDeniedError                (a catalog server refused the credentials,
+    │                                     or the principal lacks the grant)
     ├── NeveIOError                      (reading or writing a file failed)
     │   └── CatalogBusyError             (the catalog database stayed locked for longer
     │                                     than its busy timeout; retryable)
@@ -39,6 +43,7 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "CatalogBusyError",
     "CatalogNotConfiguredError",
@@ -59,12 +64,14 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NonAppendSnapshotError",
     "NotFoundError",
     "SchemaError",
     "TableAlreadyExistsError",
     "UnsupportedFormatVersionError",
     "ValidationError",
+    "ViewAlreadyExistsError",
 ]
 
 
@@ -87,6 +94,10 @@ class NoSuchTableError(NotFoundError):
     """The table does not exist."""
 
 
+class NoSuchViewError(NotFoundError):
+    """The view does not exist."""
+
+
 class NoSuchSnapshotError(NotFoundError):
     """The snapshot, branch or tag does not exist."""
 
@@ -101,6 +112,11 @@ class CatalogNotConfiguredError(NeveError):
     (a URI, the ``NEVE_URI`` environment variable, or a config file)."""
 
 
+class AccessDeniedError(NeveError):
+    """A REST catalog server refused the request: no or bad credentials (HTTP 401, 419)
+    or a principal without the grant it needs (403). The message is the server's."""
+
+
 class AlreadyExistsError(NeveError):
     """Something that is to be created exists already."""
 
@@ -111,6 +127,10 @@ class NamespaceAlreadyExistsError(AlreadyExistsError):
 
 class TableAlreadyExistsError(AlreadyExistsError):
     """The table exists already."""
+
+
+class ViewAlreadyExistsError(AlreadyExistsError):
+    """The view exists already."""
 
 
 class NamespaceNotEmptyError(NeveError):

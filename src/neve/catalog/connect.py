@@ -16,6 +16,7 @@ from neve.catalog.config import (
     lookup,
 )
 from neve.catalog.filesystem import FilesystemCatalog
+from neve.catalog.rest import RestCatalog
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NotFoundError, ValidationError
 from neve.io.fileio import local_path
@@ -23,6 +24,7 @@ from neve.io.fileio import local_path
 __all__ = ["connect", "open_entry"]
 
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
+_REST_SCHEMES = ("http", "https")
 
 
 def _absolute(location: str) -> str:
@@ -55,6 +57,10 @@ def connect(
       ``"postgresql://user:pw@host:5432/db"`` (psycopg 3 unless a driver is named, as in
       ``postgresql+psycopg://``): a :class:`SqlCatalog`; ``warehouse`` is required and
       says where new tables go (a folder or a URI such as ``s3://bucket/warehouse``).
+    - ``"http(s)://host:port"``: a :class:`~neve.catalog.rest.RestCatalog`, an Iceberg
+      REST catalog server (``neve serve`` or any other); ``warehouse`` is the warehouse
+      the server should serve (a name or location, as the server understands it), and
+      ``credential="client_id:secret"`` or ``token=...`` authenticate (docs/REST.md).
     - a folder path or ``file://`` URI: a :class:`FilesystemCatalog` on that folder.
     - a catalog name (``"prod"``: no ``://``, no ``/``, not starting with ``.`` or
       ``~``): the catalog configured under that name in neve's config file or
@@ -130,6 +136,8 @@ def open_entry(
 
 def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Catalog:
     scheme = urlparse(uri).scheme if "://" in uri else ""
+    if scheme in _REST_SCHEMES:
+        return RestCatalog(name, uri, {**props, **({"warehouse": wh} if wh else {})})
     if scheme.partition("+")[0] in _SQL_SCHEMES:
         if not wh:
             raise ValidationError(
@@ -147,7 +155,8 @@ def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Cat
         return FilesystemCatalog(name, folder, props)
     raise ValidationError(
         f"cannot open a catalog from {uri!r}: use 'sqlite:////path/catalog.db', "
-        "'postgresql://user:pw@host/db' (with warehouse=...), or a local folder. Tables on "
+        "'postgresql://user:pw@host/db' (with warehouse=...), 'http://host:8181' (a REST "
+        "catalog), or a local folder. Tables on "
         f"{scheme}:// need a SQL catalog: connect('sqlite:////path/catalog.db', "
         f"warehouse={uri!r})"
     )

@@ -11,6 +11,7 @@ catalog served without a prefix) or a warehouse name first (the ``prefix`` that
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 from collections.abc import Mapping
@@ -27,15 +28,17 @@ from neve.errors import NeveError
 from neve.server import planning, tables, views
 from neve.server.auth import Authenticator, AuthError, Principal, may
 from neve.server.config import (
+    CONFIG_ENV,
     DEFAULT_WAREHOUSE,
     RESERVED_PREFIXES,
     ServerConfig,
     WarehouseConfig,
+    load_config,
 )
 from neve.server.http import Call, Reply, RestError, error_body, error_for
 from neve.server.store import IdempotencyStore, MetricsStore
 
-__all__ = ["ENDPOINTS", "RestServer", "create_app"]
+__all__ = ["CONFIG_ENV", "ENDPOINTS", "RestServer", "create_app", "create_app_from_env"]
 
 _ROUTES = [*tables.HANDLERS, *planning.HANDLERS, *views.HANDLERS]
 #: The endpoints ``config`` advertises, in the spec's "<verb> <path>" form.
@@ -244,10 +247,10 @@ class RestServer:
         self._principal(request)
         wanted = request.query_params.get("warehouse") or DEFAULT_WAREHOUSE
         default = self.config.catalog
-        overrides: dict[str, str] = {}
+        # the location of new tables is the catalog's warehouse; a prefix picks the catalog
+        overrides: dict[str, str] = {"warehouse": default.warehouse}
         if wanted not in (DEFAULT_WAREHOUSE, default.name, default.warehouse):
-            self.catalog(wanted)  # 404 for a warehouse the server does not serve
-            overrides["prefix"] = wanted
+            overrides = {"warehouse": self.catalog(wanted).warehouse, "prefix": wanted}
         return _json_response(
             200,
             {
@@ -283,3 +286,10 @@ class RestServer:
 def create_app(config: ServerConfig) -> RestServer:
     """The ASGI application serving ``config``'s catalogs."""
     return RestServer(config)
+
+
+def create_app_from_env() -> RestServer:
+    """The application as ``neve serve`` configured it (uvicorn's factory in each
+    worker process; the arguments are in :data:`CONFIG_ENV`)."""
+    args = json.loads(os.environ.get(CONFIG_ENV, "{}"))
+    return RestServer(load_config(args.pop("config", None), **args))

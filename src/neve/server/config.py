@@ -55,6 +55,7 @@ import yaml
 from neve.errors import ValidationError
 
 __all__ = [
+    "CONFIG_ENV",
     "DEFAULT_WAREHOUSE",
     "MANAGE",
     "READ",
@@ -70,6 +71,9 @@ __all__ = [
     "parse_grant",
 ]
 
+#: Environment variable holding the server's arguments (JSON: the config file's path
+#: and the command line's overrides), for uvicorn's worker processes.
+CONFIG_ENV = "NEVE_SERVER_ARGS"
 #: Environment variable with the token signing key, when the config file has none
 #: (``neve serve`` sets it for its worker processes, so they accept each other's tokens).
 SIGNING_KEY_ENV = "NEVE_SERVER_SIGNING_KEY"
@@ -228,6 +232,7 @@ def load_config(
     warehouse: str | None = None,
     name: str | None = None,
     anonymous: bool | None = None,
+    warehouse_root: str | None = None,
 ) -> ServerConfig:
     """The server's configuration: the file at ``path`` (if any), overridden by the
     command line's ``uri``, ``warehouse``, ``name`` and ``anonymous``."""
@@ -283,7 +288,7 @@ def load_config(
     return ServerConfig(
         catalog=catalog,
         warehouses=warehouses,
-        warehouse_root=data.get("warehouse-root"),
+        warehouse_root=warehouse_root or data.get("warehouse-root"),
         anonymous=bool(data.get("anonymous", False)) if anonymous is None else anonymous,
         anonymous_roles=tuple(data.get("anonymous-roles") or ("admin",)),
         token_lifetime_s=int(token.get("lifetime-seconds", 3600)),

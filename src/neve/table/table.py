@@ -34,7 +34,7 @@ from neve.table.consumers import (
 from neve.table.inspect import InspectTable
 from neve.table.maintenance import Maintenance
 from neve.table.merge import MergeBuilder, MergeResult
-from neve.table.scan import IncrementalAppendScan, TableScan
+from neve.table.scan import IncrementalAppendScan, ScanPlanner, TableScan
 from neve.table.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class Table:
                 case_sensitive=case_sensitive,
                 options=options,
             )
-        return TableScan(
+        scan = TableScan(
             self._metadata,
             self.io,
             filter=filter,
@@ -216,6 +216,9 @@ class Table:
             case_sensitive=case_sensitive,
             options=options,
         )
+        if isinstance(self.catalog, ScanPlanner):
+            scan.planner = (self.catalog, self.identifier)
+        return scan
 
     def changes(
         self,
