@@ -29,7 +29,7 @@ import pytest
 
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
 from neve.catalog.rest import RestCatalog
-from restserver import NeveServer
+from restserver import NeveServer, oidc_key, secured_config
 
 # -- warehouse -----------------------------------------------------------------------
 
@@ -257,6 +257,21 @@ def catalog_factory(
 def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
     """A fresh catalog per test, for each catalog kind."""
     return catalog_factory(request.param)
+
+
+@pytest.fixture(scope="session")
+def idp_key() -> object:
+    """The private key of the test's external OIDC issuer."""
+    return oidc_key()
+
+
+@pytest.fixture(scope="session")
+def secured(tmp_path_factory: pytest.TempPathFactory, idp_key: object) -> Iterator[NeveServer]:
+    """``neve serve`` with principals, roles and grants and no anonymous access
+    (``restserver.secured_config``), backed by SQLite."""
+    work = tmp_path_factory.mktemp("secured")
+    with NeveServer.start(work, config=secured_config(work, idp_key)) as server:  # type: ignore[arg-type]
+        yield server
 
 
 # -- Spark ---------------------------------------------------------------------------

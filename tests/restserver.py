@@ -7,6 +7,7 @@ user runs it), for the REST tests and the ``rest`` kind of the ``catalog`` fixtu
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -19,9 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
+import pyarrow as pa
 import yaml
+from cryptography.hazmat.primitives.asymmetric import rsa
 
-__all__ = ["NeveServer", "free_port"]
+from neve.catalog import SqlCatalog
+
+__all__ = [
+    "MAX_BODY",
+    "OIDC_ISSUER",
+    "PRINCIPALS",
+    "SCHEMA",
+    "SIGNING_KEY",
+    "NeveServer",
+    "auth",
+    "backing_catalog",
+    "free_port",
+    "oidc_key",
+    "secured_config",
+    "state",
+    "token",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -122,3 +142,86 @@ class NeveServer:
     def remove(self) -> None:
         self.stop()
         shutil.rmtree(Path(self.warehouse).parent, ignore_errors=True)
+
+
+SIGNING_KEY = "test-signing-key-" + "x" * 40
+OIDC_ISSUER = "https://idp.test/realms/data"
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("s", pa.string())])
+PRINCIPALS = {
+    "admin": {"secret": "admin-secret", "roles": ["admin"]},
+    "writer": {"secret": "writer-secret", "roles": ["writer"]},
+    "reader": {"secret": "reader-secret", "roles": ["reader"]},
+    "nobody": {"secret": "nobody-secret", "roles": []},
+}
+MAX_BODY = 256 * 1024
+
+
+def oidc_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def secured_config(work: Path, idp: rsa.RSAPrivateKey) -> dict[str, Any]:
+    """A server config with principals, roles and grants, no anonymous access, a known
+    signing key, a small body limit, and ``idp``'s public key as an OIDC issuer's."""
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(idp.public_key()))
+    jwks = work / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}))
+    return {
+        "token": {"signing-key": SIGNING_KEY, "lifetime-seconds": 600},
+        "principals": PRINCIPALS,
+        "roles": {
+            "admin": ["manage on catalog *"],
+            "writer": ["write on namespace db", "read on catalog"],
+            "reader": ["read on table db.t"],
+            "analyst": ["read on namespace db"],
+        },
+        "oidc": {
+            "issuer": OIDC_ISSUER,
+            "audience": "neve",
+            "jwks-file": str(jwks),
+            "roles-claim": "groups",
+        },
+        "max-body-bytes": MAX_BODY,
+    }
+
+
+def token(server: NeveServer, client: str) -> str:
+    resp = httpx.post(
+        f"{server.url}/v1/oauth/tokens",
+        data={
+            "grant_type": "client_credentials",
+            "client_id": client,
+            "client_secret": PRINCIPALS[client]["secret"],
+        },
+    )
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["access_token"])
+
+
+def auth(server: NeveServer, client: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token(server, client)}"}
+
+
+def backing_catalog(server: NeveServer) -> SqlCatalog:
+    """The server's own catalog, opened on its database (to look, not through HTTP)."""
+    return SqlCatalog("neve", server.db, server.warehouse)
+
+
+def state(server: NeveServer) -> dict[str, Any]:
+    """Everything a request could change: namespaces and their properties, tables and
+    their metadata locations, and every file under the warehouse."""
+    cat = backing_catalog(server)
+    out: dict[str, Any] = {}
+
+    def walk(parent: tuple[str, ...]) -> None:
+        for ns in cat.list_namespaces(parent):
+            out[".".join(ns)] = cat.namespace_properties(ns)
+            for t in cat.list_tables(ns):
+                out[".".join(t)] = cat.load_table(t).metadata_location
+            walk(ns)
+
+    walk(())
+    files = sorted(str(p) for p in Path(server.warehouse).rglob("*") if p.is_file())
+    out["files"] = files
+    cat.dispose()
+    return out

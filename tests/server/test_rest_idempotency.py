@@ -13,8 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 
 import neve
-from restserver import NeveServer
-from server.conftest import SCHEMA, auth
+from restserver import SCHEMA, NeveServer, auth
 
 
 def _send_and_drop(server: NeveServer, path: str, body: bytes, headers: dict[str, str]) -> None:

@@ -18,12 +18,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 import neve
 from neve.server import ENDPOINTS
-from restserver import NeveServer
-from server.conftest import (
+from restserver import (
     MAX_BODY,
     OIDC_ISSUER,
     SCHEMA,
     SIGNING_KEY,
+    NeveServer,
     auth,
     oidc_key,
     state,
