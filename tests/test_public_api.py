@@ -13,6 +13,7 @@ import neve
 import neve.spark
 
 NEVE_API = {
+    "AccessDeniedError",
     "AlreadyExistsError",
     "Catalog",
     "CatalogBusyError",
@@ -38,7 +39,9 @@ NEVE_API = {
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NotFoundError",
+    "RestCatalog",
     "Schema",
     "SchemaError",
     "SqlCatalog",
@@ -48,6 +51,8 @@ NEVE_API = {
     "Transaction",
     "UnsupportedFormatVersionError",
     "ValidationError",
+    "View",
+    "ViewAlreadyExistsError",
     "__version__",
     "connect",
 }

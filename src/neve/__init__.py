@@ -7,8 +7,9 @@ table.append(pa_table)
 table.scan(filter="id < 100").to_arrow()
 """
 
-from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
+from neve.catalog import Catalog, FilesystemCatalog, RestCatalog, SqlCatalog, View, connect
 from neve.errors import (
+    AccessDeniedError,
     AlreadyExistsError,
     CatalogBusyError,
     CatalogNotConfiguredError,
@@ -30,11 +31,13 @@ from neve.errors import (
     NoSuchNamespaceError,
     NoSuchSnapshotError,
     NoSuchTableError,
+    NoSuchViewError,
     NotFoundError,
     SchemaError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 from neve.planning.tasks import FileScanTask
 from neve.spec.schema import Schema
@@ -46,6 +49,7 @@ from neve.table.transaction import Transaction
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "Catalog",
     "CatalogBusyError",
@@ -70,8 +74,10 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NonAppendSnapshotError",
     "NotFoundError",
+    "RestCatalog",
     "Schema",
     "SchemaError",
     "SqlCatalog",
@@ -81,6 +87,8 @@ __all__ = [
     "Transaction",
     "UnsupportedFormatVersionError",
     "ValidationError",
+    "View",
+    "ViewAlreadyExistsError",
     "__version__",
     "connect",
 ]

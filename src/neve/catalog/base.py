@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from neve.catalog.views import ViewCatalog
 from neve.errors import (
     CommitFailedError,
     NamespaceAlreadyExistsError,
@@ -83,8 +84,8 @@ def _table_ident(name: str | Sequence[str]) -> Identifier:
     return ident
 
 
-class Catalog(ABC):
-    """Base of all catalogs."""
+class Catalog(ViewCatalog, ABC):
+    """Base of all catalogs (tables here; views in :class:`ViewCatalog`)."""
 
     def __init__(self, name: str, warehouse: str, properties: Mapping[str, str] | None = None):
         self.name = name
@@ -145,6 +146,9 @@ class Catalog(ABC):
 
     @abstractmethod
     def _rename_table(self, src: Identifier, dst: Identifier) -> None: ...
+
+    def _check_namespace(self, namespace: Identifier) -> None:
+        self._namespace_properties(namespace)
 
     def default_table_location(self, ident: Identifier) -> str:
         return "/".join([self.warehouse, *ident[:-1]]) + f"/{ident[-1]}"

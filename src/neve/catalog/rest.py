@@ -14,6 +14,7 @@ scans are planned by the server (:meth:`RestCatalog.plan_scan`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -21,6 +22,7 @@ from urllib.parse import quote
 from neve.catalog.base import Catalog, CommitResult, Identifier, parse_identifier
 from neve.catalog.rest_expressions import expression_from_json, expression_to_json
 from neve.catalog.rest_http import RestHttp, RestResponseError
+from neve.catalog.views import View, view_ident
 from neve.errors import (
     CommitStateUnknownError,
     NeveError,
@@ -40,7 +42,14 @@ from neve.spec.requirements import TableRequirement
 from neve.spec.schema import Schema
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
-from neve.table.create import new_table_metadata
+from neve.spec.view_metadata import (
+    AssertViewUUID,
+    ViewMetadata,
+    ViewUpdate,
+    view_metadata_from_json,
+    view_update_to_json,
+)
+from neve.table.create import new_table_metadata, to_schema
 from neve.table.scan import TableScan
 from neve.table.table import Table
 
@@ -63,6 +72,8 @@ def _table_ident(name: str | Sequence[str]) -> Identifier:
 
 class RestCatalog(Catalog):
     """A catalog behind an Iceberg REST server."""
+
+    stores_views = True
 
     def __init__(self, name: str, uri: str, properties: Mapping[str, str] | None = None):
         props = dict(properties or {})
@@ -376,6 +387,140 @@ class RestCatalog(Catalog):
             t = self.load_table(ident)
             out.append(CommitResult(t.metadata, t.metadata_location))
         return out
+
+    # -- views --------------------------------------------------------------------------
+
+    def _view_path(self, ident: Identifier, *rest: str) -> str:
+        return self._path(
+            "namespaces", self._ns(ident[:-1]), "views", quote(ident[-1], safe=""), *rest
+        )
+
+    @staticmethod
+    def _view(ident: Identifier, body: Mapping[str, Any]) -> View:
+        try:
+            return View(
+                ident, view_metadata_from_json(body["metadata"]), str(body["metadata-location"])
+            )
+        except (KeyError, TypeError) as exc:
+            raise RestResponseError(f"the server's view answer lacks {exc}") from exc
+
+    def create_view(
+        self,
+        name: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        sql: str | Mapping[str, str],
+        dialect: str = "spark",
+        *,
+        default_namespace: Sequence[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> View:
+        ident = view_ident(name)
+        reps = {dialect: sql} if isinstance(sql, str) else dict(sql)
+        body: dict[str, Any] = {
+            "name": ident[-1],
+            "schema": schema_to_json(to_schema(schema).with_id(0)),
+            "view-version": {
+                "version-id": 1,
+                "timestamp-ms": int(time.time() * 1000),
+                "schema-id": 0,
+                "summary": {"engine-name": "neve"},
+                "representations": [
+                    {"type": "sql", "sql": text, "dialect": d} for d, text in reps.items()
+                ],
+                "default-namespace": list(
+                    default_namespace if default_namespace is not None else ident[:-1]
+                ),
+            },
+            "properties": dict(properties or {}),
+        }
+        if location is not None:
+            body["location"] = location
+        resp = self.http.request(
+            "POST",
+            self._path("namespaces", self._ns(ident[:-1]), "views"),
+            f"creating view {'.'.join(ident)}",
+            json=body,
+            mutates=True,
+        )
+        return self._view(ident, resp.json())
+
+    def load_view(self, name: str | Sequence[str]) -> View:
+        ident = view_ident(name)
+        resp = self.http.request("GET", self._view_path(ident), f"loading view {'.'.join(ident)}")
+        return self._view(ident, resp.json())
+
+    def view_exists(self, name: str | Sequence[str]) -> bool:
+        try:
+            self.http.request("HEAD", self._view_path(view_ident(name)), "view exists")
+        except NotFoundError:
+            return False
+        return True
+
+    def list_views(self, namespace: str | Sequence[str]) -> list[Identifier]:
+        ns = parse_identifier(namespace)
+        found = self._paged(
+            self._path("namespaces", self._ns(ns), "views"),
+            "identifiers",
+            f"listing views of {'.'.join(ns)}",
+            {},
+        )
+        return sorted((*i["namespace"], i["name"]) for i in found)
+
+    def drop_view(self, name: str | Sequence[str]) -> None:
+        ident = view_ident(name)
+        self.http.request(
+            "DELETE", self._view_path(ident), f"dropping view {'.'.join(ident)}", mutates=True
+        )
+
+    def rename_view(self, src: str | Sequence[str], dst: str | Sequence[str]) -> None:
+        s, d = view_ident(src), view_ident(dst)
+        self.http.request(
+            "POST",
+            self._path("views", "rename"),
+            f"renaming view {'.'.join(s)}",
+            json={
+                "source": {"namespace": list(s[:-1]), "name": s[-1]},
+                "destination": {"namespace": list(d[:-1]), "name": d[-1]},
+            },
+            mutates=True,
+        )
+
+    def register_view(self, name: str | Sequence[str], metadata_location: str) -> View:
+        ident = view_ident(name)
+        resp = self.http.request(
+            "POST",
+            self._path("namespaces", self._ns(ident[:-1]), "register-view"),
+            f"registering view {'.'.join(ident)}",
+            json={"name": ident[-1], "metadata-location": metadata_location},
+            mutates=True,
+        )
+        return self._view(ident, resp.json())
+
+    def commit_view(
+        self,
+        name: str | Sequence[str],
+        requirements: Sequence[AssertViewUUID],
+        updates: Sequence[ViewUpdate],
+    ) -> View:
+        ident = view_ident(name)
+        resp = self.http.request(
+            "POST",
+            self._view_path(ident),
+            f"replacing view {'.'.join(ident)}",
+            json={
+                "identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
+                "requirements": [
+                    {"type": "assert-view-uuid", "uuid": r.uuid} for r in requirements
+                ],
+                "updates": [view_update_to_json(u) for u in updates],
+            },
+            mutates=True,
+        )
+        return self._view(ident, resp.json())
+
+    def create_view_metadata(self, name: str | Sequence[str], md: ViewMetadata) -> View:
+        raise ValidationError("a REST catalog creates views from their SQL: use create_view")
 
     # -- server-side planning -----------------------------------------------------------
 

@@ -65,6 +65,7 @@ from neve.catalog.sql_tables import (
     like_prefix,
     parse_version,
 )
+from neve.catalog.sql_views import SqlViews
 from neve.errors import (
     CatalogBusyError,
     CommitFailedError,
@@ -86,7 +87,7 @@ _T = ICEBERG_TABLES.c
 _P = NAMESPACE_PROPERTIES.c
 
 
-class SqlCatalog(Catalog):
+class SqlCatalog(SqlViews, Catalog):
     """A catalog in a SQL database (SQLite, PostgreSQL), shared with Iceberg-Java's
     JDBC catalog and pyiceberg's SqlCatalog of the same ``name``."""
 
@@ -192,13 +193,13 @@ class SqlCatalog(Catalog):
             conn.invalidate()
 
     @contextmanager
-    def _read(self, action: str) -> Iterator[Connection]:
-        """A connection for reading (errors translated)."""
+    def reading(self, action: str) -> Iterator[Connection]:
+        """A connection for reading; database errors become neve's, naming ``action``."""
         with self._db(action), self.engine.connect() as conn:
             yield conn
 
     @contextmanager
-    def _write(self, action: str) -> Iterator[Connection]:
+    def writing(self, action: str) -> Iterator[Connection]:
         """A connection in a writing transaction, committed when the block ends (rolled
         back when the block or the COMMIT fails)."""
         with self._db(action), self.engine.connect() as conn:
@@ -250,6 +251,11 @@ class SqlCatalog(Catalog):
         with engine.connect() as conn:
             names = set(inspect(conn).get_table_names())
         return {"iceberg_tables", "iceberg_namespace_properties"} <= names
+
+    @property
+    def typed(self) -> bool:
+        """Whether the database has Java's ``iceberg_type`` column (views need it)."""
+        return self._typed
 
     def _type_filter(self) -> ColumnElement[bool] | None:
         # Rows of views (iceberg_type 'VIEW', written by Java or Rust) are not tables.
@@ -308,7 +314,7 @@ class SqlCatalog(Catalog):
     def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
         dotted = dotted_name(namespace)
         try:
-            with self._write(f"creating namespace {dotted}") as conn:
+            with self.writing(f"creating namespace {dotted}") as conn:
                 if self._namespace_exists(conn, dotted):
                     raise NamespaceAlreadyExistsError(
                         f"namespace {dotted} exists already; use it, or pick another name"
@@ -338,7 +344,7 @@ class SqlCatalog(Catalog):
 
     def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
         dotted = dotted_name(namespace)
-        with self._read(f"reading namespace {dotted}") as conn:
+        with self.reading(f"reading namespace {dotted}") as conn:
             rows = conn.execute(
                 select(_P.property_key, _P.property_value).where(
                     _P.catalog_name == self.name, _P.namespace == dotted
@@ -363,7 +369,7 @@ class SqlCatalog(Catalog):
         removals = removals - {EXISTS_KEY}
         updates = {k: v for k, v in updates.items() if k != EXISTS_KEY}
         where_ns = and_(_P.catalog_name == self.name, _P.namespace == dotted)
-        with self._write(f"updating namespace {dotted}") as conn:
+        with self.writing(f"updating namespace {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist; create it first")
             if removals:
@@ -390,7 +396,7 @@ class SqlCatalog(Catalog):
 
     def _drop_namespace(self, namespace: Identifier) -> None:
         dotted = dotted_name(namespace)
-        with self._write(f"dropping namespace {dotted}") as conn:
+        with self.writing(f"dropping namespace {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
             tables = (
@@ -420,7 +426,7 @@ class SqlCatalog(Catalog):
             )
 
     def _list_namespaces(self, parent: Identifier) -> list[Identifier]:
-        with self._read("listing namespaces") as conn:
+        with self.reading("listing namespaces") as conn:
             if parent:
                 dotted = dotted_name(parent)
                 if not self._namespace_exists(conn, dotted):
@@ -440,7 +446,7 @@ class SqlCatalog(Catalog):
 
     def _list_tables(self, namespace: Identifier) -> list[Identifier]:
         dotted = dotted_name(namespace)
-        with self._read(f"listing tables of {dotted}") as conn:
+        with self.reading(f"listing tables of {dotted}") as conn:
             exists = self._namespace_exists(conn, dotted)
         if not exists:
             others = self._other_catalog_names(
@@ -454,7 +460,7 @@ class SqlCatalog(Catalog):
                     else "; list_namespaces() shows those that do"
                 )
             )
-        with self._read(f"listing tables of {dotted}") as conn:
+        with self.reading(f"listing tables of {dotted}") as conn:
             cond = and_(_T.catalog_name == self.name, _T.table_namespace == dotted)
             type_filter = self._type_filter()
             if type_filter is not None:
@@ -463,7 +469,7 @@ class SqlCatalog(Catalog):
         return [(*namespace, n) for n in names]
 
     def _metadata_location(self, ident: Identifier) -> str:
-        with self._read(f"loading table {'.'.join(ident)}") as conn:
+        with self.reading(f"loading table {'.'.join(ident)}") as conn:
             loc = conn.execute(
                 select(_T.metadata_location).where(self._table_where(ident))
             ).scalar_one_or_none()
@@ -490,7 +496,7 @@ class SqlCatalog(Catalog):
         """Catalog names other than this one with rows matching ``where`` (tables
         written by another tool under its own catalog name, e.g. pyiceberg's
         ``default``)."""
-        with self._read("looking for other catalog names") as conn:
+        with self.reading("looking for other catalog names") as conn:
             found = conn.execute(select(column).where(where).distinct()).scalars().all()
         return sorted(str(n) for n in found)
 
@@ -504,7 +510,7 @@ class SqlCatalog(Catalog):
 
     def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
         try:
-            with self._write(f"registering table {'.'.join(ident)}") as conn:
+            with self.writing(f"registering table {'.'.join(ident)}") as conn:
                 conn.execute(
                     insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location))
                 )
@@ -635,14 +641,14 @@ class SqlCatalog(Catalog):
         )
 
     def _drop_table(self, ident: Identifier) -> None:
-        with self._write(f"dropping table {'.'.join(ident)}") as conn:
+        with self.writing(f"dropping table {'.'.join(ident)}") as conn:
             dropped = conn.execute(delete(ICEBERG_TABLES).where(self._table_where(ident))).rowcount
         if dropped != 1:
             raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
 
     def _rename_table(self, src: Identifier, dst: Identifier) -> None:
         try:
-            with self._write(f"renaming table {'.'.join(src)}") as conn:
+            with self.writing(f"renaming table {'.'.join(src)}") as conn:
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
                     .where(self._table_where(src))
