@@ -10,6 +10,7 @@ catalog served without a prefix) or a warehouse name first (the ``prefix`` that
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -267,6 +268,9 @@ class RestServer:
         try:
             if grant == "client_credentials":
                 client_id, secret = form.get("client_id"), form.get("client_secret")
+                basic = _basic_credentials(request.headers.get("authorization"))
+                if basic is not None and not client_id:
+                    client_id, secret = basic  # RFC 6749's client_secret_basic
                 if not client_id or secret is None:
                     raise AuthError(
                         400, "client_id and client_secret are required", "invalid_request"
@@ -281,6 +285,19 @@ class RestServer:
         except AuthError as exc:
             status = 400 if exc.status not in (400, 401) else exc.status
             return _json_response(status, {"error": exc.oauth_error, "error_description": str(exc)})
+
+
+def _basic_credentials(header: str | None) -> tuple[str, str] | None:
+    """Client id and secret from an ``Authorization: Basic`` header (URL-encoded, as
+    RFC 6749 says), or None."""
+    if not header or not header.lower().startswith("basic "):
+        return None
+    try:
+        raw = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    client_id, sep, secret = raw.partition(":")
+    return (unquote(client_id), unquote(secret)) if sep else None
 
 
 def create_app(config: ServerConfig) -> RestServer:
