@@ -57,6 +57,7 @@ def _catalog_args(state: State, uri: str | None, warehouse: str | None) -> dict[
 @click.option("--port", default=8181, show_default=True, type=int, help="Port to listen on.")
 @click.option("--uri", "catalog_uri", help="The SQL catalog to serve (sqlite:// or postgresql://).")
 @click.option("--warehouse", "catalog_warehouse", help="Where new tables go.")
+@click.option("--name", "catalog_name", help="The catalog name stored in the rows (default neve).")
 @click.option(
     "--config",
     "config_file",
@@ -73,6 +74,7 @@ def serve(
     port: int,
     catalog_uri: str | None,
     catalog_warehouse: str | None,
+    catalog_name: str | None,
     config_file: str | None,
     anonymous: bool,
     warehouse_root: str | None,
@@ -90,10 +92,13 @@ def serve(
         path,
         uri=cat.get("uri"),
         warehouse=cat.get("warehouse"),
+        name=catalog_name,
         anonymous=True if anonymous else None,
         warehouse_root=root,
     )
     args: dict[str, object] = {**cat, "config": path, "warehouse_root": root}
+    if catalog_name:
+        args["name"] = catalog_name
     if anonymous:
         args["anonymous"] = True
     os.environ[CONFIG_ENV] = json.dumps(args)
