@@ -96,6 +96,8 @@ class RestCatalog(Catalog):
         self.prefix = str(merged.get("prefix") or "")
         self.endpoints = set(config.get("endpoints") or [])
         self.http.idempotency = bool(config.get("idempotency-key-lifetime"))
+        #: the last answer per table: (ETag, metadata, location)
+        self._loaded: dict[Identifier, tuple[str, TableMetadata, str]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"name": self.name, "uri": self.uri, "properties": self._given}
@@ -214,9 +216,25 @@ class RestCatalog(Catalog):
         return self.load_table(ident).metadata_location
 
     def load_table(self, name: str | Sequence[str]) -> Table:
+        """Load a table; a table loaded before is asked for with its ETag, and an
+        unchanged one (304) is not sent or parsed again."""
         ident = _table_ident(name)
-        resp = self.http.request("GET", self._table_path(ident), f"loading table {'.'.join(ident)}")
-        return self._table(ident, resp.json())
+        known = self._loaded.get(ident)
+        headers = {"If-None-Match": known[0]} if known is not None else None
+        resp = self.http.request(
+            "GET",
+            self._table_path(ident),
+            f"loading table {'.'.join(ident)}",
+            headers=headers,
+            ok=lambda s: 200 <= s < 300 or (s == 304 and known is not None),
+        )
+        if resp.status_code == 304 and known is not None:
+            return Table(ident, known[1], known[2], self)
+        table = self._table(ident, resp.json())
+        etag = resp.headers.get("etag")
+        if etag:
+            self._loaded[ident] = (etag, table.metadata, table.metadata_location)
+        return table
 
     def table_exists(self, name: str | Sequence[str]) -> bool:
         ident = _table_ident(name)

@@ -15,6 +15,7 @@ import json
 import os
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -38,6 +39,7 @@ from neve.server.config import (
 )
 from neve.server.http import Call, Reply, RestError, error_body, error_for
 from neve.server.store import IdempotencyStore, MetricsStore
+from neve.spec.table_metadata import TableMetadata
 
 __all__ = ["CONFIG_ENV", "ENDPOINTS", "RestServer", "create_app", "create_app_from_env"]
 
@@ -70,6 +72,29 @@ def _match(pattern: str, segments: list[str]) -> dict[str, str] | None:
     return params
 
 
+class ServedCatalog(SqlCatalog):
+    """The server's SQL catalog: a metadata file never changes once written, so each
+    is read and parsed once (loads and commits of busy tables reuse it)."""
+
+    _cache: OrderedDict[str, TableMetadata]
+    _cache_lock: threading.Lock
+
+    def read_metadata(self, location: str) -> TableMetadata:
+        if not hasattr(self, "_cache"):
+            self._cache, self._cache_lock = OrderedDict(), threading.Lock()
+        with self._cache_lock:
+            found = self._cache.get(location)
+            if found is not None:
+                self._cache.move_to_end(location)
+                return found
+        md = super().read_metadata(location)
+        with self._cache_lock:
+            self._cache[location] = md
+            if len(self._cache) > 256:
+                self._cache.popitem(last=False)
+        return md
+
+
 class RestServer:
     """The server's state: its config, its catalogs (one per warehouse, made on first
     use), the token issuer and the idempotency store."""
@@ -77,13 +102,13 @@ class RestServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.auth = Authenticator(config)
-        self._catalogs: dict[str, SqlCatalog] = {}
+        self._catalogs: dict[str, ServedCatalog] = {}
         self._lock = threading.Lock()
         default = self.catalog(DEFAULT_WAREHOUSE)
         self.idempotency = IdempotencyStore(default.engine, config.idempotency_lifetime_s)
         self.metrics = MetricsStore(default.engine)
 
-    def catalog(self, warehouse: str) -> SqlCatalog:
+    def catalog(self, warehouse: str) -> ServedCatalog:
         with self._lock:
             found = self._catalogs.get(warehouse)
             if found is not None:
@@ -91,7 +116,7 @@ class RestServer:
             conf: WarehouseConfig | None = self.config.warehouse(warehouse)
             if conf is None:
                 raise RestError(404, "NoSuchWarehouseException", f"no warehouse {warehouse!r}")
-            cat = SqlCatalog(conf.name, conf.uri, conf.warehouse, conf.properties)
+            cat = ServedCatalog(conf.name, conf.uri, conf.warehouse, conf.properties)
             self._catalogs[warehouse] = cat
             return cat
 

@@ -27,7 +27,7 @@ from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
 from neve.server.config import READ
 from neve.server.http import Call, Reply, RestError
-from neve.spec.content_file_json import content_file_to_json
+from neve.spec.content_file_json import content_file_to_json, partition_to_json
 from neve.spec.manifest import DataFile
 from neve.spec.schema import Schema
 from neve.spec.table_metadata import TableMetadata
@@ -70,29 +70,30 @@ def _stats_ids(schema: Schema, fields: Any, case_sensitive: bool) -> set[int]:
     return {schema.find_field(str(f), case_sensitive).field_id for f in fields}
 
 
-def _trimmed(f: DataFile, keep: set[int]) -> DataFile:
-    def only(m: Mapping[int, Any] | None) -> dict[int, Any] | None:
-        return None if m is None or not keep else {k: v for k, v in m.items() if k in keep}
-
-    return f.with_(
-        column_sizes=only(f.column_sizes),
-        value_counts=only(f.value_counts),
-        null_value_counts=only(f.null_value_counts),
-        nan_value_counts=only(f.nan_value_counts),
-        lower_bounds=only(f.lower_bounds),
-        upper_bounds=only(f.upper_bounds),
-    )
-
-
 def scan_tasks_json(
     md: TableMetadata, schema: Schema, tasks: list[FileScanTask], stats: set[int]
 ) -> dict[str, Any]:
-    """``file-scan-tasks`` (one per data file) and the ``delete-files`` they use."""
+    """``file-scan-tasks`` (one per data file) and the ``delete-files`` they use; many
+    files share a partition and a residual, so their JSON is made once each."""
     types = {sid: spec.partition_type(md.schema()) for sid, spec in md.specs_by_id.items()}
+    partitions: dict[tuple[int, Any], list[Any]] = {}
+    residuals: dict[int, Any] = {}
     deletes: dict[tuple[str, int | None], int] = {}
     delete_json: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
+    none: set[int] = set()
+
+    def partition(f: DataFile) -> list[Any]:
+        key = (f.spec_id, f.partition)
+        try:
+            return partitions[key]
+        except KeyError:
+            made = partitions[key] = partition_to_json(f.partition, types[f.spec_id])
+            return made
+        except TypeError:  # an unhashable value
+            return partition_to_json(f.partition, types[f.spec_id])
+
     for t in tasks:
         if t.file.file_path in seen:
             continue  # a split of a file already given
@@ -103,17 +104,23 @@ def scan_tasks_json(
             if key not in deletes:
                 deletes[key] = len(delete_json)
                 delete_json.append(
-                    content_file_to_json(_trimmed(d, set()), types[d.spec_id], schema)
+                    content_file_to_json(
+                        d, types[d.spec_id], schema, stats=none, partition=partition(d)
+                    )
                 )
             refs.append(deletes[key])
+        f = t.file
         task: dict[str, Any] = {
             "data-file": content_file_to_json(
-                _trimmed(t.file, stats), types[t.file.spec_id], schema
+                f, types[f.spec_id], schema, stats=stats, partition=partition(f)
             )
         }
         if refs:
             task["delete-file-references"] = refs
-        task["residual-filter"] = expression_to_json(t.residual)
+        residual = residuals.get(id(t.residual))
+        if residual is None:
+            residual = residuals[id(t.residual)] = expression_to_json(t.residual)
+        task["residual-filter"] = residual
         out.append(task)
     body: dict[str, Any] = {"file-scan-tasks": out}
     if delete_json:

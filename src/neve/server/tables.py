@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +26,7 @@ from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
 from neve.table.table import Table
 
-__all__ = ["HANDLERS", "load_result", "page"]
+__all__ = ["HANDLERS", "load_result", "metadata_json", "page"]
 
 SEPARATOR = "\x1f"
 
@@ -142,6 +144,38 @@ def update_properties(call: Call) -> Reply:
 # -- tables ----------------------------------------------------------------------------
 
 
+class _Lru:
+    """A small thread-safe LRU map (metadata files never change, so what is made from
+    one location stays right)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[Any, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any, make: Any) -> Any:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = make()
+        with self.lock:
+            self.items[key] = value
+            if len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+_JSON = _Lru(256)
+
+
+def metadata_json(metadata: TableMetadata, location: str | None, snapshots: str) -> Any:
+    """``metadata_to_json`` of a metadata file's content, made once per location."""
+    if location is None:
+        return metadata_to_json(metadata)
+    return _JSON.get((location, snapshots), lambda: metadata_to_json(metadata))
+
+
 def _etag(location: str, snapshots: str) -> str:
     return '"' + hashlib.sha256(f"{location}|{snapshots}".encode()).hexdigest()[:32] + '"'
 
@@ -163,7 +197,10 @@ def load_result(
     if snapshots == "refs":
         wanted = {r.snapshot_id for r in md.refs.values()}
         md = md.with_(snapshots=tuple(s for s in md.snapshots if s.snapshot_id in wanted))
-    out: dict[str, Any] = {"metadata-location": location, "metadata": metadata_to_json(md)}
+    out: dict[str, Any] = {
+        "metadata-location": location,
+        "metadata": metadata_json(md, location, snapshots),
+    }
     creds = _storage_credentials(call, metadata.location)
     config: dict[str, str] = {}
     if creds:
@@ -290,7 +327,9 @@ def commit_table(call: Call) -> Reply:
     if "identifier" in data and identifier_from_json(data["identifier"]) != ident:
         raise RestError(400, "BadRequestException", "the body's identifier differs from the path")
     md, location = _commit_one(call.catalog, ident, data)
-    return Reply(200, {"metadata-location": location, "metadata": metadata_to_json(md)})
+    return Reply(
+        200, {"metadata-location": location, "metadata": metadata_json(md, location, "all")}
+    )
 
 
 def commit_transaction(call: Call) -> Reply:

@@ -10,7 +10,7 @@ the schema does not know (dropped columns) are left out, as are bounds of nested
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from neve.errors import ValidationError
@@ -19,7 +19,7 @@ from neve.spec.schema import Schema
 from neve.spec.types import PrimitiveType, StructType
 from neve.spec.values import from_bytes, from_json, to_bytes, to_json
 
-__all__ = ["content_file_from_json", "content_file_to_json"]
+__all__ = ["content_file_from_json", "content_file_to_json", "partition_to_json"]
 
 _CONTENT = {
     DataFileContent.DATA: "data",
@@ -29,18 +29,22 @@ _CONTENT = {
 _CONTENT_BY_NAME = {v: k for k, v in _CONTENT.items()}
 
 
-def _counts(values: Mapping[int, int] | None) -> dict[str, list[int]] | None:
-    if values is None:
+def _counts(
+    values: Mapping[int, int] | None, only: Collection[int] | None
+) -> dict[str, list[int]] | None:
+    if values is None or (only is not None and not only):
         return None
-    keys = sorted(values)
+    keys = sorted(k for k in values if only is None or k in only)
     return {"keys": keys, "values": [int(values[k]) for k in keys]}
 
 
-def _bounds(values: Mapping[int, bytes] | None, schema: Schema) -> dict[str, list[Any]] | None:
-    if values is None:
+def _bounds(
+    values: Mapping[int, bytes] | None, schema: Schema, only: Collection[int] | None
+) -> dict[str, list[Any]] | None:
+    if values is None or (only is not None and not only):
         return None
     keys, out = [], []
-    for field_id in sorted(values):
+    for field_id in sorted(k for k in values if only is None or k in only):
         field = schema.find_field_or_none(field_id)
         if field is None or not isinstance(field.field_type, PrimitiveType):
             continue
@@ -49,18 +53,34 @@ def _bounds(values: Mapping[int, bytes] | None, schema: Schema) -> dict[str, lis
     return {"keys": keys, "values": out}
 
 
-def content_file_to_json(f: DataFile, partition_type: StructType, schema: Schema) -> dict[str, Any]:
+def partition_to_json(partition: tuple[Any, ...], partition_type: StructType) -> list[Any]:
+    """A partition tuple as the list of JSON single values the protocol gives."""
+    return [
+        to_json(field.field_type, value)
+        for field, value in zip(partition_type.fields, partition, strict=True)
+    ]
+
+
+def content_file_to_json(
+    f: DataFile,
+    partition_type: StructType,
+    schema: Schema,
+    *,
+    stats: Collection[int] | None = None,
+    partition: list[Any] | None = None,
+) -> dict[str, Any]:
     """A data or delete file as the REST protocol gives it; ``partition_type`` is the
-    partition type of the file's spec, ``schema`` the schema its bounds are read with."""
+    partition type of the file's spec, ``schema`` the schema its bounds are read with.
+    ``stats`` limits the column metrics to those field ids (None: all of them);
+    ``partition`` is the partition's JSON when the caller has it already."""
     out: dict[str, Any] = {
         "content": _CONTENT[f.content],
         "file-path": f.file_path,
         "file-format": f.file_format.value.lower(),
         "spec-id": f.spec_id,
-        "partition": [
-            to_json(field.field_type, value)
-            for field, value in zip(partition_type.fields, f.partition, strict=True)
-        ],
+        "partition": partition
+        if partition is not None
+        else partition_to_json(f.partition, partition_type),
         "file-size-in-bytes": f.file_size_in_bytes,
         "record-count": f.record_count,
     }
@@ -69,12 +89,12 @@ def content_file_to_json(f: DataFile, partition_type: StructType, schema: Schema
         "split-offsets": list(f.split_offsets) if f.split_offsets is not None else None,
         "sort-order-id": f.sort_order_id,
         "first-row-id": f.first_row_id,
-        "column-sizes": _counts(f.column_sizes),
-        "value-counts": _counts(f.value_counts),
-        "null-value-counts": _counts(f.null_value_counts),
-        "nan-value-counts": _counts(f.nan_value_counts),
-        "lower-bounds": _bounds(f.lower_bounds, schema),
-        "upper-bounds": _bounds(f.upper_bounds, schema),
+        "column-sizes": _counts(f.column_sizes, stats),
+        "value-counts": _counts(f.value_counts, stats),
+        "null-value-counts": _counts(f.null_value_counts, stats),
+        "nan-value-counts": _counts(f.nan_value_counts, stats),
+        "lower-bounds": _bounds(f.lower_bounds, schema, stats),
+        "upper-bounds": _bounds(f.upper_bounds, schema, stats),
         "equality-ids": list(f.equality_ids) if f.equality_ids is not None else None,
         "referenced-data-file": f.referenced_data_file,
         "content-offset": f.content_offset,
