@@ -45,7 +45,8 @@ def test_a_reader_in_a_transaction_does_not_block_appends_from_other_processes(
     reader.execute("BEGIN")
     seen = reader.execute("SELECT metadata_location FROM iceberg_tables").fetchall()
     try:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["neve.catalog", "neve.arrow.write"])
         with ProcessPoolExecutor(WRITERS, mp_context=ctx) as pool:
             done = list(pool.map(_append, [db] * WRITERS, [wh] * WRITERS, range(WRITERS)))
         assert done == list(range(WRITERS))

@@ -28,7 +28,7 @@ SCHEMA = pa.schema(
         pa.field("x", pa.float64()),
     ]
 )
-WRITERS, APPENDS = 3, 4
+WRITERS, APPENDS = 3, 3
 
 
 def _py(server: NeveServer, **props: str) -> PyRest:
@@ -101,7 +101,8 @@ def test_concurrent_appends_from_several_processes(secured: NeveServer) -> None:
     py = _py(secured)
     ns = _ns(py)
     py.create_table(f"{ns}.t", schema=SCHEMA)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["pyiceberg.catalog.rest", "pyiceberg.table", "pyarrow"])
     with ProcessPoolExecutor(WRITERS, mp_context=ctx) as pool:
         done = list(
             pool.map(

@@ -1,5 +1,5 @@
 """Load through one ``neve serve`` (SQLite behind it): 16 client processes alternate
-appends and upserts on two tables for a while (10 s in ``make test``, the full 60 s in
+appends and upserts on two tables for a while (6 s in ``make test``, the full 60 s in
 ``make test-long``). Afterwards nothing acknowledged is lost, nothing is duplicated,
 every acknowledged commit is in the history exactly once and every refused one not at
 all, and each key holds the value of its last acknowledged upsert."""
@@ -21,7 +21,7 @@ from restserver import NeveServer
 from server.load_workers import EVENTS, KEYED, OP_ID, run, warm_up
 
 CLIENTS = 16
-SECONDS = 60.0 if LONG else 10.0
+SECONDS = 60.0 if LONG else 6.0
 
 
 @pytest.mark.property

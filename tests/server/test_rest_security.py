@@ -108,22 +108,19 @@ def _own_token(claims: dict[str, Any], key: str = SIGNING_KEY) -> str:
     return jwt.encode({"iss": "neve", "iat": int(time.time()) - 100, **claims}, key, "HS256")
 
 
-@pytest.mark.parametrize(
-    ("kind", "status"),
-    [("expired", 419), ("forged", 401), ("unknown-principal", 401), ("not-a-jwt", 401)],
-)
-def test_bad_tokens_on_every_endpoint(populated: NeveServer, kind: str, status: int) -> None:
+def test_bad_tokens_on_every_endpoint(populated: NeveServer) -> None:
     now = int(time.time())
-    bearer = {
-        "expired": _own_token({"sub": "admin", "exp": now - 10}),
-        "forged": _own_token({"sub": "admin", "exp": now + 600}, key="another-key" * 4),
-        "unknown-principal": _own_token({"sub": "mallory", "exp": now + 600}),
-        "not-a-jwt": "abc",
-    }[kind]
+    bearers = {
+        "expired": (_own_token({"sub": "admin", "exp": now - 10}), 419),
+        "forged": (_own_token({"sub": "admin", "exp": now + 600}, key="another-key" * 4), 401),
+        "unknown principal": (_own_token({"sub": "mallory", "exp": now + 600}), 401),
+        "not a JWT": ("abc", 401),
+    }
     before = state(populated)
-    for verb, path, body in _requests():
-        resp = _send(populated, verb, path, body, {"Authorization": f"Bearer {bearer}"})
-        assert resp.status_code == status, (kind, verb, path, resp.text)
+    for kind, (bearer, status) in bearers.items():
+        for verb, path, body in _requests():
+            resp = _send(populated, verb, path, body, {"Authorization": f"Bearer {bearer}"})
+            assert resp.status_code == status, (kind, verb, path, resp.text)
     assert state(populated) == before
 
 

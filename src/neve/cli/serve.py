@@ -10,7 +10,7 @@ import secrets
 import click
 
 from neve.catalog.config import default_entry, lookup
-from neve.cli.context import State, err_console, pass_state
+from neve.cli.context import State, pass_state
 from neve.errors import CatalogNotConfiguredError, ValidationError
 from neve.server.config import CONFIG_ENV, SIGNING_KEY_ENV, load_config
 
@@ -105,9 +105,10 @@ def serve(
     # one signing key for every worker process, so each accepts the others' tokens
     os.environ.setdefault(SIGNING_KEY_ENV, config.signing_key or secrets.token_urlsafe(32))
     url = f"http://{host}:{port}"
-    err_console.print(connect_hints(url, config.catalog.name))
+    # plain text, not Rich: the hints are copied from the terminal, unwrapped
+    click.echo(connect_hints(url, config.catalog.name), err=True)
     if anonymous:
-        err_console.print("  (anonymous access is on: no token needed)")
+        click.echo("  (anonymous access is on: no token needed)", err=True)
     uvicorn.run(
         "neve.server.app:create_app_from_env",
         factory=True,
