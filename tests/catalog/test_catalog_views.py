@@ -1,8 +1,11 @@
 """Views (the Iceberg view spec) through neve's Python API, on every catalog that
 stores them: SQLite, PostgreSQL and REST (neve's client against ``neve serve``). The
-filesystem catalog says it does not store views."""
+filesystem catalog says it does not store views. And every catalog, with its tables,
+pickles."""
 
 from __future__ import annotations
+
+import pickle
 
 import pyarrow as pa
 import pytest
@@ -95,3 +98,17 @@ def test_view_names_and_stale_commits(catalog: Catalog) -> None:
         "db.v", [AssertViewUUID(again.metadata.view_uuid)], [ViewSetProperties({"k": "v"})]
     )
     assert done.properties["k"] == "v"
+
+
+def test_a_catalog_and_its_tables_pickle(catalog: Catalog) -> None:
+    """Catalogs travel to Spark tasks and worker processes; a REST catalog does so
+    without asking its server anything until it is used."""
+    catalog.create_namespace("db")
+    t = catalog.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA))
+    copy = pickle.loads(pickle.dumps(catalog))
+    assert type(copy) is type(catalog) and copy.warehouse == catalog.warehouse
+    assert copy.list_tables("db") == [("db", "t")]
+    table = pickle.loads(pickle.dumps(catalog.load_table("db.t")))
+    table.append(pa.table({"id": [2], "name": ["b"]}, schema=SCHEMA))
+    assert sorted(catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2]

@@ -100,10 +100,32 @@ class RestCatalog(Catalog):
         self._loaded: dict[Identifier, tuple[str, TableMetadata, str]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"name": self.name, "uri": self.uri, "properties": self._given}
+        return {
+            "name": self.name,
+            "uri": self.uri,
+            "given": self._given,
+            "properties": self.properties,
+            "prefix": self.prefix,
+            "endpoints": sorted(self.endpoints),
+            "idempotency": self.http.idempotency,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["name"], state["uri"], state["properties"])  # type: ignore[misc]
+        # no request on unpickling (a Spark executor may never talk to the server):
+        # the server's config travels with the catalog; a token is fetched on first use
+        Catalog.__init__(
+            self,
+            state["name"],
+            str(state["properties"].get("warehouse") or ""),
+            state["properties"],
+        )
+        self.uri = state["uri"]
+        self._given = state["given"]
+        self.http = RestHttp(self.uri, state["properties"])
+        self.http.idempotency = state["idempotency"]
+        self.prefix = state["prefix"]
+        self.endpoints = set(state["endpoints"])
+        self._loaded = {}
 
     def __repr__(self) -> str:
         return f"RestCatalog(name={self.name!r}, uri={self.uri!r}, warehouse={self.warehouse!r})"

@@ -76,12 +76,14 @@ class ServedCatalog(SqlCatalog):
     """The server's SQL catalog: a metadata file never changes once written, so each
     is read and parsed once (loads and commits of busy tables reuse it)."""
 
-    _cache: OrderedDict[str, TableMetadata]
-    _cache_lock: threading.Lock
+    def __init__(
+        self, name: str, uri: str, warehouse: str, properties: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(name, uri, warehouse, properties)
+        self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     def read_metadata(self, location: str) -> TableMetadata:
-        if not hasattr(self, "_cache"):
-            self._cache, self._cache_lock = OrderedDict(), threading.Lock()
         with self._cache_lock:
             found = self._cache.get(location)
             if found is not None:

@@ -27,6 +27,7 @@ from neve.errors import (
     NeveIOError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     NotFoundError,
     ValidationError,
 )
@@ -64,6 +65,7 @@ def error_for(exc: NeveError) -> RestError:
     table: list[tuple[type[NeveError], int, str]] = [
         (NoSuchNamespaceError, 404, "NoSuchNamespaceException"),
         (NoSuchTableError, 404, "NoSuchTableException"),
+        (NoSuchViewError, 404, "NoSuchViewException"),
         (NotFoundError, 404, "NotFoundException"),
         (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
         (AlreadyExistsError, 409, "AlreadyExistsException"),
@@ -76,8 +78,6 @@ def error_for(exc: NeveError) -> RestError:
     ]
     for cls, status, kind in table:
         if isinstance(exc, cls):
-            if cls is NotFoundError and "view" in type(exc).__name__.lower():
-                kind = "NoSuchViewException"
             return RestError(status, kind, str(exc))
     return RestError(500, "ServerErrorException", str(exc))
 
