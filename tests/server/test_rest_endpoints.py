@@ -160,3 +160,46 @@ def test_static_storage_credentials_by_prefix(tmp_path: Path) -> None:
         assert body["config"]["client.region"] == "eu-north-1"
         creds = httpx.get(f"{server.url}/v1/namespaces/db/tables/t/credentials").json()
         assert sorted(c["prefix"] for c in creds["storage-credentials"]) == sorted(prefixes)
+
+
+def test_plan_fetch_plan_cancel_and_fetch_tasks(secured: NeveServer) -> None:
+    cat, ns = _ns(secured)
+    t = cat.create_table(f"{ns}.t", SCHEMA, partition_by=["s"])
+    for i, s in enumerate("abc"):
+        t.append(pa.table({"id": [i * 10, i * 10 + 1], "s": [s, s]}, schema=SCHEMA))
+    t.refresh()
+    first, last = t.snapshots()[0].snapshot_id, t.snapshots()[-1].snapshot_id
+    headers = auth(secured, "admin")
+    base = f"{secured.url}/v1/namespaces/{ns}/tables/t"
+
+    def files(body: dict[str, Any]) -> list[str]:
+        return sorted(task["data-file"]["file-path"] for task in body["file-scan-tasks"])
+
+    plan = httpx.post(
+        f"{base}/plan",
+        json={"filter": {"type": "gt-eq", "term": "id", "value": 10}},
+        headers=headers,
+    ).json()
+    assert plan["status"] == "completed"
+    expected = sorted(task.file.file_path for task in t.scan(filter="id >= 10").plan_files())
+    assert files(plan) == expected and len(expected) == 2
+    assert all("lower-bounds" not in task["data-file"] for task in plan["file-scan-tasks"])
+    fetched = httpx.get(f"{base}/plan/{plan['plan-id']}", headers=headers).json()
+    assert fetched["status"] == "completed" and files(fetched) == expected
+    tasks = httpx.post(f"{base}/tasks", json={"plan-task": plan["plan-id"]}, headers=headers).json()
+    assert files(tasks) == expected
+    assert httpx.delete(f"{base}/plan/{plan['plan-id']}", headers=headers).status_code == 204
+    assert httpx.get(f"{base}/plan/bogus", headers=headers).status_code == 404
+    # statistics for the fields asked for; an incremental plan of the appends after the first
+    stats = httpx.post(f"{base}/plan", json={"stats-fields": ["id"]}, headers=headers).json()
+    bounds = [task["data-file"]["lower-bounds"] for task in stats["file-scan-tasks"]]
+    assert all(b["keys"] == [1] for b in bounds)
+    assert sorted(b["values"][0] for b in bounds) == [0, 10, 20]
+    incremental = httpx.post(
+        f"{base}/plan",
+        json={"start-snapshot-id": first, "end-snapshot-id": last},
+        headers=headers,
+    ).json()
+    assert len(incremental["file-scan-tasks"]) == 2
+    bad = httpx.post(f"{base}/plan", json={"start-snapshot-id": first}, headers=headers)
+    assert bad.status_code == 400
