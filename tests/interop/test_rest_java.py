@@ -92,6 +92,9 @@ def test_spark_with_iceberg_java_through_neve_serve(java: IcebergJava, secured: 
     assert sorted(s for (s,) in snaps) == sorted(s.snapshot_id for s in t.snapshots())
     files = java.sql("SELECT file_path FROM rest.jx.t.files WHERE content = 0").rows
     assert {f for (f,) in files} == {task.file.file_path for task in t.scan().plan_files()}
+    # CREATE TABLE AS SELECT: a staged create, committed with assert-create
+    java.sql("CREATE TABLE rest.jx.ctas USING iceberg AS SELECT id, s FROM rest.jx.t WHERE id > 2")
+    assert _rows(nv.load_table("jx.ctas")) == [(3, "c"), (4, "d"), (5, "e")]
 
 
 def test_views_through_neve_serve(java: IcebergJava, secured: NeveServer) -> None:
