@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed
 # Iceberg-Java 1.10.2 as a test engine (tests/javaengine): PySpark 3.5 in its own venv.
 JAVA_VENV  ?= .venv-java
 JAVA_STAMP := $(JAVA_VENV)/.installed
-JAVA_JARS  := /usr/share/java/jarjar.jar /usr/share/java/sqlite-jdbc.jar /usr/share/java/postgresql.jar
+JAVA_JARS  := /usr/share/java/jarjar.jar /usr/share/java/sqlite-jdbc.jar /usr/share/java/postgresql.jar \
+              /usr/share/java/httpclient5.jar /usr/share/java/httpcore5.jar
+JAVA_SRC   := $(wildcard tests/javaengine/java/org/apache/hc/*/http/*/*.java tests/javaengine/java/org/apache/hc/*/http/*/*/*.java)
 # pypaimon as a reference for the merge engines (tests/paimonengine): it pins pyarrow<20.
 PAIMON_VENV  ?= .venv-paimon
 PAIMON_STAMP := $(PAIMON_VENV)/.installed
@@ -38,18 +40,21 @@ java:
 	  echo "java not found: installing openjdk-17-jre-headless"; \
 	  apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
 
-# The Iceberg-Java test engine: Debian's jarjar and JDBC drivers (SQLite, PostgreSQL),
-# PySpark 3.5 with the Iceberg 1.10.2 Spark runtime (snowpark-connect-deps-iceberg 1.0.3)
-# in $(JAVA_VENV), and the relocated Jackson classes that runtime jar lacks. Built once
-# (a stamp file); nothing is downloaded when the tests run.
+# The Iceberg-Java test engine: Debian's jarjar, JDBC drivers (SQLite, PostgreSQL) and
+# HttpClient 5, PySpark 3.5 with the Iceberg 1.10.2 Spark runtime
+# (snowpark-connect-deps-iceberg 1.0.3) in $(JAVA_VENV), and the relocated Jackson and
+# HttpClient classes that runtime jar lacks (two classes of ours compiled with javac, so
+# the JDK is needed). Built once (a stamp file); nothing is downloaded when tests run.
 java-engine: $(JAVA_STAMP)
 
-$(JAVA_STAMP): tests/javaengine/build.py | java
+$(JAVA_STAMP): tests/javaengine/build.py $(JAVA_SRC) | java
 	@missing=; for jar in $(JAVA_JARS); do test -f $$jar || missing=1; done; \
+	command -v javac >/dev/null 2>&1 || missing=1; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian's jarjar and JDBC drivers for the Iceberg-Java test engine"; \
+	  echo "installing Debian's jarjar, JDBC drivers, HttpClient 5 and the JDK for the Iceberg-Java test engine"; \
 	  apt-get update -q && apt-get install -y -q \
-	    libjarjar-java libxerial-sqlite-jdbc-java libpostgresql-jdbc-java; fi
+	    libjarjar-java libxerial-sqlite-jdbc-java libpostgresql-jdbc-java \
+	    libhttpclient5-java libhttpcore5-java openjdk-17-jdk-headless; fi
 	@test -x $(JAVA_VENV)/bin/python || python3 -m venv $(JAVA_VENV) || { \
 	  echo "python3 -m venv failed; installing python3-venv"; \
 	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(JAVA_VENV); }

@@ -4,7 +4,9 @@
 - ``postgres_uri``: a real PostgreSQL server started for the session (installed with
   apt-get when missing); its tests fail, never skip, when it cannot start.
 - ``catalog``: a fresh catalog per test, once for each kind (SQLite, filesystem,
-  PostgreSQL).
+  PostgreSQL, and REST: neve's REST client against a real ``neve serve`` on a loopback
+  port, backed by SQLite; one server per test process, a warehouse per catalog).
+- ``rest_server``: that server.
 - ``s3_server``: the S3-protocol test server (moto behind a logging, fault-injecting
   front; ``tests/s3server``) for the session; ``s3_warehouse``: a fresh bucket on it
   with the catalog properties and AWS environment variables that reach it.
@@ -29,6 +31,8 @@ from pathlib import Path
 import pytest
 
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
+from neve.catalog.rest import RestCatalog
+from restserver import NeveServer, oidc_key, secured_config
 from s3server import S3Server, S3Warehouse
 
 # No test may reach the cloud's instance metadata service (a link-local address) when
@@ -231,15 +235,32 @@ def s3_environ(s3_warehouse: S3Warehouse, monkeypatch: pytest.MonkeyPatch) -> S3
 
 # -- catalogs ------------------------------------------------------------------------
 
-CATALOG_KINDS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.postgres)]
+CATALOG_KINDS = [
+    "sqlite",
+    "filesystem",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("rest", marks=pytest.mark.rest),
+]
+
+
+@pytest.fixture(scope="session")
+def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NeveServer]:
+    """``neve serve`` for the session (anonymous access, any warehouse name served
+    from its own folder), backed by SQLite."""
+    server = NeveServer.start(
+        tmp_path_factory.mktemp("rest-server"), anonymous=True, warehouse_root=True
+    )
+    yield server
+    server.stop()
 
 
 @pytest.fixture
 def catalog_factory(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[Callable[[str], Catalog]]:
-    """Makes fresh, empty catalogs by kind ("sqlite", "filesystem", "postgres"), each
-    with its own warehouse under ``tmp_path``."""
+    """Makes fresh, empty catalogs by kind ("sqlite", "filesystem", "postgres",
+    "rest"), each with its own warehouse under ``tmp_path`` (a REST catalog: its own
+    warehouse on the session's server)."""
     made: list[Catalog] = []
 
     def make(kind: str) -> Catalog:
@@ -254,6 +275,9 @@ def catalog_factory(
             # One database for the session; a catalog name per test keeps tests apart.
             uri = request.getfixturevalue("postgres_uri")
             cat = SqlCatalog(f"test_{uuid.uuid4().hex[:12]}", uri, wh)
+        elif kind == "rest":
+            server = request.getfixturevalue("rest_server")
+            cat = RestCatalog("neve", server.url, {"warehouse": f"t{uuid.uuid4().hex[:12]}"})
         else:
             raise ValueError(f"unknown catalog kind {kind!r}")
         made.append(cat)
@@ -263,12 +287,29 @@ def catalog_factory(
     for cat in made:
         if isinstance(cat, SqlCatalog) and cat.uri.startswith("sqlite"):
             cat.dispose()  # a database file per test: do not keep its engine around
+        if isinstance(cat, RestCatalog):
+            cat.dispose()
 
 
 @pytest.fixture(params=CATALOG_KINDS)
 def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
     """A fresh catalog per test, for each catalog kind."""
     return catalog_factory(request.param)
+
+
+@pytest.fixture(scope="session")
+def idp_key() -> object:
+    """The private key of the test's external OIDC issuer."""
+    return oidc_key()
+
+
+@pytest.fixture(scope="session")
+def secured(tmp_path_factory: pytest.TempPathFactory, idp_key: object) -> Iterator[NeveServer]:
+    """``neve serve`` with principals, roles and grants and no anonymous access
+    (``restserver.secured_config``), backed by SQLite."""
+    work = tmp_path_factory.mktemp("secured")
+    with NeveServer.start(work, config=secured_config(work, idp_key)) as server:  # type: ignore[arg-type]
+        yield server
 
 
 # -- Spark ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("table",),
     ("catalog",),
     ("spark",),
+    ("server",),
     ("tpch",),
     ("demo",),
     ("cli",),

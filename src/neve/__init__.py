@@ -8,10 +8,12 @@ table.scan(filter="id < 100").to_arrow()
 """
 
 from neve.arrow.engine import ArrowEngine
-from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog, connect
+from neve.catalog import Catalog, FilesystemCatalog, RestCatalog, SqlCatalog, View, connect
 from neve.engine.protocol import Engine
 from neve.errors import (
+    AccessDeniedError,
     AlreadyExistsError,
+    CatalogBusyError,
     CatalogNotConfiguredError,
     CommitConflictError,
     CommitError,
@@ -31,11 +33,13 @@ from neve.errors import (
     NoSuchNamespaceError,
     NoSuchSnapshotError,
     NoSuchTableError,
+    NoSuchViewError,
     NotFoundError,
     SchemaError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 from neve.planning.tasks import FileScanTask
 from neve.spec.schema import Schema
@@ -47,9 +51,11 @@ from neve.table.transaction import Transaction
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
     "ArrowEngine",
     "Catalog",
+    "CatalogBusyError",
     "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
@@ -72,8 +78,10 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NonAppendSnapshotError",
     "NotFoundError",
+    "RestCatalog",
     "Schema",
     "SchemaError",
     "SqlCatalog",
@@ -83,6 +91,8 @@ __all__ = [
     "Transaction",
     "UnsupportedFormatVersionError",
     "ValidationError",
+    "View",
+    "ViewAlreadyExistsError",
     "__version__",
     "connect",
 ]

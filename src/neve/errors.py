@@ -8,11 +8,13 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     ├── NotFoundError
     │   ├── NoSuchNamespaceError
     │   ├── NoSuchTableError
+    │   ├── NoSuchViewError
     │   ├── NoSuchSnapshotError          (also unknown branch / tag names)
     │   └── NoSuchCatalogError           (no catalog of that name is configured)
     ├── AlreadyExistsError
     │   ├── NamespaceAlreadyExistsError
-    │   └── TableAlreadyExistsError
+    │   ├── TableAlreadyExistsError
+    │   └── ViewAlreadyExistsError
     ├── NamespaceNotEmptyError
     ├── ValidationError                  (bad input; nothing was changed)
     │   ├── SchemaError                  (invalid schema or schema change)
@@ -29,7 +31,11 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── CommitConflictError          (a concurrent change conflicts; not retryable)
     │   └── CommitStateUnknownError      (outcome unknown; written files are kept)
     ├── CatalogNotConfiguredError        (no catalog named, none configured)
+    ├── AccessDeniedError                (a catalog server refused the credentials,
+    │                                     or the principal lacks the grant)
     ├── NeveIOError                      (reading or writing a file failed)
+    │   └── CatalogBusyError             (the catalog database stayed locked for longer
+    │                                     than its busy timeout; retryable)
     └── EngineSetupError                 (a Spark session or its executors lack what
                                           neve needs; nothing was read or written)
 """
@@ -37,7 +43,9 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
     "AlreadyExistsError",
+    "CatalogBusyError",
     "CatalogNotConfiguredError",
     "CommitConflictError",
     "CommitError",
@@ -56,12 +64,14 @@ __all__ = [
     "NoSuchNamespaceError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
+    "NoSuchViewError",
     "NonAppendSnapshotError",
     "NotFoundError",
     "SchemaError",
     "TableAlreadyExistsError",
     "UnsupportedFormatVersionError",
     "ValidationError",
+    "ViewAlreadyExistsError",
 ]
 
 
@@ -84,6 +94,10 @@ class NoSuchTableError(NotFoundError):
     """The table does not exist."""
 
 
+class NoSuchViewError(NotFoundError):
+    """The view does not exist."""
+
+
 class NoSuchSnapshotError(NotFoundError):
     """The snapshot, branch or tag does not exist."""
 
@@ -98,6 +112,11 @@ class CatalogNotConfiguredError(NeveError):
     (a URI, the ``NEVE_URI`` environment variable, or a config file)."""
 
 
+class AccessDeniedError(NeveError):
+    """A REST catalog server refused the request: no or bad credentials (HTTP 401, 419)
+    or a principal without the grant it needs (403). The message is the server's."""
+
+
 class AlreadyExistsError(NeveError):
     """Something that is to be created exists already."""
 
@@ -108,6 +127,10 @@ class NamespaceAlreadyExistsError(AlreadyExistsError):
 
 class TableAlreadyExistsError(AlreadyExistsError):
     """The table exists already."""
+
+
+class ViewAlreadyExistsError(AlreadyExistsError):
+    """The view exists already."""
 
 
 class NamespaceNotEmptyError(NeveError):
@@ -177,6 +200,13 @@ class CommitStateUnknownError(CommitError):
 
 class NeveIOError(NeveError, OSError):
     """Reading or writing a file failed."""
+
+
+class CatalogBusyError(NeveIOError):
+    """The catalog database stayed locked by another connection for longer than the
+    busy timeout; nothing was changed. Retry, or raise the timeout."""
+
+    retryable = True
 
 
 class EngineSetupError(NeveError):

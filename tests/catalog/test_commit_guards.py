@@ -85,6 +85,7 @@ def test_stale_handle_cannot_commit_into_a_recreated_table(catalog: Catalog) -> 
     assert files_under(catalog.warehouse) == before  # the stale writer's files are gone
 
 
+@pytest.mark.primitives
 def test_lost_swap_retry_notices_the_recreated_table(catalog: Catalog) -> None:
     """The drop and re-create happen while the writer commits: its compare-and-swap
     is lost, and the retry (which reloads the table by name) must not rebase onto the
@@ -158,6 +159,7 @@ def contended(catalog: Catalog) -> Iterator[tuple[Catalog, Table, Callable[[int]
     yield catalog, table, interfere
 
 
+@pytest.mark.primitives
 def test_append_keeps_rebasing_past_the_retry_count(
     contended: tuple[Catalog, Table, Callable[[int], None]],
 ) -> None:
@@ -171,6 +173,7 @@ def live_data_files(table: Table) -> set[str]:
     return {t.file.file_path.removeprefix("file:") for t in table.refresh().scan().plan_files()}
 
 
+@pytest.mark.primitives
 def test_overwrite_keeps_the_retry_count(
     contended: tuple[Catalog, Table, Callable[[int], None]],
 ) -> None:
@@ -184,6 +187,7 @@ def test_overwrite_keeps_the_retry_count(
     assert data_files(catalog.warehouse) == live_data_files(table)
 
 
+@pytest.mark.primitives
 def test_append_gives_up_at_the_total_timeout(
     contended: tuple[Catalog, Table, Callable[[int], None]],
 ) -> None:
@@ -203,8 +207,13 @@ def test_append_gives_up_at_the_total_timeout(
 @pytest.fixture
 def busy_sqlite(tmp_path: Path) -> Iterator[tuple[SqlCatalog, Table, str]]:
     db = str(tmp_path / "catalog.db")
+    # The rollback journal, where a reader blocks a writer's COMMIT (WAL lets them pass:
+    # tests/catalog/test_sqlite_wal.py).
     cat = SqlCatalog(
-        "neve", f"sqlite:///{db}", str(tmp_path / "wh"), {"sqlite.busy-timeout-ms": "150"}
+        "neve",
+        f"sqlite:///{db}",
+        str(tmp_path / "wh"),
+        {"sqlite.busy-timeout-ms": "150", "sqlite.journal-mode": "delete"},
     )
     cat.create_namespace("db")
     table = cat.create_table(
@@ -267,7 +276,10 @@ def test_busy_commit_is_retried_rolled_back_and_cleaned_up(
 def test_a_lock_released_within_the_busy_timeout_is_waited_for(tmp_path: Path) -> None:
     db = str(tmp_path / "catalog.db")
     cat = SqlCatalog(
-        "neve", f"sqlite:///{db}", str(tmp_path / "wh"), {"sqlite.busy-timeout-ms": "20000"}
+        "neve",
+        f"sqlite:///{db}",
+        str(tmp_path / "wh"),
+        {"sqlite.busy-timeout-ms": "20000", "sqlite.journal-mode": "delete"},
     )
     try:
         cat.create_namespace("db")

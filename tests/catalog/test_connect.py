@@ -17,7 +17,9 @@ def test_public_names() -> None:
         "Catalog",
         "FilesystemCatalog",
         "Identifier",
+        "RestCatalog",
         "SqlCatalog",
+        "View",
         "connect",
         "parse_identifier",
     ]

@@ -255,6 +255,7 @@ def store_as_another_engine(catalog: Catalog, table: Table, props: dict[str, str
     return catalog.load_table(table.name)
 
 
+@pytest.mark.primitives
 def test_bad_stored_values_fall_back_to_defaults_in_the_commit_path(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     t = catalog.create_table("db.t", SCHEMA)
@@ -276,6 +277,7 @@ def test_bad_stored_values_fall_back_to_defaults_in_the_commit_path(catalog: Cat
     assert dict(repaired.properties) == {**MOR, "commit.retry.num-retries": "3"}
 
 
+@pytest.mark.primitives
 def test_repair_commit_of_a_bad_value_goes_through(catalog: Catalog) -> None:
     """Issue 9's reproduction: an unusable retry count stored by another engine; the
     set_properties (or remove_properties) that fixes it commits, and an append commits

@@ -45,6 +45,7 @@ __all__ = [
     "JavaEngineError",
     "JavaSqlError",
     "JdbcCatalog",
+    "RestCatalogConf",
     "Result",
     "canon",
     "canon_rows",
@@ -115,6 +116,27 @@ class JdbcCatalog:
             "user": self.user,
             "password": self.password,
             "cache": self.cache,
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True)
+class RestCatalogConf:
+    """An Iceberg REST catalog named ``name`` in Spark, at ``uri`` (``neve serve``)."""
+
+    name: str
+    uri: str
+    credential: str | None = None
+    warehouse: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def request(self) -> dict[str, Any]:
+        return {
+            "type": "rest",
+            "name": self.name,
+            "uri": self.uri,
+            "credential": self.credential,
+            "warehouse": self.warehouse,
             "options": dict(self.options),
         }
 
@@ -207,7 +229,7 @@ class IcebergJava:
     def start(
         cls,
         workdir: Path,
-        catalogs: Sequence[JdbcCatalog],
+        catalogs: Sequence[JdbcCatalog | RestCatalogConf],
         *,
         memory: str = "768m",
         timeout: float = 180.0,
@@ -316,7 +338,7 @@ class IcebergJava:
         rows = [tuple(decode(v) for v in row) for row in answer["rows"]]
         return Result(list(answer["columns"]), list(answer["types"]), rows)
 
-    def add_catalog(self, catalog: JdbcCatalog) -> None:
+    def add_catalog(self, catalog: JdbcCatalog | RestCatalogConf) -> None:
         """Make another JdbcCatalog known to the engine (by its name, before first use)."""
         answer = self.request({"op": "catalog", **catalog.request()})
         if not answer.get("ok"):

@@ -49,7 +49,8 @@ EPOCH = dt.datetime(1970, 1, 1)
 
 
 def engine_jars() -> list[str]:
-    """The Iceberg runtime, the relocated Jackson it lacks, and the JDBC drivers."""
+    """The Iceberg runtime, the relocated Jackson and HttpClient it lacks, and the JDBC
+    drivers."""
     import snowpark_connect_deps_iceberg  # type: ignore[import-not-found]
 
     runtime = (
@@ -58,20 +59,41 @@ def engine_jars() -> list[str]:
         / f"iceberg-spark-runtime-3.5_2.12-{ICEBERG_VERSION}.jar"
     )
     jackson = Path(sys.prefix) / "iceberg-java" / "iceberg-jackson-relocated.jar"
-    jars = [runtime, jackson, Path(SQLITE_JDBC), Path(POSTGRES_JDBC)]
+    http = Path(sys.prefix) / "iceberg-java" / "iceberg-httpclient-relocated.jar"
+    jars = [runtime, jackson, http, Path(SQLITE_JDBC), Path(POSTGRES_JDBC)]
     missing = [str(j) for j in jars if not j.is_file()]
     if missing:
         raise SystemExit(f"missing jars {missing}: run `make java-engine`")
     return [str(j) for j in jars]
 
 
+def rest_catalog_conf(spec: dict[str, Any]) -> dict[str, str]:
+    """Spark settings of an Iceberg REST catalog (``neve serve`` or any other)."""
+    prefix = f"spark.sql.catalog.{spec['name']}"
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": "rest",
+        f"{prefix}.uri": spec["uri"],
+        f"{prefix}.cache-enabled": "false",
+    }
+    for key in ("credential", "token", "warehouse"):
+        if spec.get(key):
+            conf[f"{prefix}.{key}"] = spec[key]
+    for key, value in (spec.get("options") or {}).items():
+        conf[f"{prefix}.{key}"] = str(value)
+    return conf
+
+
 def catalog_conf(spec: dict[str, Any]) -> dict[str, str]:
-    """Spark settings of an Iceberg JdbcCatalog on the database neve's SqlCatalog uses.
+    """Spark settings of an Iceberg JdbcCatalog on the database neve's SqlCatalog uses
+    (or of a REST catalog, when ``spec["type"]`` is ``rest``).
 
     neve creates the catalog tables (Java's "V1" layout) before the engine starts, so
     Java does not initialise them: its initialisation leaves an SQLite read lock open.
     The table cache is off unless asked for, so that every statement sees commits made
     by neve."""
+    if spec.get("type") == "rest":
+        return rest_catalog_conf(spec)
     prefix = f"spark.sql.catalog.{spec['name']}"
     uri, user, password = spec["uri"], spec.get("user"), spec.get("password")
     conf = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,18 @@ def changes(t: neve.Table, **kwargs: Any) -> list[tuple[str, int, int, int | Non
     return sorted((r["_change_type"], r["_change_ordinal"], r["id"], r["v"]) for r in out)
 
 
-@pytest.fixture
-def cat(tmp_path: Path) -> neve.Catalog:
-    c = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=f"{tmp_path}/wh")
+@pytest.fixture(params=["sqlite", pytest.param("rest", marks=pytest.mark.rest)])
+def cat(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    catalog_factory: Callable[[str], neve.Catalog],
+) -> neve.Catalog:
+    """A SQLite catalog, and neve's REST client against ``neve serve``."""
+    c = (
+        catalog_factory("rest")
+        if request.param == "rest"
+        else neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=f"{tmp_path}/wh")
+    )
     c.create_namespace("db")
     return c
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,18 @@ def tick() -> None:
     time.sleep(0.005)  # distinct commit timestamps
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+@pytest.fixture(params=["sqlite", pytest.param("rest", marks=pytest.mark.rest)])
+def catalog(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    catalog_factory: Callable[[str], neve.Catalog],
+) -> neve.Catalog:
+    """A SQLite catalog, and neve's REST client against ``neve serve``."""
+    cat = (
+        catalog_factory("rest")
+        if request.param == "rest"
+        else neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    )
     cat.create_namespace("db")
     return cat
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,9 +82,18 @@ def test_engine_equals_the_model(engine: str) -> None:
 # -- fixed cases ------------------------------------------------------------------------
 
 
-@pytest.fixture
-def cat(tmp_path: Path) -> neve.Catalog:
-    c = SqlCatalog("m", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
+@pytest.fixture(params=["sqlite", pytest.param("rest", marks=pytest.mark.rest)])
+def cat(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    catalog_factory: Callable[[str], neve.Catalog],
+) -> neve.Catalog:
+    """A SQLite catalog, and neve's REST client against ``neve serve``."""
+    c = (
+        catalog_factory("rest")
+        if request.param == "rest"
+        else SqlCatalog("m", f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
+    )
     c.create_namespace("db")
     return c
 

@@ -7,6 +7,7 @@ file being compacted is carried over to the new files (more in test_compaction_r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,18 @@ def data_files_per_partition(t: Table) -> dict[Any, int]:
     return out
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+@pytest.fixture(params=["sqlite", pytest.param("rest", marks=pytest.mark.rest)])
+def catalog(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    catalog_factory: Callable[[str], neve.Catalog],
+) -> neve.Catalog:
+    """A SQLite catalog, and neve's REST client against ``neve serve``."""
+    cat = (
+        catalog_factory("rest")
+        if request.param == "rest"
+        else neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    )
     cat.create_namespace("db")
     return cat
 

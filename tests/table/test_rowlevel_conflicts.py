@@ -6,6 +6,7 @@ refused before anything is written."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,9 +26,18 @@ def files_under(path: Path) -> set[str]:
     return {os.path.join(r, n) for r, _, ns in os.walk(path) for n in ns}
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+@pytest.fixture(params=["sqlite", pytest.param("rest", marks=pytest.mark.rest)])
+def catalog(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    catalog_factory: Callable[[str], neve.Catalog],
+) -> neve.Catalog:
+    """A SQLite catalog, and neve's REST client against ``neve serve``."""
+    cat = (
+        catalog_factory("rest")
+        if request.param == "rest"
+        else neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    )
     cat.create_namespace("db")
     return cat
 
@@ -54,11 +64,11 @@ def assert_loses(
     """``change(stale)`` fails with a conflict; the table and its files stay as the
     concurrent winner left them."""
     fresh = catalog.load_table("db.t")
-    before_files, before_md = files_under(tmp_path / "wh"), fresh.metadata_location
+    before_files, before_md = files_under(Path(catalog.warehouse)), fresh.metadata_location
     with pytest.raises(CommitConflictError, match=match):
         change(stale)  # type: ignore[operator]
     assert catalog.load_table("db.t").metadata_location == before_md
-    assert files_under(tmp_path / "wh") == before_files
+    assert files_under(Path(catalog.warehouse)) == before_files
 
 
 def live_delete_files(t: neve.Table) -> list[tuple[str, str | None]]:
@@ -91,7 +101,7 @@ def test_deletes_of_the_same_file_rebase(
     referenced = {p for p, _ in after} | {
         f.file_path for task in t.scan().plan_files() for f in [task.file]
     }
-    deletes_on_disk = {p for p in files_under(tmp_path / "wh") if "-deletes." in p}
+    deletes_on_disk = {p for p in files_under(Path(catalog.warehouse)) if "-deletes." in p}
     # the winner's file is kept for time travel; the loser's first attempt is gone
     assert deletes_on_disk == {p for p, _ in winner} | {p for p, _ in after}
     assert {p for p, _ in after} <= referenced
@@ -139,7 +149,7 @@ def test_a_data_file_deleted_whole_concurrently(
     t.delete("true")
     deleting.delete("id = 5")
     assert ids(t) == []
-    assert not [p for p in files_under(tmp_path / "wh") if "-deletes." in p]
+    assert not [p for p in files_under(Path(catalog.warehouse)) if "-deletes." in p]
     assert_loses(
         catalog,
         tmp_path,
@@ -207,18 +217,18 @@ def test_two_source_rows_for_one_target_row_are_refused(
     catalog: neve.Catalog, tmp_path: Path
 ) -> None:
     t = make(catalog, 3, "serializable")
-    before_files, before_md = files_under(tmp_path / "wh"), t.metadata_location
+    before_files, before_md = files_under(Path(catalog.warehouse)), t.metadata_location
     # an upsert on the primary key resolves repeated keys by the merge engine
     # (tests/table/test_merge_engines.py); other merges refuse them
     with pytest.raises(ValidationError, match="more than one source row"):
         t.merge(rows([7, 7, 8], "dup")).when_matched_delete().execute()
     assert t.refresh().metadata_location == before_md
-    assert files_under(tmp_path / "wh") == before_files
+    assert files_under(Path(catalog.warehouse)) == before_files
 
 
 def test_bad_merge_input_is_refused_before_writing(catalog: neve.Catalog, tmp_path: Path) -> None:
     t = make(catalog, 2, "serializable")
-    before = files_under(tmp_path / "wh")
+    before = files_under(Path(catalog.warehouse))
     with pytest.raises(ValidationError, match="no clause"):
         t.merge(rows([1])).execute()
     with pytest.raises(ValidationError, match="no key column"):
@@ -231,7 +241,7 @@ def test_bad_merge_input_is_refused_before_writing(catalog: neve.Catalog, tmp_pa
         t.update({"id": None}, "id = 1")
     with pytest.raises(ValidationError, match="isolation"):
         t.set_properties({"write.merge.isolation-level": "strict"})
-    assert files_under(tmp_path / "wh") == before
+    assert files_under(Path(catalog.warehouse)) == before
     assert ids(t) == list(range(100))
 
 

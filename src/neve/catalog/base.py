@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from neve.catalog.views import ViewCatalog
 from neve.errors import (
     CommitFailedError,
     NamespaceAlreadyExistsError,
@@ -93,8 +94,8 @@ def _table_ident(name: str | Sequence[str]) -> Identifier:
     return ident
 
 
-class Catalog(ABC):
-    """Base of all catalogs."""
+class Catalog(ViewCatalog, ABC):
+    """Base of all catalogs (tables here; views in :class:`ViewCatalog`)."""
 
     def __init__(self, name: str, warehouse: str, properties: Mapping[str, str] | None = None):
         self.name = name
@@ -173,6 +174,9 @@ class Catalog(ABC):
 
     @abstractmethod
     def _rename_table(self, src: Identifier, dst: Identifier) -> None: ...
+
+    def _check_namespace(self, namespace: Identifier) -> None:
+        self._namespace_properties(namespace)
 
     def default_table_location(self, ident: Identifier) -> str:
         return "/".join([self.warehouse, *ident[:-1]]) + f"/{ident[-1]}"
@@ -338,6 +342,17 @@ class Catalog(ABC):
         self._remember(ident, loc, md)
         return Table(ident, md, loc, self)
 
+    def create_table_metadata(self, name: str | Sequence[str], metadata: TableMetadata) -> str:
+        """Create a table from metadata made elsewhere (a REST server's create request,
+        a staged create); returns its metadata location."""
+        ident = _table_ident(name)
+        self._namespace_properties(ident[:-1])
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(
+                f"table {'.'.join(ident)} exists already; load it, or drop it first"
+            )
+        return self._create_table(ident, metadata)
+
     def load_table(self, name: str | Sequence[str]) -> Table:
         ident = _table_ident(name)
         loc = self._metadata_location(ident)
@@ -410,17 +425,7 @@ class Catalog(ABC):
         the updates applied again on the newer version, a few times."""
         ident = _table_ident(name)
         for attempt in range(_SWAP_ATTEMPTS):
-            base_location, base = self.commit_base(ident, attempt)
-            for r in requirements:
-                r.check(base)
-            try:
-                new = apply_updates(base, updates)
-            except NeveError as exc:
-                raise CommitFailedError(
-                    f"the updates do not apply to the current metadata of {'.'.join(ident)} "
-                    f"({exc}); reload the table and make the change again"
-                ) from exc
-            new = next_metadata(new, base, base_location)
+            base_location, new = self.prepare_commit(ident, requirements, updates, attempt)
             try:
                 location = self.commit_metadata(ident, base_location, new)
             except CommitFailedError:
@@ -438,6 +443,59 @@ class Catalog(ABC):
         :meth:`latest_known` instead (the filesystem catalog on object stores)."""
         location = self._metadata_location(ident)
         return location, self.read_metadata(location)
+
+    def prepare_commit(
+        self,
+        ident: Identifier,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+        attempt: int = 0,
+    ) -> tuple[str, TableMetadata]:
+        """The metadata location commit attempt ``attempt`` of ``ident`` starts from
+        (:meth:`commit_base`) and the metadata ``updates`` make of it, after checking
+        ``requirements`` (:class:`CommitFailedError` when one does not hold or the
+        updates do not apply). Writes nothing."""
+        base_location, base = self.commit_base(ident, attempt)
+        for r in requirements:
+            r.check(base)
+        try:
+            new = apply_updates(base, updates)
+        except NeveError as exc:
+            raise CommitFailedError(
+                f"the updates do not apply to the current metadata of {'.'.join(ident)} "
+                f"({exc}); reload the table and make the change again"
+            ) from exc
+        return base_location, next_metadata(new, base, base_location)
+
+    def commit_transaction(
+        self,
+        changes: Sequence[
+            tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[TableUpdate]]
+        ],
+    ) -> list[CommitResult]:
+        """Commit changes to several tables atomically: every table's requirements are
+        checked and its updates applied, then all pointers move together or none does
+        (:class:`CommitFailedError`, nothing changed). Each change is ``(name,
+        requirements, updates)``."""
+        idents = [_table_ident(name) for name, _r, _u in changes]
+        if len(set(idents)) != len(idents):
+            raise ValidationError("a transaction names a table twice; give each table once")
+        prepared = [
+            (ident, *self.prepare_commit(ident, reqs, ups))
+            for ident, (_n, reqs, ups) in zip(idents, changes, strict=True)
+        ]
+        locations = self._commit_many(prepared)
+        return [
+            CommitResult(md, loc) for (_i, _b, md), loc in zip(prepared, locations, strict=True)
+        ]
+
+    def _commit_many(self, changes: Sequence[tuple[Identifier, str, TableMetadata]]) -> list[str]:
+        """Swap several pointers atomically (``(ident, base_location, metadata)``);
+        catalogs that cannot say so."""
+        raise ValidationError(
+            f"{type(self).__name__} cannot commit several tables atomically; use a SQL "
+            "catalog or a REST catalog"
+        )
 
     def _moved(self, ident: Identifier, location: str) -> bool:
         """Whether the table's pointer is no longer at ``location`` (or the table is

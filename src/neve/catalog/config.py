@@ -27,7 +27,8 @@ neve's config file is ``$NEVE_CONFIG``, else ``$XDG_CONFIG_HOME/neve/config.yaml
 
 pyiceberg's ``.pyiceberg.yaml`` (in ``$PYICEBERG_HOME``, the home folder or the current
 folder: the first one found, as pyiceberg looks) adds its SQL catalogs (``type: sql``,
-or a ``uri`` starting with ``sqlite`` or ``postgresql``) under their pyiceberg names, and
+or a ``uri`` starting with ``sqlite`` or ``postgresql``) and its REST catalogs
+(``type: rest``, or an ``http(s)`` URI) under their pyiceberg names, and
 their rows are read under that name, so the tables pyiceberg made are the ones neve
 sees. A neve catalog of the same name hides pyiceberg's.
 
@@ -171,6 +172,13 @@ def _is_sql(raw: Mapping[str, Any]) -> bool:
     return isinstance(uri, str) and uri.startswith(("sqlite", "postgresql"))
 
 
+def _is_rest(raw: Mapping[str, Any]) -> bool:
+    uri, kind = raw.get("uri"), raw.get("type")
+    if isinstance(kind, str):
+        return kind.lower() == "rest"
+    return isinstance(uri, str) and uri.startswith(("http://", "https://"))
+
+
 def _pyiceberg_catalogs() -> tuple[dict[str, CatalogEntry], dict[str, str], str | None]:
     """pyiceberg's SQL catalogs, the names and types of the others, and its default."""
     path = pyiceberg_config_path()
@@ -186,7 +194,7 @@ def _pyiceberg_catalogs() -> tuple[dict[str, CatalogEntry], dict[str, str], str 
         if not isinstance(conf, dict):
             continue
         conf = {str(k).lower(): v for k, v in conf.items()}  # pyiceberg lower-cases keys
-        if _is_sql(conf):
+        if _is_sql(conf) or _is_rest(conf):
             entries[str(key)] = _entry(str(key), conf, path, str(key))
         else:
             others[str(key)] = str(conf.get("type") or "of another kind")
@@ -239,7 +247,7 @@ def lookup(key: str) -> CatalogEntry:
     if key in others:
         raise NoSuchCatalogError(
             f"catalog {key!r} in pyiceberg's config is {others[key]}; neve opens SQL "
-            f"catalogs (SQLite, PostgreSQL) and folders. {_known(entries)}"
+            f"catalogs (SQLite, PostgreSQL), REST catalogs and folders. {_known(entries)}"
         )
     raise NoSuchCatalogError(
         f"no catalog named {key!r}; {_known(entries)}. Add it to {neve_config_path()} "

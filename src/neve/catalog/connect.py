@@ -16,6 +16,7 @@ from neve.catalog.config import (
     lookup,
 )
 from neve.catalog.filesystem import FilesystemCatalog
+from neve.catalog.rest import RestCatalog
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NotFoundError, ValidationError
 from neve.io.fileio import local_path
@@ -24,6 +25,7 @@ from neve.io.objectstore import OBJECT_SCHEMES
 __all__ = ["connect", "open_entry"]
 
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres")
+_REST_SCHEMES = ("http", "https")
 
 
 def _absolute(location: str) -> str:
@@ -56,6 +58,10 @@ def connect(
       ``"postgresql://user:pw@host:5432/db"`` (psycopg 3 unless a driver is named, as in
       ``postgresql+psycopg://``): a :class:`SqlCatalog`; ``warehouse`` is required and
       says where new tables go (a folder or a URI such as ``s3://bucket/warehouse``).
+    - ``"http(s)://host:port"``: a :class:`~neve.catalog.rest.RestCatalog`, an Iceberg
+      REST catalog server (``neve serve`` or any other); ``warehouse`` is the warehouse
+      the server should serve (a name or location, as the server understands it), and
+      ``credential="client_id:secret"`` or ``token=...`` authenticate (docs/REST.md).
     - a folder path or ``file://`` URI: a :class:`FilesystemCatalog` on that folder;
       an object store URI (``s3://bucket/warehouse``, also ``s3a``, ``s3n``, ``gs``): a
       :class:`FilesystemCatalog` there, committing with conditional puts
@@ -134,6 +140,8 @@ def open_entry(
 
 def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Catalog:
     scheme = urlparse(uri).scheme if "://" in uri else ""
+    if scheme in _REST_SCHEMES:
+        return RestCatalog(name, uri, {**props, **({"warehouse": wh} if wh else {})})
     if scheme.partition("+")[0] in _SQL_SCHEMES:
         if not wh:
             raise ValidationError(
@@ -158,8 +166,9 @@ def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Cat
         return FilesystemCatalog(name, uri, props)
     raise ValidationError(
         f"cannot open a catalog from {uri!r}: use 'sqlite:////path/catalog.db', "
-        "'postgresql://user:pw@host/db' (with warehouse=...), a local folder, or an object "
-        "store location ('s3://bucket/warehouse'). Tables on "
+        "'postgresql://user:pw@host/db' (with warehouse=...), 'http://host:8181' (a REST "
+        "catalog), a local folder, or an object store location ('s3://bucket/warehouse'). "
+        "Tables on "
         f"{scheme}:// need a SQL catalog: connect('sqlite:////path/catalog.db', "
         f"warehouse={uri!r})"
     )

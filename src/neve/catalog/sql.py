@@ -1,60 +1,39 @@
 """The SQL catalog: table pointers in a relational database through SQLAlchemy Core.
 
-It uses the same two tables as Iceberg-Java's JDBC catalog and pyiceberg's SqlCatalog,
-so one database can be shared by all three:
-
-- ``iceberg_tables(catalog_name, table_namespace, table_name, metadata_location,
-  previous_metadata_location[, iceberg_type])``: one row per table. ``iceberg_type`` is
-  the column of Java's "V1" layout (``TABLE``, ``VIEW`` or NULL for rows written by
-  older clients); neve creates it, works without it on databases made by older
-  clients, and never touches view rows.
-- ``iceberg_namespace_properties(catalog_name, namespace, property_key,
-  property_value)``: namespace properties. Every namespace neve creates gets the
-  ``exists`` = ``true`` row Java writes, so it exists without other properties; the
-  row is hidden from :meth:`namespace_properties`.
-
-Namespaces are stored dotted (``a.b``), so no level may contain a dot. A namespace
-exists when it has a property row, holds a table, or has a child namespace (Java's and
-pyiceberg's rule). Creating ``a.b`` also creates ``a`` when missing.
+It uses the same two tables as Iceberg-Java's JDBC catalog and pyiceberg's SqlCatalog
+(:mod:`neve.catalog.sql_tables`), so one database can be shared by all three. neve
+creates the ``iceberg_type`` column of Java's "V1" layout, works without it on
+databases made by older clients, and keeps views (rows of type ``VIEW``) apart from
+tables. Every namespace neve creates gets the ``exists`` = ``true`` row Java writes, so
+it exists without other properties; the row is hidden from :meth:`namespace_properties`.
+A namespace exists when it has a property row, holds a table, or has a child namespace
+(Java's and pyiceberg's rule). Creating ``a.b`` also creates ``a`` when missing.
 
 A commit writes the new metadata file, then swaps the pointer with one conditional
 ``UPDATE ... WHERE metadata_location = <base>`` and checks that exactly one row changed.
-SQLite transactions run as ``BEGIN IMMEDIATE`` with a busy timeout, so threads and
-processes sharing one database file queue up instead of failing.
-
-SQLite's busy timeout is the catalog property ``sqlite.busy-timeout-ms`` (default 60000):
-how long a statement waits for a lock another connection holds (a writer, or a reader
-such as Iceberg-Java's JDBC catalog in a read transaction, which blocks the ``COMMIT``
-of a write in rollback-journal mode). When the wait runs out, SQLite has committed
-nothing: neve rolls the transaction back, removes the metadata file it wrote and raises
-:class:`CommitFailedError`, which the commit loop retries like a lost swap. On
-PostgreSQL a failed ``COMMIT`` may have been applied, so it stays
-:class:`CommitStateUnknownError`. No connection ever goes back to the pool inside a
-transaction.
+How SQLite is driven (WAL, ``BEGIN IMMEDIATE``, the busy timeout) is in
+:mod:`neve.catalog.sql_engine`. When SQLite's busy timeout runs out, nothing was
+committed: neve rolls the transaction back, removes the metadata file it wrote and
+raises :class:`CommitFailedError` for a commit (the commit loop retries it like a lost
+swap) and :class:`CatalogBusyError` (retryable) otherwise. On PostgreSQL a failed
+``COMMIT`` may have been applied, so it stays :class:`CommitStateUnknownError`. No
+connection ever goes back to the pool inside a transaction.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import re
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import (
-    Column,
     ColumnElement,
     Connection,
     Engine,
-    MetaData,
-    String,
     Table,
     and_,
-    create_engine,
     delete,
-    event,
     insert,
     inspect,
     or_,
@@ -62,17 +41,33 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import (
-    ArgumentError,
-    DBAPIError,
-    IntegrityError,
-    NoSuchModuleError,
-    SQLAlchemyError,
-)
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from neve.catalog.base import Catalog, Identifier
+from neve.catalog.sql_engine import (
+    SQLITE_BUSY_TIMEOUT,
+    WRITE_OPTION,
+    busy_timeout_ms,
+    engine_for,
+    forget_engine,
+    is_busy,
+    journal_mode,
+)
+from neve.catalog.sql_tables import (
+    EXISTS_KEY,
+    ICEBERG_TABLES,
+    NAMESPACE_PROPERTIES,
+    SCHEMA,
+    TABLE_TYPE,
+    check_name,
+    dotted_name,
+    like_prefix,
+    parse_version,
+)
+from neve.catalog.sql_views import SqlViews
 from neve.errors import (
+    CatalogBusyError,
     CommitFailedError,
     CommitStateUnknownError,
     NamespaceAlreadyExistsError,
@@ -86,186 +81,13 @@ from neve.errors import (
 )
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["SqlCatalog"]
-
-_EXISTS_KEY = "exists"  # the marker property Iceberg-Java writes on every namespace
-_TABLE_TYPE = "TABLE"
-#: Catalog property: milliseconds SQLite waits for a lock before giving up.
-SQLITE_BUSY_TIMEOUT = "sqlite.busy-timeout-ms"
-_SQLITE_BUSY_TIMEOUT_MS = 60_000
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6  # primary result codes
-_WRITE_OPTION = "neve_writes"  # execution option marking a writing transaction
-
-_schema = MetaData()
-
-ICEBERG_TABLES = Table(
-    "iceberg_tables",
-    _schema,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("table_namespace", String(255), primary_key=True, nullable=False),
-    Column("table_name", String(255), primary_key=True, nullable=False),
-    Column("metadata_location", String(1000), nullable=True),
-    Column("previous_metadata_location", String(1000), nullable=True),
-    Column("iceberg_type", String(5), nullable=True),
-)
-
-NAMESPACE_PROPERTIES = Table(
-    "iceberg_namespace_properties",
-    _schema,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("namespace", String(255), primary_key=True, nullable=False),
-    Column("property_key", String(255), primary_key=True, nullable=False),
-    Column("property_value", String(1000), nullable=True),
-)
+__all__ = ["SQLITE_BUSY_TIMEOUT", "SqlCatalog"]
 
 _T = ICEBERG_TABLES.c
 _P = NAMESPACE_PROPERTIES.c
 
-# -- engines: one per URI and process ------------------------------------------------
 
-_engines: dict[tuple[str, float], Engine] = {}
-_engines_lock = threading.Lock()
-
-
-def _forget_engines_after_fork() -> None:
-    # A forked child must not reuse the parent's pooled connections (SQLAlchemy's rule).
-    global _engines_lock
-    _engines_lock = threading.Lock()
-    for engine in _engines.values():
-        engine.dispose(close=False)
-    _engines.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_engines_after_fork)
-
-
-def _new_engine(uri: str, busy_timeout_s: float) -> Engine:
-    try:
-        url = make_url(uri)
-    except ArgumentError as exc:
-        raise ValidationError(
-            f"cannot parse catalog URI {uri!r}: {exc}; use e.g. 'sqlite:////abs/path.db' or "
-            "'postgresql+psycopg://user:password@host:5432/db'"
-        ) from exc
-    kwargs: dict[str, Any] = {}
-    sqlite = url.get_backend_name() == "sqlite"
-    if sqlite:
-        connect_args: dict[str, Any] = {"timeout": busy_timeout_s}
-        if url.database in (None, "", ":memory:"):
-            # One shared connection, or every checkout would see a different empty database.
-            kwargs["poolclass"] = StaticPool
-            connect_args["check_same_thread"] = False
-        kwargs["connect_args"] = connect_args
-    else:
-        kwargs["pool_pre_ping"] = True
-    try:
-        engine = create_engine(url, **kwargs)
-    except (NoSuchModuleError, ImportError) as exc:
-        hint = (
-            "install the PostgreSQL driver: pip install 'neve[postgres]'"
-            if url.get_backend_name() == "postgresql"
-            else "install the SQLAlchemy driver for this database"
-        )
-        raise ValidationError(f"no database driver for {url.drivername!r}: {exc}; {hint}") from exc
-    if sqlite:
-        _serialize_sqlite_transactions(engine)
-    return engine
-
-
-def _serialize_sqlite_transactions(engine: Engine) -> None:
-    """Begin SQLite transactions ourselves (SQLAlchemy's pysqlite recipe), writing ones
-    as ``BEGIN IMMEDIATE``.
-
-    Python's sqlite3 module otherwise starts transactions lazily before the first write,
-    so a read-then-write transaction can hit SQLITE_BUSY without waiting, and its reads
-    are not isolated from other writers. An immediate transaction takes the write lock
-    up front (waiting for it with the busy timeout), so writers simply queue.
-    """
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        writes = conn.get_execution_options().get(_WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
-
-
-def _engine_for(uri: str, busy_timeout_s: float) -> Engine:
-    with _engines_lock:
-        engine = _engines.get((uri, busy_timeout_s))
-        if engine is None:
-            engine = _engines[(uri, busy_timeout_s)] = _new_engine(uri, busy_timeout_s)
-        return engine
-
-
-def _is_busy(exc: BaseException) -> bool:
-    """True for SQLite's "database is locked" (SQLITE_BUSY / SQLITE_LOCKED): the
-    statement did nothing and may be repeated."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else exc
-    code = getattr(orig, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    text = str(orig).lower()
-    return type(orig).__name__ == "OperationalError" and "is locked" in text
-
-
-def _busy_timeout_ms(properties: Mapping[str, str]) -> int:
-    raw = properties.get(SQLITE_BUSY_TIMEOUT)
-    if raw is None:
-        return _SQLITE_BUSY_TIMEOUT_MS
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValidationError(
-            f"catalog property {SQLITE_BUSY_TIMEOUT}={raw!r} is not valid: it takes the "
-            "milliseconds to wait for a locked SQLite database, an integer >= 0"
-        )
-    return value
-
-
-# -- names ---------------------------------------------------------------------------
-
-
-def _dotted(namespace: Identifier) -> str:
-    for level in namespace:
-        if "." in level:
-            raise ValidationError(
-                f"namespace level {level!r} contains a dot; the SQL catalog stores "
-                "namespaces dotted ('a.b'), so pick names without dots"
-            )
-    return ".".join(namespace)
-
-
-def _check_table_name(name: str) -> str:
-    if "." in name:
-        raise ValidationError(f"table name {name!r} contains a dot; pick a name without dots")
-    return name
-
-
-def _like_prefix(prefix: str) -> str:
-    """A LIKE pattern for names starting with ``prefix.`` (escape character ``!``)."""
-    escaped = prefix.replace("!", "!!").replace("_", "!_").replace("%", "!%")
-    return escaped + ".%"
-
-
-_JAVA_VERSION = re.compile(r"^(\d+)-")
-_HADOOP_VERSION = re.compile(r"^v(\d+)\.")
-
-
-def _parse_version(metadata_location: str) -> int:
-    """The version number in a metadata file name (``00042-<uuid>.metadata.json`` or
-    ``v42.metadata.json``); -1 when the name carries none, as in Iceberg-Java."""
-    name = metadata_location.rsplit("/", 1)[-1]
-    m = _JAVA_VERSION.match(name) or _HADOOP_VERSION.match(name)
-    return int(m.group(1)) if m else -1
-
-
-class SqlCatalog(Catalog):
+class SqlCatalog(SqlViews, Catalog):
     """A catalog in a SQL database (SQLite, PostgreSQL), shared with Iceberg-Java's
     JDBC catalog and pyiceberg's SqlCatalog of the same ``name``."""
 
@@ -278,7 +100,8 @@ class SqlCatalog(Catalog):
     ) -> None:
         super().__init__(name, warehouse, properties)
         self.uri = uri
-        self._busy_timeout_s = _busy_timeout_ms(self.properties) / 1000.0
+        self._busy_timeout_s = busy_timeout_ms(self.properties) / 1000.0
+        self._journal = journal_mode(self.properties)
         self._typed = self._ensure_tables()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -293,7 +116,8 @@ class SqlCatalog(Catalog):
     def __setstate__(self, state: dict[str, Any]) -> None:
         Catalog.__init__(self, state["name"], state["warehouse"], state["properties"])
         self.uri = state["uri"]
-        self._busy_timeout_s = _busy_timeout_ms(self.properties) / 1000.0
+        self._busy_timeout_s = busy_timeout_ms(self.properties) / 1000.0
+        self._journal = journal_mode(self.properties)
         self._typed = state["typed"]
 
     def __repr__(self) -> str:
@@ -303,14 +127,11 @@ class SqlCatalog(Catalog):
     def engine(self) -> Engine:
         """The SQLAlchemy engine (shared in a process by the catalogs on the same URI with
         the same busy timeout)."""
-        return _engine_for(self.uri, self._busy_timeout_s)
+        return engine_for(self.uri, self._busy_timeout_s, self._journal)
 
     def dispose(self) -> None:
         """Close the pooled connections of this catalog's database; later calls reconnect."""
-        with _engines_lock:
-            engine = _engines.pop((self.uri, self._busy_timeout_s), None)
-        if engine is not None:
-            engine.dispose()
+        forget_engine(self.uri, self._busy_timeout_s, self._journal)
 
     def _safe_uri(self) -> str:
         try:
@@ -335,14 +156,14 @@ class SqlCatalog(Catalog):
 
     def _db_error(self, action: str, exc: SQLAlchemyError) -> NeveIOError:
         cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-        if self._sqlite and _is_busy(exc):
-            hint = (
-                "another connection held a lock for longer than the busy timeout "
+        if self._sqlite and is_busy(exc):
+            return CatalogBusyError(
+                f"catalog database {self._safe_uri()} was locked while {action}: another "
+                "connection held a lock for longer than the busy timeout "
                 f"({SQLITE_BUSY_TIMEOUT}={int(self._busy_timeout_s * 1000)}); nothing was "
                 "changed. Retry, end the other connection's transaction, or raise the timeout"
             )
-        else:
-            hint = "check that the database is reachable and that the URI and credentials are right"
+        hint = "check that the database is reachable and that the URI and credentials are right"
         return NeveIOError(
             f"catalog database {self._safe_uri()} failed while {action}: "
             f"{type(cause).__name__}: {cause}; {hint}"
@@ -372,17 +193,17 @@ class SqlCatalog(Catalog):
             conn.invalidate()
 
     @contextmanager
-    def _read(self, action: str) -> Iterator[Connection]:
-        """A connection for reading (errors translated)."""
+    def reading(self, action: str) -> Iterator[Connection]:
+        """A connection for reading; database errors become neve's, naming ``action``."""
         with self._db(action), self.engine.connect() as conn:
             yield conn
 
     @contextmanager
-    def _write(self, action: str) -> Iterator[Connection]:
+    def writing(self, action: str) -> Iterator[Connection]:
         """A connection in a writing transaction, committed when the block ends (rolled
         back when the block or the COMMIT fails)."""
         with self._db(action), self.engine.connect() as conn:
-            conn.execution_options(**{_WRITE_OPTION: True})
+            conn.execution_options(**{WRITE_OPTION: True})
             trans = conn.begin()
             try:
                 yield conn
@@ -412,7 +233,7 @@ class SqlCatalog(Catalog):
             engine = self.engine
             if not self._tables_present(engine):
                 try:
-                    _schema.create_all(engine, checkfirst=True)
+                    SCHEMA.create_all(engine, checkfirst=True)
                 except DBAPIError:
                     # A failed COMMIT may leave a pooled connection mid-transaction: drop
                     # them (an in-memory SQLite database lives in its one connection).
@@ -431,17 +252,22 @@ class SqlCatalog(Catalog):
             names = set(inspect(conn).get_table_names())
         return {"iceberg_tables", "iceberg_namespace_properties"} <= names
 
+    @property
+    def typed(self) -> bool:
+        """Whether the database has Java's ``iceberg_type`` column (views need it)."""
+        return self._typed
+
     def _type_filter(self) -> ColumnElement[bool] | None:
         # Rows of views (iceberg_type 'VIEW', written by Java or Rust) are not tables.
         if not self._typed:
             return None
-        return or_(_T.iceberg_type == _TABLE_TYPE, _T.iceberg_type.is_(None))
+        return or_(_T.iceberg_type == TABLE_TYPE, _T.iceberg_type.is_(None))
 
     def _table_where(self, ident: Identifier) -> ColumnElement[bool]:
         cond = and_(
             _T.catalog_name == self.name,
-            _T.table_namespace == _dotted(ident[:-1]),
-            _T.table_name == _check_table_name(ident[-1]),
+            _T.table_namespace == dotted_name(ident[:-1]),
+            _T.table_name == check_name(ident[-1]),
         )
         type_filter = self._type_filter()
         return cond if type_filter is None else and_(cond, type_filter)
@@ -449,13 +275,13 @@ class SqlCatalog(Catalog):
     def _table_row(self, ident: Identifier, metadata_location: str) -> dict[str, Any]:
         row: dict[str, Any] = {
             "catalog_name": self.name,
-            "table_namespace": _dotted(ident[:-1]),
-            "table_name": _check_table_name(ident[-1]),
+            "table_namespace": dotted_name(ident[:-1]),
+            "table_name": check_name(ident[-1]),
             "metadata_location": metadata_location,
             "previous_metadata_location": None,
         }
         if self._typed:
-            row["iceberg_type"] = _TABLE_TYPE
+            row["iceberg_type"] = TABLE_TYPE
         return row
 
     # -- namespaces ------------------------------------------------------------------
@@ -472,7 +298,7 @@ class SqlCatalog(Catalog):
 
     def _descendants(self, conn: Connection, dotted: str) -> set[str]:
         """Dotted names of namespaces below ``dotted`` that have rows."""
-        pattern = _like_prefix(dotted)
+        pattern = like_prefix(dotted)
         stmt = (
             select(_P.namespace)
             .where(_P.catalog_name == self.name, _P.namespace.like(pattern, escape="!"))
@@ -486,21 +312,21 @@ class SqlCatalog(Catalog):
         return {ns for ns in conn.execute(stmt).scalars() if ns.startswith(dotted + ".")}
 
     def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
-        dotted = _dotted(namespace)
+        dotted = dotted_name(namespace)
         try:
-            with self._write(f"creating namespace {dotted}") as conn:
+            with self.writing(f"creating namespace {dotted}") as conn:
                 if self._namespace_exists(conn, dotted):
                     raise NamespaceAlreadyExistsError(
                         f"namespace {dotted} exists already; use it, or pick another name"
                     )
                 for i in range(1, len(namespace)):  # parents exist implicitly: make them real
-                    parent = _dotted(namespace[:i])
+                    parent = dotted_name(namespace[:i])
                     if not self._namespace_exists(conn, parent):
-                        row = self._property_row(parent, _EXISTS_KEY, "true")
+                        row = self._property_row(parent, EXISTS_KEY, "true")
                         self._insert_if_absent(conn, NAMESPACE_PROPERTIES, row)
                 rows = [
                     self._property_row(dotted, k, v)
-                    for k, v in {**properties, _EXISTS_KEY: "true"}.items()
+                    for k, v in {**properties, EXISTS_KEY: "true"}.items()
                 ]
                 conn.execute(insert(NAMESPACE_PROPERTIES), rows)
         except IntegrityError as exc:
@@ -517,8 +343,8 @@ class SqlCatalog(Catalog):
         }
 
     def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
-        dotted = _dotted(namespace)
-        with self._read(f"reading namespace {dotted}") as conn:
+        dotted = dotted_name(namespace)
+        with self.reading(f"reading namespace {dotted}") as conn:
             rows = conn.execute(
                 select(_P.property_key, _P.property_value).where(
                     _P.catalog_name == self.name, _P.namespace == dotted
@@ -529,21 +355,21 @@ class SqlCatalog(Catalog):
                     f"namespace {dotted} does not exist; create it with "
                     f"catalog.create_namespace({dotted!r})"
                 )
-        return {k: v or "" for k, v in rows if k != _EXISTS_KEY}
+        return {k: v or "" for k, v in rows if k != EXISTS_KEY}
 
     def _update_namespace_properties(
         self, namespace: Identifier, removals: set[str], updates: Mapping[str, str]
     ) -> None:
-        dotted = _dotted(namespace)
+        dotted = dotted_name(namespace)
         both = removals & set(updates)
         if both:
             raise ValidationError(
                 f"properties {sorted(both)} are both removed and updated; pick one for each"
             )
-        removals = removals - {_EXISTS_KEY}
-        updates = {k: v for k, v in updates.items() if k != _EXISTS_KEY}
+        removals = removals - {EXISTS_KEY}
+        updates = {k: v for k, v in updates.items() if k != EXISTS_KEY}
         where_ns = and_(_P.catalog_name == self.name, _P.namespace == dotted)
-        with self._write(f"updating namespace {dotted}") as conn:
+        with self.writing(f"updating namespace {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist; create it first")
             if removals:
@@ -554,7 +380,7 @@ class SqlCatalog(Catalog):
                 )
             # Update in place, insert what is new: rows another writer touches at the
             # same time are then overwritten, not duplicated.
-            for key, value in {**updates, _EXISTS_KEY: "true"}.items():
+            for key, value in {**updates, EXISTS_KEY: "true"}.items():
                 changed = conn.execute(
                     update(NAMESPACE_PROPERTIES)
                     .where(where_ns, _P.property_key == key)
@@ -569,8 +395,8 @@ class SqlCatalog(Catalog):
                     )
 
     def _drop_namespace(self, namespace: Identifier) -> None:
-        dotted = _dotted(namespace)
-        with self._write(f"dropping namespace {dotted}") as conn:
+        dotted = dotted_name(namespace)
+        with self.writing(f"dropping namespace {dotted}") as conn:
             if not self._namespace_exists(conn, dotted):
                 raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
             tables = (
@@ -600,9 +426,9 @@ class SqlCatalog(Catalog):
             )
 
     def _list_namespaces(self, parent: Identifier) -> list[Identifier]:
-        with self._read("listing namespaces") as conn:
+        with self.reading("listing namespaces") as conn:
             if parent:
-                dotted = _dotted(parent)
+                dotted = dotted_name(parent)
                 if not self._namespace_exists(conn, dotted):
                     raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
                 names = self._descendants(conn, dotted)
@@ -619,8 +445,8 @@ class SqlCatalog(Catalog):
     # -- tables ----------------------------------------------------------------------
 
     def _list_tables(self, namespace: Identifier) -> list[Identifier]:
-        dotted = _dotted(namespace)
-        with self._read(f"listing tables of {dotted}") as conn:
+        dotted = dotted_name(namespace)
+        with self.reading(f"listing tables of {dotted}") as conn:
             exists = self._namespace_exists(conn, dotted)
         if not exists:
             others = self._other_catalog_names(
@@ -634,7 +460,7 @@ class SqlCatalog(Catalog):
                     else "; list_namespaces() shows those that do"
                 )
             )
-        with self._read(f"listing tables of {dotted}") as conn:
+        with self.reading(f"listing tables of {dotted}") as conn:
             cond = and_(_T.catalog_name == self.name, _T.table_namespace == dotted)
             type_filter = self._type_filter()
             if type_filter is not None:
@@ -643,14 +469,14 @@ class SqlCatalog(Catalog):
         return [(*namespace, n) for n in names]
 
     def _metadata_location(self, ident: Identifier) -> str:
-        with self._read(f"loading table {'.'.join(ident)}") as conn:
+        with self.reading(f"loading table {'.'.join(ident)}") as conn:
             loc = conn.execute(
                 select(_T.metadata_location).where(self._table_where(ident))
             ).scalar_one_or_none()
         if not loc:
             others = self._other_catalog_names(
                 and_(
-                    _T.table_namespace == _dotted(ident[:-1]),
+                    _T.table_namespace == dotted_name(ident[:-1]),
                     _T.table_name == ident[-1],
                     _T.catalog_name != self.name,
                 ),
@@ -670,7 +496,7 @@ class SqlCatalog(Catalog):
         """Catalog names other than this one with rows matching ``where`` (tables
         written by another tool under its own catalog name, e.g. pyiceberg's
         ``default``)."""
-        with self._read("looking for other catalog names") as conn:
+        with self.reading("looking for other catalog names") as conn:
             found = conn.execute(select(column).where(where).distinct()).scalars().all()
         return sorted(str(n) for n in found)
 
@@ -684,7 +510,7 @@ class SqlCatalog(Catalog):
 
     def _insert_table(self, ident: Identifier, metadata_location: str) -> None:
         try:
-            with self._write(f"registering table {'.'.join(ident)}") as conn:
+            with self.writing(f"registering table {'.'.join(ident)}") as conn:
                 conn.execute(
                     insert(ICEBERG_TABLES).values(self._table_row(ident, metadata_location))
                 )
@@ -715,53 +541,82 @@ class SqlCatalog(Catalog):
         return metadata_location
 
     def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
-        name = ".".join(ident)
-        new_location = self.new_metadata_location(metadata, _parse_version(base_location) + 1)
+        return self._commit_many([(ident, base_location, metadata)])[0]
+
+    def _write_new_metadata(
+        self, changes: Sequence[tuple[Identifier, str, TableMetadata]]
+    ) -> list[str]:
+        written: list[str] = []
         try:
-            self.write_metadata(metadata, new_location)
+            for _ident, base_location, metadata in changes:
+                location = self.new_metadata_location(metadata, parse_version(base_location) + 1)
+                written.append(location)
+                self.write_metadata(metadata, location)
         except BaseException:
-            with contextlib.suppress(Exception):
-                self.io.delete(new_location)  # a partly written file
+            for location in written:
+                with contextlib.suppress(Exception):
+                    self.io.delete(location)  # a partly written file, or one not needed
             raise
-        swap = (
-            update(ICEBERG_TABLES)
-            .where(self._table_where(ident), _T.metadata_location == base_location)
-            .values(metadata_location=new_location, previous_metadata_location=base_location)
-        )
+        return written
+
+    def _commit_many(self, changes: Sequence[tuple[Identifier, str, TableMetadata]]) -> list[str]:
+        """Write each new metadata file, then move every pointer in one database
+        transaction; any pointer that moved meanwhile aborts them all."""
+        name = ", ".join(".".join(ident) for ident, _b, _m in changes)
+        new_locations = self._write_new_metadata(changes)
+
+        def forget() -> None:
+            for location in new_locations:
+                self.io.delete(location)
+
         try:
-            conn = self.engine.connect().execution_options(**{_WRITE_OPTION: True})
+            conn = self.engine.connect().execution_options(**{WRITE_OPTION: True})
         except SQLAlchemyError as exc:
-            self.io.delete(new_location)
+            forget()
             raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
         with conn:
             try:
                 trans = conn.begin()
-                swapped = conn.execute(swap).rowcount
+                lost = None
+                for (ident, base_location, _md), new_location in zip(
+                    changes, new_locations, strict=True
+                ):
+                    swap = (
+                        update(ICEBERG_TABLES)
+                        .where(self._table_where(ident), _T.metadata_location == base_location)
+                        .values(
+                            metadata_location=new_location,
+                            previous_metadata_location=base_location,
+                        )
+                    )
+                    if conn.execute(swap).rowcount != 1:
+                        lost = (ident, base_location)
+                        break
             except SQLAlchemyError as exc:
                 # Nothing was committed; closing the connection rolls back what began.
-                self.io.delete(new_location)
-                if self._sqlite and _is_busy(exc):
+                forget()
+                if self._sqlite and is_busy(exc):
                     raise self._busy(name, exc) from exc
                 raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
-            if swapped != 1:
+            if lost is not None:
                 trans.rollback()
-                self.io.delete(new_location)
-                self._raise_lost_swap(ident, base_location)
+                forget()
+                self._raise_lost_swap(*lost)
             try:
                 trans.commit()
             except SQLAlchemyError as exc:
                 self._discard_transaction(conn)
-                if self._sqlite and _is_busy(exc):
+                if self._sqlite and is_busy(exc):
                     # SQLite answers SQLITE_BUSY before anything is written: the
                     # transaction was rolled back above and the swap did not happen.
-                    self.io.delete(new_location)
+                    forget()
                     raise self._busy(name, exc) from exc
                 raise CommitStateUnknownError(
                     f"the commit to {name} was sent but its outcome is unknown ({exc}); "
-                    f"the new metadata {new_location} was kept. Load the table to see whether "
-                    "it points there before retrying"
+                    f"the new metadata {', '.join(new_locations)} was kept. Load the table to "
+                    "see whether it points there before retrying"
                 ) from exc
-        return new_location
+        return new_locations
 
     def _busy(self, name: str, exc: SQLAlchemyError) -> CommitFailedError:
         return CommitFailedError(
@@ -786,20 +641,20 @@ class SqlCatalog(Catalog):
         )
 
     def _drop_table(self, ident: Identifier) -> None:
-        with self._write(f"dropping table {'.'.join(ident)}") as conn:
+        with self.writing(f"dropping table {'.'.join(ident)}") as conn:
             dropped = conn.execute(delete(ICEBERG_TABLES).where(self._table_where(ident))).rowcount
         if dropped != 1:
             raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
 
     def _rename_table(self, src: Identifier, dst: Identifier) -> None:
         try:
-            with self._write(f"renaming table {'.'.join(src)}") as conn:
+            with self.writing(f"renaming table {'.'.join(src)}") as conn:
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
                     .where(self._table_where(src))
                     .values(
-                        table_namespace=_dotted(dst[:-1]),
-                        table_name=_check_table_name(dst[-1]),
+                        table_namespace=dotted_name(dst[:-1]),
+                        table_name=check_name(dst[-1]),
                     )
                 ).rowcount
         except IntegrityError as exc:

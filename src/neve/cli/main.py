@@ -13,7 +13,7 @@ from importlib.metadata import version
 import click
 from rich.table import Table as RichTable
 
-from neve.cli import browse, change, changes, maintain, read
+from neve.cli import browse, change, changes, maintain, read, serve
 from neve.cli.context import State, err_console, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, rows_json, show
 from neve.cli.sql import QueryPlan, explain, run_query
@@ -122,7 +122,14 @@ def sql(state: State, query: str, only_explain: bool, show_reads: bool, as_json:
         show(arrow_table(rows, title=f"{rows.num_rows:,} row{'' if rows.num_rows == 1 else 's'}"))
 
 
-for _verb in (*browse.VERBS, *read.VERBS, *changes.VERBS, *change.VERBS, *maintain.VERBS):
+for _verb in (
+    *browse.VERBS,
+    *read.VERBS,
+    *changes.VERBS,
+    *change.VERBS,
+    *maintain.VERBS,
+    *serve.VERBS,
+):
     cli.add_command(_verb)
 
 

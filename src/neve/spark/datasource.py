@@ -20,7 +20,8 @@ Options (names are case-insensitive and may be kebab, snake or camel case:
 ``warehouse``       catalog warehouse (required for SQL catalogs)
 ``catalog``         with ``uri``: the catalog name stored in the rows (default ``neve``);
                     without: a catalog configured under that name
-                    (:mod:`neve.catalog.config`). With neither, the configured default
+                    (:mod:`neve.catalog.config`), or a REST catalog's
+                    ``http(s)://`` URI. With neither, the configured default
 ``catalog.<prop>``  a catalog property (Spark lower-cases option names)
 ``table``           the table, when not given to ``load()`` / ``save()``
 ``filter``          read: a neve filter expression (``"x > 5 and s = 'a'"``)
@@ -94,6 +95,7 @@ from neve.arrow.writer import delete_written_files, write_data_files
 from neve.catalog.base import Catalog, parse_identifier
 from neve.catalog.config import lookup
 from neve.catalog.connect import connect, open_entry
+from neve.catalog.rest import RestCatalog
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
@@ -194,7 +196,8 @@ class _Options:
                     f"{', '.join(known)} and catalog.<property>"
                 )
             values[norm] = value
-        if values.get("warehouse") and not values.get("uri"):
+        rest = "://" in values.get("catalog", "")  # a REST catalog's URI takes a warehouse
+        if values.get("warehouse") and not values.get("uri") and not rest:
             raise ValidationError(
                 'option warehouse needs option uri too: .option("uri", "sqlite:////path/'
                 'catalog.db").option("warehouse", "/path/warehouse"), or name a configured '
@@ -243,6 +246,8 @@ class _Options:
             return connect(
                 uri, self.values.get("warehouse"), name=named or None, **self.catalog_properties
             )
+        if named and "://" in named:  # a REST catalog's URI: http(s)://host:port
+            return connect(named, self.values.get("warehouse"), **self.catalog_properties)
         if named:
             return open_entry(lookup(named), **self.catalog_properties)
         return connect(**self.catalog_properties)
@@ -256,7 +261,7 @@ def _catalog(opts: _Options) -> Iterator[Catalog]:
     try:
         yield cat
     finally:
-        if isinstance(cat, SqlCatalog):
+        if isinstance(cat, (SqlCatalog, RestCatalog)):
             cat.dispose()
 
 

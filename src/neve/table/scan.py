@@ -4,7 +4,7 @@ with the pyarrow engine."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -17,11 +17,33 @@ from neve.planning.tasks import FileScanTask
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.table_metadata import TableMetadata
 
-__all__ = ["IncrementalAppendScan", "TableScan"]
+__all__ = ["IncrementalAppendScan", "ScanPlanner", "TableScan"]
+
+
+@runtime_checkable
+class ScanPlanner(Protocol):
+    """A catalog that may plan scans itself (a REST catalog whose server plans them)."""
+
+    def plan_scan(
+        self, identifier: tuple[str, ...], scan: TableScan
+    ) -> list[FileScanTask] | None: ...
 
 
 class TableScan(ScanPlan):
-    """A scan of one snapshot of a table. Immutable; methods return new scans."""
+    """A scan of one snapshot of a table. Immutable; methods return new scans.
+
+    ``planner`` (set by the table for a catalog that plans scans) is asked for the
+    tasks first; when it answers None the scan plans here."""
+
+    planner: tuple[ScanPlanner, tuple[str, ...]] | None = None
+
+    def plan_files(self) -> list[FileScanTask]:
+        if self.planner is not None:
+            catalog, identifier = self.planner
+            tasks = catalog.plan_scan(identifier, self)
+            if tasks is not None:
+                return tasks
+        return super().plan_files()
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of the rows the scan returns (field ids kept); reads no data."""

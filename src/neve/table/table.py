@@ -36,7 +36,7 @@ from neve.table.consumers import (
 from neve.table.inspect import InspectTable
 from neve.table.maintenance import Maintenance
 from neve.table.merge import MergeBuilder, MergeResult
-from neve.table.scan import IncrementalAppendScan, TableScan
+from neve.table.scan import IncrementalAppendScan, ScanPlanner, TableScan
 from neve.table.transaction import Transaction
 
 __all__ = ["Table", "TableCatalog"]
@@ -209,7 +209,7 @@ class Table:
                 case_sensitive=case_sensitive,
                 options=options,
             )
-        return TableScan(
+        scan = TableScan(
             self._metadata,
             self.io,
             filter=filter,
@@ -220,6 +220,9 @@ class Table:
             case_sensitive=case_sensitive,
             options=options,
         )
+        if isinstance(self.catalog, ScanPlanner):
+            scan.planner = (self.catalog, self.identifier)
+        return scan
 
     def changes(
         self,
