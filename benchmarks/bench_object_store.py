@@ -13,9 +13,9 @@
 (c) a filtered scan of TPC-H lineitem at ``--scale`` (SF0.1: 600k rows) written by neve
     to s3, one month of ``l_shipdate`` and four columns, by neve and by pyiceberg
     (``StaticTable`` of the same metadata, its own planning and reading).
-(d) Spark, lineitem SF1 written and read on s3 against the same job on local disk:
-    left for the Spark path through neve's FileIO (issue 24 item 2); see the marked place
-    below.
+(d) Spark, lineitem SF1 (``--spark-scale``) written and read (a full-scan aggregate) on
+    s3 through neve's FileIO in Spark's Python tasks, against the same job on local disk
+    through Spark's own Parquet reader and writer; runs alternate.
 
 Each step of (b) and (c) runs ``--runs`` times, neve and pyiceberg alternating, every run
 cold; it prints both medians, the median of the per-pair ratios pyiceberg/neve and their
@@ -261,13 +261,70 @@ def filtered_scan(server: S3Server, scale: float, runs: int) -> None:
 # -- (d) Spark --------------------------------------------------------------------------
 
 
-def spark_on_s3() -> None:
-    # ----------------------------------------------------------------------------------
-    # PLACE FOR THE SPARK STEP (issue 24 item 2, the lead's): lineitem SF1 written and
-    # read by Spark on s3 through neve's FileIO in Spark's Python tasks, against the same
-    # job on local disk. Until then this step only says it is not there.
-    # ----------------------------------------------------------------------------------
-    print("== (d) Spark lineitem SF1 on s3 against local disk: not yet (issue 24 item 2)")
+def spark_on_s3(server: S3Server, scale: float, runs: int, root: Path) -> None:
+    """lineitem written and read (a full-scan aggregate) by Spark on s3, through neve's
+    FileIO in Spark's Python tasks (no Hadoop S3 jars), against the same job on local
+    disk through Spark's own Parquet reader and writer, alternately."""
+    from bench_merge import lineitem
+    from pyspark.sql import functions as F
+
+    import neve.spark as ns
+
+    data = lineitem(scale)
+    print(
+        f"== (d) Spark: lineitem SF{scale:g} ({data.num_rows:,} rows) written and read on s3 "
+        "(neve's FileIO in Python tasks) against local disk (Spark's Parquet I/O)",
+        flush=True,
+    )
+    spark = ns.local_session(
+        "local[2]",
+        "bench-object-store",
+        conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    source = spark.createDataFrame(data).persist()
+    source.count()
+    wh = server.warehouse()
+    places = {
+        "s3": neve.connect(f"sqlite:///{root}/spark-s3.db", warehouse=wh.uri, **wh.properties),
+        "local": neve.connect(f"sqlite:///{root}/spark-local.db", warehouse=str(root / "wh")),
+    }
+    for cat in places.values():
+        cat.create_namespace("db")
+    times: dict[str, dict[str, list[float]]] = {k: {"write": [], "read": []} for k in places}
+    sums: dict[str, Any] = {}
+    try:
+        for run in range(runs):
+            for where in ("s3", "local") if run % 2 == 0 else ("local", "s3"):
+                cat = places[where]
+                table = cat.create_table(f"db.l{run}", data.schema)
+                t0 = time.perf_counter()
+                ns.write(source, table)
+                t1 = time.perf_counter()
+                agg = (
+                    ns.read(spark, table.refresh())
+                    .groupBy("l_returnflag", "l_linestatus")
+                    .agg(F.sum("l_quantity").alias("q"), F.count(F.lit(1)).alias("n"))
+                    .collect()
+                )
+                t2 = time.perf_counter()
+                times[where]["write"].append(t1 - t0)
+                times[where]["read"].append(t2 - t1)
+                sums[where] = sorted((r[0], r[1], float(r[2]), r[3]) for r in agg)
+                cat.drop_table(f"db.l{run}", purge=True)
+            assert sums["s3"] == sums["local"], "s3 and local disk disagree"
+        for step in ("write", "read"):
+            s3, local = times["s3"][step], times["local"][step]
+            ratios = [a / b for a, b in zip(s3, local, strict=True)]
+            print(
+                f"  {step:<5} s3 median {statistics.median(s3):7.2f} s, local median "
+                f"{statistics.median(local):7.2f} s; ratio s3/local median "
+                f"{statistics.median(ratios):.2f} (spread {min(ratios):.2f}-{max(ratios):.2f}, "
+                f"{runs} runs)",
+                flush=True,
+            )
+    finally:
+        spark.stop()
 
 
 def main() -> None:
@@ -276,11 +333,13 @@ def main() -> None:
     parser.add_argument("--manifests", type=int, default=1000)
     parser.add_argument("--scale", type=float, default=0.1)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--spark-scale", type=float, default=1.0, help="TPC-H scale of (d)")
     parser.add_argument("--only", default="a,b,c,d", help="steps to run, e.g. a,c")
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 runs")
     args = parser.parse_args()
     if args.quick:
         args.appends, args.manifests, args.scale, args.runs = 20, 200, 0.01, 3
+        args.spark_scale = 0.01
     warnings.filterwarnings("ignore")
     steps = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="neve-bench-s3-") as tmp:
@@ -293,7 +352,7 @@ def main() -> None:
             if "c" in steps:
                 filtered_scan(server, args.scale, args.runs)
             if "d" in steps:
-                spark_on_s3()
+                spark_on_s3(server, args.spark_scale, args.runs, Path(tmp))
         finally:
             server.stop()
 
