@@ -12,6 +12,7 @@ lands in a table that was dropped and re-created under the same name.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Sequence
@@ -26,7 +27,11 @@ from neve.spec.requirements import AssertTableUUID, TableRequirement
 from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
 
+#: How often a queued commit looks whether its turn has come (doubling up to 8x).
+POLL_SECONDS = 0.005
+
 __all__ = [
+    "POLL_SECONDS",
     "CommitTarget",
     "Committer",
     "PlannedChanges",
@@ -59,16 +64,30 @@ class TableVersion(Protocol):
 
 
 class Committer(Protocol):
-    """What the commit loop needs of a catalog (actions never import catalogs)."""
+    """What the commit loop needs of a catalog (actions never import catalogs): its
+    compare-and-swap (``turn``: the committer's ticket in the table's commit queue), and
+    the queue that orders the writers of a contended table, when it has one
+    (``neve.catalog.commit_queue``)."""
 
     def commit(
         self,
         name: tuple[str, ...],
         requirements: Sequence[TableRequirement],
         updates: Sequence[TableUpdate],
+        *,
+        turn: str | None = None,
     ) -> TableVersion: ...
 
     def load_table(self, name: tuple[str, ...]) -> TableVersion: ...
+
+    @property
+    def commit_queue_supported(self) -> bool: ...
+
+    def join_commit_queue(self, name: tuple[str, ...], since: float) -> str: ...
+
+    def commit_turn(self, name: tuple[str, ...], ticket: str) -> bool: ...
+
+    def leave_commit_queue(self, name: tuple[str, ...], ticket: str) -> None: ...
 
 
 class CommitTarget(TableVersion, Protocol):
@@ -158,6 +177,7 @@ def commit_actions(
     base_md = table.metadata
     same_table = AssertTableUUID(base_md.table_uuid)
     attempt = 0
+    queue = _Queue(table)
     try:
         settings = RetrySettings.of(base_md)
         rebases = all(a.always_rebases for a in actions)
@@ -175,12 +195,13 @@ def commit_actions(
             for _, rs in changes:
                 reqs += [r for r in rs if r not in reqs and r.holds(base_md)]
             try:
-                result = table.catalog.commit(table.identifier, reqs, updates)
+                result = queue.commit(reqs, updates)
             except CommitFailedError:
                 attempt += 1
                 if not settings.may_retry(attempt, time.monotonic() - started, rebases):
                     raise
-                time.sleep(settings.backoff(attempt, rebases))
+                if not queue.wait(started, settings.total_timeout):
+                    time.sleep(settings.backoff(attempt, rebases))
                 fresh = table.catalog.load_table(table.identifier)
                 _check_same_table(same_table, fresh.metadata, table.name)
                 base_md = fresh.metadata
@@ -193,9 +214,53 @@ def commit_actions(
         for action in actions:
             action.on_failure(io)
         raise
+    finally:
+        queue.leave()
     for action in actions:
         action.on_success(io)
     _delete_old_metadata(table, base_md)
+
+
+class _Queue:
+    """A commit's place in its table's commit queue (``neve.catalog.commit_queue``):
+    none until it loses a swap; then a ticket dated from its first attempt, whose turn
+    it waits for before each retry. Catalogs without a queue retry with backoff."""
+
+    def __init__(self, table: CommitTarget) -> None:
+        self.table = table
+        self.catalog = table.catalog
+        self.ticket: str | None = None
+        self.first_attempt = time.time()
+
+    def commit(
+        self, reqs: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> TableVersion:
+        if self.ticket is None:
+            return self.catalog.commit(self.table.identifier, reqs, updates)
+        return self.catalog.commit(self.table.identifier, reqs, updates, turn=self.ticket)
+
+    def wait(self, started: float, timeout: float) -> bool:
+        """Queue up (once) and wait for this commit's turn; False when the catalog has
+        no queue (the caller backs off instead)."""
+        catalog = self.catalog
+        if not catalog.commit_queue_supported:
+            return False
+        name = self.table.identifier
+        if self.ticket is None:
+            self.ticket = catalog.join_commit_queue(name, self.first_attempt)
+        pause = POLL_SECONDS
+        while not catalog.commit_turn(name, self.ticket):
+            if time.monotonic() - started > timeout:
+                break  # the retry settings decide what happens next
+            time.sleep(pause)
+            pause = min(pause * 2, POLL_SECONDS * 8)
+        return True
+
+    def leave(self) -> None:
+        if self.ticket is not None:
+            with contextlib.suppress(Exception):  # a ticket left behind expires on its own
+                self.catalog.leave_commit_queue(self.table.identifier, self.ticket)
+            self.ticket = None
 
 
 def _plan(actions: Sequence[Action], base: TableMetadata) -> Changes:

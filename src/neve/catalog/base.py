@@ -413,6 +413,8 @@ class Catalog(ViewCatalog, ABC):
         name: str | Sequence[str],
         requirements: Sequence[TableRequirement],
         updates: Sequence[TableUpdate],
+        *,
+        turn: str | None = None,
     ) -> CommitResult:
         """Commit a change as the Iceberg REST protocol does: check ``requirements``
         against the table's current metadata, apply ``updates`` to it, write the new
@@ -422,12 +424,14 @@ class Catalog(ViewCatalog, ABC):
         current metadata, raise :class:`CommitFailedError` and change nothing: reload
         the table, plan the change again and retry (``neve.actions.commit`` does).
         When the swap loses to a concurrent commit, the requirements are checked and
-        the updates applied again on the newer version, a few times."""
+        the updates applied again on the newer version, a few times. ``turn``: the
+        committer's ticket in the table's commit queue, when it has one
+        (:mod:`neve.catalog.commit_queue`)."""
         ident = _table_ident(name)
         for attempt in range(_SWAP_ATTEMPTS):
             base_location, new = self.prepare_commit(ident, requirements, updates, attempt)
             try:
-                location = self.commit_metadata(ident, base_location, new)
+                location = self.commit_metadata(ident, base_location, new, turn=turn)
             except CommitFailedError:
                 self.forget(ident)
                 if attempt + 1 < _SWAP_ATTEMPTS and self._moved(ident, base_location):
@@ -506,12 +510,46 @@ class Catalog(ViewCatalog, ABC):
             return True
 
     def commit_metadata(
-        self, ident: Identifier, base_location: str, metadata: TableMetadata
+        self,
+        ident: Identifier,
+        base_location: str,
+        metadata: TableMetadata,
+        *,
+        turn: str | None = None,
     ) -> str:
         """The catalog's compare-and-swap under :meth:`commit`: write ``metadata`` as
         the next version and move the pointer from ``base_location`` to it atomically
-        (:class:`CommitFailedError` when the pointer moved). Returns the new location."""
+        (:class:`CommitFailedError` when the pointer moved, or when a catalog with a
+        commit queue has an older writer than ``turn`` queued). Returns the new
+        location."""
         return self._commit(ident, base_location, metadata)
+
+    # -- the commit queue (neve.catalog.commit_queue) ------------------------------------
+
+    @property
+    def commit_queue_supported(self) -> bool:
+        """Whether this catalog orders the writers of a contended table."""
+        return False
+
+    def join_commit_queue(self, name: str | Sequence[str], since: float) -> str:
+        """Queue a writer whose change first tried to commit at ``since``; its ticket."""
+        return self._join_queue(_table_ident(name), since)
+
+    def commit_turn(self, name: str | Sequence[str], ticket: str) -> bool:
+        """Whether ``ticket`` is the oldest live one (and say it is alive)."""
+        return self._queue_turn(_table_ident(name), ticket)
+
+    def leave_commit_queue(self, name: str | Sequence[str], ticket: str) -> None:
+        self._leave_queue(_table_ident(name), ticket)
+
+    def _join_queue(self, ident: Identifier, since: float) -> str:
+        raise NotImplementedError(f"{type(self).__name__} has no commit queue")
+
+    def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} has no commit queue")
+
+    def _leave_queue(self, ident: Identifier, ticket: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no commit queue")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"

@@ -60,10 +60,13 @@ import contextlib
 import gzip
 import json
 import os
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 
 from neve.catalog.base import Catalog, Identifier, parse_identifier
+from neve.catalog.commit_queue import TTL_SECONDS, queued_first
+from neve.catalog.file_queue import FileCommitQueue
 from neve.catalog.versions import LocalVersions, StoreVersions, VersionFiles
 from neve.errors import (
     AlreadyExistsError,
@@ -106,6 +109,9 @@ class FilesystemCatalog(Catalog):
     ) -> None:
         super().__init__(name, warehouse, properties)
         self._remote = not self.io.is_local(self.warehouse)
+        self._queue = FileCommitQueue(self.io)
+        #: When this catalog last queued a writer of a table.
+        self._contended: dict[Identifier, float] = {}
         if self._remote:
             if not self.io.supports_create_exclusive(self.warehouse):
                 raise ValidationError(
@@ -165,6 +171,39 @@ class FilesystemCatalog(Catalog):
 
     def immutable_location(self, location: str) -> bool:
         return self._remote or super().immutable_location(location)
+
+    # -- the commit queue (neve.catalog.commit_queue, neve.catalog.file_queue) ---------
+
+    @property
+    def commit_queue_supported(self) -> bool:
+        return True
+
+    def _join_queue(self, ident: Identifier, since: float) -> str:
+        self._contended[ident] = time.time()
+        return self._queue.join(self._path(ident, "metadata"), since)
+
+    def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
+        return self._queue.turn(self._path(ident, "metadata"), ticket)
+
+    def _leave_queue(self, ident: Identifier, ticket: str) -> None:
+        self._queue.leave(self._path(ident, "metadata"), ticket)
+
+    def commit_metadata(
+        self,
+        ident: Identifier,
+        base_location: str,
+        metadata: TableMetadata,
+        *,
+        turn: str | None = None,
+    ) -> str:
+        # The queue is listed on local folders, and on a store by a queued writer or
+        # after this catalog saw contention on the table (a listing costs a request).
+        recent = time.time() - self._contended.get(ident, 0.0) < TTL_SECONDS
+        if (not self._remote or turn is not None or recent) and self._queue.refuses(
+            self._path(ident, "metadata"), turn
+        ):
+            raise queued_first(".".join(ident))
+        return self._commit(ident, base_location, metadata)
 
     def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
         """On an object store the first attempt starts from the version this catalog

@@ -366,9 +366,12 @@ class RestCatalog(Catalog):
         name: str | Sequence[str],
         requirements: Sequence[TableRequirement],
         updates: Sequence[TableUpdate],
+        *,
+        turn: str | None = None,
     ) -> CommitResult:
         """Send a commit (requirements and updates) to the server, which checks and
-        applies it atomically (409 is :class:`CommitFailedError`: reload and retry)."""
+        applies it atomically (409 is :class:`CommitFailedError`: reload and retry). A
+        REST catalog has no commit queue: ``turn`` is never given."""
         ident = _table_ident(name)
         label = ".".join(ident)
 

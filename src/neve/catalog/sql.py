@@ -45,6 +45,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemy
 from sqlalchemy.pool import StaticPool
 
 from neve.catalog.base import Catalog, Identifier
+from neve.catalog.commit_queue import queued_first
 from neve.catalog.sql_engine import (
     SQLITE_BUSY_TIMEOUT,
     WRITE_OPTION,
@@ -54,6 +55,7 @@ from neve.catalog.sql_engine import (
     is_busy,
     journal_mode,
 )
+from neve.catalog.sql_queue import SqlCommitQueue
 from neve.catalog.sql_tables import (
     EXISTS_KEY,
     ICEBERG_TABLES,
@@ -103,6 +105,8 @@ class SqlCatalog(SqlViews, Catalog):
         self._busy_timeout_s = busy_timeout_ms(self.properties) / 1000.0
         self._journal = journal_mode(self.properties)
         self._typed = self._ensure_tables()
+        self._queue = SqlCommitQueue(self)
+        self._queued = self._queue.create()
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -111,6 +115,7 @@ class SqlCatalog(SqlViews, Catalog):
             "warehouse": self.warehouse,
             "properties": self.properties,
             "typed": self._typed,
+            "queued": self._queued,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -119,6 +124,8 @@ class SqlCatalog(SqlViews, Catalog):
         self._busy_timeout_s = busy_timeout_ms(self.properties) / 1000.0
         self._journal = journal_mode(self.properties)
         self._typed = state["typed"]
+        self._queue = SqlCommitQueue(self)
+        self._queued = state.get("queued", False)
 
     def __repr__(self) -> str:
         return f"SqlCatalog(name={self.name!r}, uri={self._safe_uri()!r}, warehouse={self.warehouse!r})"
@@ -543,6 +550,31 @@ class SqlCatalog(SqlViews, Catalog):
     def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
         return self._commit_many([(ident, base_location, metadata)])[0]
 
+    def commit_metadata(
+        self,
+        ident: Identifier,
+        base_location: str,
+        metadata: TableMetadata,
+        *,
+        turn: str | None = None,
+    ) -> str:
+        return self._commit_many([(ident, base_location, metadata)], turn)[0]
+
+    # -- the commit queue (neve.catalog.commit_queue) --------------------------------
+
+    @property
+    def commit_queue_supported(self) -> bool:
+        return self._queued
+
+    def _join_queue(self, ident: Identifier, since: float) -> str:
+        return self._queue.join(ident, since)
+
+    def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
+        return self._queue.turn(ident, ticket)
+
+    def _leave_queue(self, ident: Identifier, ticket: str) -> None:
+        self._queue.leave(ident, ticket)
+
     def _write_new_metadata(
         self, changes: Sequence[tuple[Identifier, str, TableMetadata]]
     ) -> list[str]:
@@ -559,9 +591,13 @@ class SqlCatalog(SqlViews, Catalog):
             raise
         return written
 
-    def _commit_many(self, changes: Sequence[tuple[Identifier, str, TableMetadata]]) -> list[str]:
+    def _commit_many(
+        self, changes: Sequence[tuple[Identifier, str, TableMetadata]], turn: str | None = None
+    ) -> list[str]:
         """Write each new metadata file, then move every pointer in one database
-        transaction; any pointer that moved meanwhile aborts them all."""
+        transaction; any pointer that moved meanwhile aborts them all, and so does an
+        older writer than ``turn`` (the committer's ticket) queued for one of the tables
+        (:mod:`neve.catalog.commit_queue`)."""
         name = ", ".join(".".join(ident) for ident, _b, _m in changes)
         new_locations = self._write_new_metadata(changes)
 
@@ -578,8 +614,16 @@ class SqlCatalog(SqlViews, Catalog):
             try:
                 trans = conn.begin()
                 lost = None
+                queued = next(
+                    (
+                        ident
+                        for ident, _b, _m in changes
+                        if self._queued and self._queue.refuses(conn, ident, turn)
+                    ),
+                    None,
+                )
                 for (ident, base_location, _md), new_location in zip(
-                    changes, new_locations, strict=True
+                    changes if queued is None else [], new_locations, strict=False
                 ):
                     swap = (
                         update(ICEBERG_TABLES)
@@ -598,6 +642,10 @@ class SqlCatalog(SqlViews, Catalog):
                 if self._sqlite and is_busy(exc):
                     raise self._busy(name, exc) from exc
                 raise self._db_error(f"committing to {name} (nothing was changed)", exc) from exc
+            if queued is not None:
+                trans.rollback()
+                forget()
+                raise queued_first(".".join(queued))
             if lost is not None:
                 trans.rollback()
                 forget()

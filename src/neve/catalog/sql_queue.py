@@ -1,0 +1,121 @@
+"""The SQL catalog's commit queue (:mod:`neve.catalog.commit_queue`): the table
+``neve_commit_queue(catalog_name, table_namespace, table_name, ticket, since,
+heartbeat)`` in the catalog's database, created beside the catalog tables (other
+engines ignore it). The swap reads the table's queue in its own transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Float,
+    MetaData,
+    String,
+    Table,
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.sql.elements import ColumnElement
+
+from neve.catalog.base import Identifier
+from neve.catalog.commit_queue import QueueEntry, head, new_ticket
+from neve.catalog.sql_tables import dotted_name
+
+__all__ = ["COMMIT_QUEUE", "SqlCommitQueue"]
+
+_SCHEMA = MetaData()
+
+COMMIT_QUEUE = Table(
+    "neve_commit_queue",
+    _SCHEMA,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("table_namespace", String(255), primary_key=True, nullable=False),
+    Column("table_name", String(255), primary_key=True, nullable=False),
+    Column("ticket", String(64), primary_key=True, nullable=False),
+    Column("since", Float(53), nullable=False),
+    Column("heartbeat", Float(53), nullable=False),
+)
+_Q = COMMIT_QUEUE.c
+
+
+class _Host(Protocol):
+    name: str
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def writing(self, action: str) -> AbstractContextManager[Connection]: ...
+
+    def reading(self, action: str) -> AbstractContextManager[Connection]: ...
+
+
+class SqlCommitQueue:
+    """The queue of one SQL catalog (``host``)."""
+
+    def __init__(self, host: _Host) -> None:
+        self.host = host
+
+    def create(self) -> bool:
+        """Create the queue table when missing; False when the database refuses (then
+        the catalog commits without a queue)."""
+        try:
+            _SCHEMA.create_all(self.host.engine, checkfirst=True)
+        except SQLAlchemyError:
+            return False
+        return True
+
+    def _where(self, ident: Identifier) -> ColumnElement[bool]:
+        return (
+            (_Q.catalog_name == self.host.name)
+            & (_Q.table_namespace == dotted_name(ident[:-1]))
+            & (_Q.table_name == ident[-1])
+        )
+
+    def _entries(self, conn: Connection, ident: Identifier) -> Iterator[QueueEntry]:
+        rows = conn.execute(select(_Q.since, _Q.ticket, _Q.heartbeat).where(self._where(ident)))
+        for since, ticket, beat in rows:
+            yield QueueEntry(float(since), str(ticket), float(beat))
+
+    def join(self, ident: Identifier, since: float) -> str:
+        ticket = new_ticket()
+        row = {
+            "catalog_name": self.host.name,
+            "table_namespace": dotted_name(ident[:-1]),
+            "table_name": ident[-1],
+            "ticket": ticket,
+            "since": since,
+            "heartbeat": time.time(),
+        }
+        with self.host.writing(f"queueing a commit to {'.'.join(ident)}") as conn:
+            conn.execute(insert(COMMIT_QUEUE).values(row))
+        return ticket
+
+    def turn(self, ident: Identifier, ticket: str) -> bool:
+        now = time.time()
+        with self.host.writing(f"waiting to commit to {'.'.join(ident)}") as conn:
+            conn.execute(
+                update(COMMIT_QUEUE)
+                .where(self._where(ident), _Q.ticket == ticket)
+                .values(heartbeat=now)
+            )
+            first = head(self._entries(conn, ident), now)
+        return first is None or first.ticket == ticket
+
+    def leave(self, ident: Identifier, ticket: str) -> None:
+        with self.host.writing(f"leaving the commit queue of {'.'.join(ident)}") as conn:
+            conn.execute(delete(COMMIT_QUEUE).where(self._where(ident), _Q.ticket == ticket))
+
+    def refuses(self, conn: Connection, ident: Identifier, turn: str | None) -> bool:
+        """Inside a swap's transaction: whether an older live ticket than ``turn`` (the
+        committer's own, None when it has none) is queued for ``ident``."""
+        first = head(self._entries(conn, ident), time.time())
+        return first is not None and first.ticket != turn
