@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import array
 import json
+import pickle
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
@@ -202,13 +204,14 @@ class _FilePlan:
     task: FileScanTask
     layout: _Layout
     fill: dict[int, Any] = field(default_factory=dict)  # source id -> partition value
-    positions: BitMap64 | None = None
+    #: The position delete files and DVs that apply (decoded on the executors).
+    position_deletes: tuple[DataFile, ...] = ()
     equality: tuple[int, ...] = ()  # indexes into _Read.eq_files
     lineage: bool = False  # row lineage columns are read: inherit their nulls
 
     @property
     def needs_join(self) -> bool:
-        return bool(self.fill) or self.positions is not None or bool(self.equality) or self.lineage
+        return bool(self.fill) or bool(self.position_deletes) or bool(self.equality) or self.lineage
 
 
 class _Read:
@@ -304,7 +307,6 @@ class _Read:
     def _plans(self) -> list[_FilePlan]:
         layouts = self._layouts()
         identity = self._identity_sources()
-        cache = DeleteCache()
         defaults = self._initial_defaults()
 
         def plan(t: FileScanTask) -> _FilePlan:
@@ -318,7 +320,9 @@ class _Read:
             for f in defaults:
                 if f.field_id not in p.fill and self._lacks(t.file, f.field_id, present):
                     p.fill[f.field_id] = f.initial_default
-            p.positions = deleted_positions(self.io, t.file, t.delete_files, cache)
+            p.position_deletes = tuple(
+                d for d in t.delete_files if d.content is DataFileContent.POSITION_DELETES
+            )
             p.equality = tuple(
                 self.eq_index[d.file_path]
                 for d in t.delete_files
@@ -326,8 +330,8 @@ class _Read:
             )
             return p
 
-        # deletes and footers (a default's column unnamed by the metrics) read in parallel
-        if len(self.files) == 1 or not (defaults or any(t.delete_files for t in self.files)):
+        # footers (a default's column the metrics do not name) read in parallel
+        if len(self.files) == 1 or not defaults:
             return [plan(t) for t in self.files]
         with ThreadPoolExecutor(max_workers=read_workers()) as ex:
             return list(ex.map(plan, self.files))
@@ -495,23 +499,55 @@ class _Read:
         return df
 
     def _apply_positions(self, df: DataFrame, plans: list[_FilePlan]) -> DataFrame:
-        keys: list[pa.Array] = []
-        for n, p in enumerate(plans):
-            if p.positions is None or not len(p.positions):
-                continue
-            if p.positions.max() >= 1 << _POS_BITS:
-                raise NeveIOError(
-                    f"a delete of {p.task.file.file_path} names row {p.positions.max()}, "
-                    "beyond any Parquet file; the delete file is corrupt"
-                )
-            values = array.array("Q", p.positions.to_array())
-            arr = pa.array(values, pa.uint64()).cast(pa.int64())
-            keys.append(pc.add(arr, pa.scalar(n << _POS_BITS, pa.int64())))
-        if not keys:
+        """Remove the rows position deletes and deletion vectors mark: the delete files
+        are decoded on the executors (a task per group of data files) into join keys
+        ``file number << 40 | position``, never on the driver; the keys are broadcast
+        when the manifests say there are few, else joined without collecting them."""
+        jobs = [
+            (n, pickle.dumps((p.task.file, p.position_deletes)))
+            for n, p in enumerate(plans)
+            if p.position_deletes
+        ]
+        if not jobs:
             return df
-        table = pa.table({_DKEY: pa.chunked_array(keys, pa.int64())})
-        dels = self.spark.createDataFrame(table)
-        if table.num_rows <= BROADCAST_DELETE_ROWS:
+        bound = sum(d.record_count for p in plans for d in p.position_deletes)
+        io = self.io
+
+        def decode(numbers: pa.Array, payloads: pa.Array) -> pa.Array:
+            # runs on an executor: the deleted positions of each data file, as join keys
+            cache = DeleteCache()
+            out = []
+            for n, raw in zip(numbers.to_pylist(), payloads.to_pylist(), strict=True):
+                data_file, deletes = pickle.loads(raw)
+                bits = deleted_positions(io, data_file, deletes, cache) or BitMap64()
+                if len(bits) and bits.max() >= 1 << _POS_BITS:
+                    raise NeveIOError(
+                        f"a delete of {data_file.file_path} names row {bits.max()}, beyond "
+                        "any Parquet file; the delete file is corrupt"
+                    )
+                positions = pa.array(array.array("Q", bits.to_array()), pa.uint64())
+                out.append(pc.add(positions.cast(pa.int64()), n << _POS_BITS))
+            offsets = np.concatenate([[0], np.cumsum([len(a) for a in out])]).astype(np.int32)
+            values = pa.concat_arrays(out) if out else pa.array([], pa.int64())
+            # Spark's Arrow form of array<bigint>: a nullable element named "element"
+            return pa.ListArray.from_arrays(
+                pa.array(offsets, pa.int32()),
+                values,
+                type=pa.list_(pa.field("element", pa.int64())),
+            )
+
+        keys_of = F.arrow_udf(decode, T.ArrayType(T.LongType()))  # type: ignore[attr-defined]
+        files = self.spark.createDataFrame(
+            jobs,
+            T.StructType(
+                [
+                    T.StructField("n", T.LongType(), False),
+                    T.StructField("d", T.BinaryType(), False),
+                ]
+            ),
+        ).repartition(max(1, min(len(jobs), self.spark.sparkContext.defaultParallelism * 2)))
+        dels = files.select(F.explode(keys_of(F.col("n"), F.col("d"))).alias(_DKEY))
+        if bound <= BROADCAST_DELETE_ROWS:
             dels = F.broadcast(dels)
         key = F.shiftleft(F.col(_FIDX), _POS_BITS) + F.col(_POS)
         return df.join(dels, key == dels[_DKEY], "left_anti")
