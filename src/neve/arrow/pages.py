@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from pyroaring import BitMap64
 
 from neve.arrow.parquet_layout import (
     ColumnChunk,
@@ -51,6 +52,7 @@ __all__ = [
     "ReadStats",
     "open_page_file",
     "read_positions",
+    "read_rows_at",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -480,3 +482,25 @@ def read_positions(
         by_top.setdefault(unit.leaves[0].top, []).append(_combined(column))
     arrays = [_merge(f.type, by_top[f.name]) for f in target]
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def read_rows_at(
+    io: FileIO,
+    path: str,
+    target: pa.Schema,
+    positions: BitMap64,
+    *,
+    stats: ReadStats | None = None,
+) -> pa.Table | None:
+    """The rows at ``positions`` as :func:`read_positions` reads them, or None when
+    the file has no offset index to find their pages by (or cannot be read page by
+    page): the caller then reads whole row groups, as fast as this would."""
+    try:
+        layout, reader = open_page_file(io, path, stats)
+        reader.close()
+        if not any(c.offset_index is not None for g in layout.chunks for c in g):
+            return None
+        wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
+        return read_positions(io, path, target, wanted, stats=stats)
+    except UnsupportedLayout:
+        return None

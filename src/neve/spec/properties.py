@@ -29,11 +29,14 @@ from neve.spec.name_mapping import parse_name_mapping
 from neve.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
+    "COLUMN_PROPERTIES",
     "FORMAT_VERSION",
+    "PARQUET_LAYOUTS",
     "PROPERTIES",
     "RESERVED_PROPERTIES",
     "PropertyDef",
     "check_property_keys",
+    "read_column_properties",
     "read_property",
     "split_reserved",
     "validate_properties",
@@ -124,6 +127,9 @@ def _name_mapping(text: str) -> str:
     return text
 
 
+#: The Parquet layouts ``write.parquet.layout`` names.
+PARQUET_LAYOUTS = ("default", "random-access")
+
 _POSITIVE = "a positive integer"
 _NON_NEGATIVE = "an integer >= 0"
 _BOOLEAN = "true or false"
@@ -177,6 +183,18 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     PropertyDef("write.parquet.dict-size-bytes", 2 * _MIB, _int_at_least(1), _POSITIVE),
     PropertyDef("write.parquet.compression-codec", "zstd", _one_of(*_CODECS), ", ".join(_CODECS)),
     PropertyDef("write.parquet.compression-level", None, _any_int, "an integer"),
+    PropertyDef("write.parquet.bloom-filter-max-bytes", _MIB, _int_at_least(1), _POSITIVE),
+    # neve: Parquet's page index (column and offset index), which random access and
+    # page skipping read (docs/RANDOM-ACCESS.md)
+    PropertyDef("write.parquet.page-index.enabled", False, _boolean, _BOOLEAN),
+    # neve: a preset of the Parquet settings; random-access writes small pages with a
+    # page index and no dictionary on string and binary columns (docs/RANDOM-ACCESS.md)
+    PropertyDef(
+        "write.parquet.layout",
+        "default",
+        _one_of(*PARQUET_LAYOUTS),
+        " or ".join(PARQUET_LAYOUTS),
+    ),
     PropertyDef("write.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
     PropertyDef("write.delete.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
     PropertyDef(
@@ -206,16 +224,39 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     ),
 )
 
+
+def _fraction(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 < value < 1.0:
+        raise ValueError(text)
+    return value
+
+
 #: Per-column metrics modes: ``write.metadata.metrics.column.<column name>``.
 _COLUMN_METRICS_PREFIX = "write.metadata.metrics.column."
+
+#: Per-column properties by prefix (the column's name follows the prefix), with their
+#: defaults.
+COLUMN_PROPERTIES: Mapping[str, PropertyDef] = _defs(
+    PropertyDef(
+        _COLUMN_METRICS_PREFIX,
+        None,
+        _metrics_mode,
+        "none, counts, truncate(N) with N > 0, or full",
+    ),
+    PropertyDef("write.parquet.bloom-filter-enabled.column.", False, _boolean, _BOOLEAN),
+    PropertyDef(
+        "write.parquet.bloom-filter-fpp.column.", 0.01, _fraction, "a number between 0 and 1"
+    ),
+)
 
 
 def _definition(key: str) -> PropertyDef | None:
     found = PROPERTIES.get(key)
-    if found is None and key.startswith(_COLUMN_METRICS_PREFIX):
-        return PropertyDef(
-            key, None, _metrics_mode, "none, counts, truncate(N) with N > 0, or full"
-        )
+    if found is None:
+        for prefix, d in COLUMN_PROPERTIES.items():
+            if key.startswith(prefix) and len(key) > len(prefix):
+                return PropertyDef(key, d.default, d.parse, d.accepts)
     return found
 
 
@@ -281,6 +322,20 @@ def split_reserved(properties: Mapping[str, str]) -> tuple[dict[str, str], int |
     version = checked.get(FORMAT_VERSION)
     kept = {k: v for k, v in checked.items() if k not in RESERVED_PROPERTIES}
     return kept, (_format_version(version) if version is not None else None)
+
+
+def read_column_properties(properties: Mapping[str, str], prefix: str) -> dict[str, Any]:
+    """The usable values of a per-column property (a key of
+    :data:`COLUMN_PROPERTIES`), by column name; unusable values are left out (rule 2)."""
+    d = COLUMN_PROPERTIES[prefix]
+    out: dict[str, Any] = {}
+    for key, raw in properties.items():
+        if key.startswith(prefix) and len(key) > len(prefix):
+            try:
+                out[key[len(prefix) :]] = d.parse(raw)
+            except (ValueError, AttributeError, TypeError):
+                continue
+    return out
 
 
 def read_property(properties: Mapping[str, str], key: str) -> Any:
