@@ -35,6 +35,7 @@ NEVE_API = {
     "NonAppendSnapshotError",
     "NoSuchCatalogError",
     "NoSuchNamespaceError",
+    "NoSuchRowError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
     "NotFoundError",
