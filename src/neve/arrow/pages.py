@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -43,16 +43,17 @@ from neve.arrow.parquet_layout import (
 )
 from neve.arrow.thrift import I32, I64, LIST, STRUCT, Field, Struct, TList, decode_struct
 from neve.arrow.thrift import encode_struct as _encode
-from neve.errors import NeveIOError
+from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 
 __all__ = [
     "CROSSOVER",
     "PageFile",
     "ReadStats",
+    "finish_rows",
+    "live_rows_at",
     "open_page_file",
     "read_positions",
-    "read_rows_at",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -484,23 +485,57 @@ def read_positions(
     return pa.Table.from_arrays(arrays, schema=target)
 
 
-def read_rows_at(
+def live_rows_at(
     io: FileIO,
     path: str,
-    target: pa.Schema,
-    positions: BitMap64,
-    *,
-    stats: ReadStats | None = None,
-) -> pa.Table | None:
-    """The rows at ``positions`` as :func:`read_positions` reads them, or None when
-    the file has no offset index to find their pages by (or cannot be read page by
-    page): the caller then reads whole row groups, as fast as this would."""
+    file_schema: pa.Schema,
+    columns: Sequence[str],
+    row_groups: Sequence[int],
+    deleted: BitMap64 | None,
+    only: BitMap64 | None,
+) -> tuple[pa.Table, Ints] | None:
+    """With ``only`` (positions asked for), the rows of ``row_groups`` not in
+    ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
+    read from only the pages holding them; None without ``only``, or when the file has
+    no offset index to find their pages by (or cannot be read page by page): the
+    caller then reads whole row groups, as fast as this would."""
+    if only is None:
+        return None
     try:
-        layout, reader = open_page_file(io, path, stats)
+        layout, reader = open_page_file(io, path)
         reader.close()
         if not any(c.offset_index is not None for g in layout.chunks for c in g):
             return None
-        wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
-        return read_positions(io, path, target, wanted, stats=stats)
+        starts = layout.group_starts
+        wanted = BitMap64()
+        for rg in row_groups:
+            wanted.add_range(int(starts[rg]), int(starts[rg]) + layout.group_rows[rg])
+        if deleted is not None:
+            wanted -= deleted
+        target = pa.schema([file_schema.field(c) for c in columns])
+        where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
+        return read_positions(io, path, target, where), where
     except UnsupportedLayout:
         return None
+
+
+def finish_rows(
+    read: tuple[pa.Table, Ints],
+    position_column: str,
+    finish: Callable[[pa.RecordBatch], pa.RecordBatch | None],
+    path: str,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """The batches ``finish`` makes of rows read page by page, their file positions
+    added as ``position_column``."""
+    rows, positions = read
+    rows = rows.append_column(pa.field(position_column, pa.int64()), pa.array(positions))
+    try:
+        for live in rows.to_batches(max_chunksize=batch_size):
+            out = finish(live)
+            if out is not None:
+                yield out
+    except NeveError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise NeveIOError(f"reading {path} failed: {exc}") from exc

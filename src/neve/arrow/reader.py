@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,7 +37,8 @@ from neve.arrow.deletes import (
 )
 from neve.arrow.expression import to_arrow_expression
 from neve.arrow.metrics import row_group_offsets
-from neve.arrow.pages import read_rows_at
+from neve.arrow.page_filter import page_skipper
+from neve.arrow.pages import finish_rows, live_rows_at
 from neve.arrow.projection import (
     column_at,
     leaf_field,
@@ -387,14 +388,11 @@ def iter_data_file_batches(
             batch = batch.filter(exact)
         return project_batch(batch, batch.schema, projected_schema) if batch.num_rows else None
 
-    if only_positions is not None:
-        # only the pages holding the wanted rows, where the file has a page index
-        paged = _by_pages(
-            io, data_file.file_path, file_schema, file_columns, row_groups, starts, sizes, deleted
-        )
-        if paged is not None:
-            yield from _finished(paged, finish, data_file.file_path, batch_size)
-            return
+    path = data_file.file_path  # only the pages holding wanted rows, by the page index:
+    paged = live_rows_at(io, path, file_schema, file_columns, row_groups, deleted, only_positions)
+    if paged is not None:
+        yield from finish_rows(paged, _POSITION, finish, path, batch_size)
+        return
 
     if only_positions is not None and len(row_groups) == len(starts):
         # the wanted rows alone, gathered by polars, whose decoder is the faster one;
@@ -419,8 +417,14 @@ def iter_data_file_batches(
                 raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
             return
 
+    pushed = None if expr is ALWAYS_TRUE else _file_filter(expr, file_schema, constants)
+    skip = page_skipper(io, path, fragment.metadata, pushed, file_schema)  # by column index
     for rg in row_groups:
         position = starts[rg]
+        skipping = skip(rg, position, file_columns, deleted) if skip is not None else None
+        if skipping is not None:
+            yield from finish_rows(skipping, _POSITION, finish, path, batch_size)
+            continue
         try:
             raw_batches = fragment.subset(row_group_ids=[rg]).to_batches(
                 columns=file_columns, batch_size=batch_size
@@ -441,49 +445,6 @@ def iter_data_file_batches(
             raise
         except (OSError, pa.ArrowException) as exc:
             raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
-
-
-def _by_pages(
-    io: FileIO,
-    path: str,
-    file_schema: pa.Schema,
-    columns: list[str],
-    row_groups: Sequence[int],
-    starts: Sequence[int],
-    sizes: Sequence[int],
-    deleted: BitMap64 | None,
-) -> pa.Table | None:
-    """The live rows of ``row_groups`` not in ``deleted`` (columns ``columns``, plus
-    their positions in ``_POSITION``), read from only the pages holding them; None
-    when the file has no page index (:func:`neve.arrow.pages.read_rows_at`)."""
-    wanted = BitMap64()
-    for rg in row_groups:
-        wanted.add_range(starts[rg], starts[rg] + sizes[rg])
-    if deleted is not None:
-        wanted -= deleted
-    target = pa.schema([file_schema.field(c) for c in columns])
-    rows = read_rows_at(io, path, target, wanted)
-    if rows is None:
-        return None
-    where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
-    return rows.append_column(pa.field(_POSITION, pa.int64()), pa.array(where))
-
-
-def _finished(
-    rows: pa.Table,
-    finish: Callable[[pa.RecordBatch], pa.RecordBatch | None],
-    path: str,
-    batch_size: int,
-) -> Iterator[pa.RecordBatch]:
-    try:
-        for live in rows.to_batches(max_chunksize=batch_size):
-            out = finish(live)
-            if out is not None:
-                yield out
-    except NeveError:
-        raise
-    except (OSError, pa.ArrowException) as exc:
-        raise NeveIOError(f"reading {path} failed: {exc}") from exc
 
 
 def _polars_exact(t: pa.DataType) -> bool:
