@@ -191,8 +191,11 @@ class ParquetLayout:
                 decoded, _ = decode_struct(memoryview(buf)[at : at + length])
                 if is_stats:
                     chunk.stats = _column_index(decoded)
-                else:
+                    continue
+                try:
                     chunk.pages = _page_index(decoded)
+                except UnsupportedLayout:  # pages not starting at rows: read it whole
+                    chunk.offset_index = chunk.column_index = None
 
 
 def _coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
