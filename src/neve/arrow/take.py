@@ -222,7 +222,8 @@ def take_row_ids(
         unknown = np.unique(ids[absent])
         raise NoSuchRowError(
             f"{len(unknown)} row id(s) name no live row of this snapshot: {_shown(unknown)}; "
-            "they were deleted or never written. Pass missing='skip' to leave them out"
+            "they were deleted or never written. Pass missing='skip' (neve take: --skip-missing) "
+            "to leave them out"
         )
     return _result(s, parts, found_at[~absent])
 

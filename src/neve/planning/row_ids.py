@@ -118,9 +118,11 @@ class RowIdIndex:
     def locate(self, row_ids: Ints) -> tuple[Ints, Ints]:
         """For each row id, the task whose inherited id range holds it and the position
         there (-1 and -1 where no file's range does)."""
-        slot = np.searchsorted(self._firsts_sorted, row_ids, side="right") - 1
         task = np.full(len(row_ids), -1, dtype=np.int64)
         pos = np.full(len(row_ids), -1, dtype=np.int64)
+        if not len(self._by_first):
+            return task, pos
+        slot = np.searchsorted(self._firsts_sorted, row_ids, side="right") - 1
         ok = slot >= 0
         candidate = self._by_first[np.where(ok, slot, 0)]
         offset = row_ids - self.first_row_ids[candidate]
