@@ -18,6 +18,7 @@ up) is read by whole column chunks of the row groups touched.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +51,7 @@ __all__ = [
     "CROSSOVER",
     "PageFile",
     "ReadStats",
+    "counting_reads",
     "describe_pages",
     "finish_rows",
     "live_rows_at",
@@ -101,6 +103,24 @@ class ReadStats:
             self.reads += 1
 
 
+_counters: list[ReadStats] = []
+_counters_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def counting_reads() -> Iterator[ReadStats]:
+    """Count every read the page reader makes, in any thread, while the block runs
+    (benchmarks print bytes read per row taken with it)."""
+    stats = ReadStats()
+    with _counters_lock:
+        _counters.append(stats)
+    try:
+        yield stats
+    finally:
+        with _counters_lock:
+            _counters.remove(stats)
+
+
 class PageFile:
     """Positioned reads of one file through pyarrow's filesystem, counted in
     ``stats``."""
@@ -127,6 +147,8 @@ class PageFile:
             raise NeveIOError(f"{self.path} ends before byte {offset + length}")
         if self.stats is not None:
             self.stats.add(length)
+        for counter in _counters:
+            counter.add(length)
         return memoryview(data)
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> dict[int, memoryview]:
