@@ -42,7 +42,17 @@ from neve.arrow.parquet_layout import (
     parse_layout,
     tail_size,
 )
-from neve.arrow.thrift import I32, I64, LIST, STRUCT, Field, Struct, TList, decode_struct
+from neve.arrow.thrift import (
+    I32,
+    I64,
+    LIST,
+    STRUCT,
+    Field,
+    Struct,
+    TList,
+    decode_struct,
+    encode_value,
+)
 from neve.arrow.thrift import encode_struct as _encode
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
@@ -410,10 +420,14 @@ def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) ->
             }
         )
         total_rows += g.rows
-    keep = {leaf.index for leaf in unit.leaves}
+    keep = frozenset(leaf.index for leaf in unit.leaves)
+    schema = layout.schemas.get(keep)
+    if schema is None:  # encoded once per file and set of leaves
+        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
+        schema = layout.schemas[keep] = encode_value(LIST, pruned)
     footer: Struct = {
         1: layout.footer[1],
-        2: Field(LIST, TList(STRUCT, _pruned_schema(layout.schema_elements, keep))),
+        2: Field(LIST, schema),
         3: Field(I64, total_rows),
         4: Field(LIST, TList(STRUCT, groups)),
     }

@@ -142,6 +142,8 @@ class ParquetLayout:
     group_rows: list[int]
     chunks: list[list[ColumnChunk]]
     created_by: str | None
+    #: encoded schemas of spliced files, by the leaves they hold (the page reader's)
+    schemas: dict[frozenset[int], Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property

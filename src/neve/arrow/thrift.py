@@ -29,11 +29,13 @@ __all__ = [
     "I64",
     "LIST",
     "STRUCT",
+    "Encoded",
     "Field",
     "Struct",
     "TList",
     "decode_struct",
     "encode_struct",
+    "encode_value",
 ]
 
 # compact protocol wire types (a boolean field carries its value in the type: 1 true,
@@ -58,6 +60,14 @@ class Field:
 
     type: int
     value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A value already in its compact encoding, written as it is (a part of a struct
+    that many structs share, encoded once)."""
+
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +203,9 @@ def _zigzag(out: bytearray, n: int) -> None:
 
 
 def _value(out: bytearray, t: int, v: Any) -> None:
-    if t in (I16, I32, I64):
+    if isinstance(v, Encoded):
+        out += v.data
+    elif t in (I16, I32, I64):
         _zigzag(out, int(v))
     elif t == BINARY:
         data = v.encode() if isinstance(v, str) else bytes(v)
@@ -239,6 +251,13 @@ def _struct(out: bytearray, s: Struct) -> None:
         if f.type != BOOL:
             _value(out, f.type, f.value)
     out.append(0)
+
+
+def encode_value(t: int, v: Any) -> Encoded:
+    """The compact encoding of value ``v`` of wire type ``t``."""
+    out = bytearray()
+    _value(out, t, v)
+    return Encoded(bytes(out))
 
 
 def encode_struct(s: Struct) -> bytes:
