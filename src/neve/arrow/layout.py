@@ -7,8 +7,9 @@ column index), a dictionary page of at most one page, none on string and binary
 columns (their dictionary would be as large as the data), and values handed to the
 page writer in small batches so that pages of long strings end near the page size.
 Properties set explicitly (``write.parquet.page-size-bytes``,
-``write.parquet.dict-size-bytes``, ``write.parquet.page-index.enabled``) win over the
-preset. The same settings reach Spark's writer as Hadoop ``parquet.*`` options
+``write.parquet.dict-size-bytes``) win over the preset. The page index is written by
+default in every layout (``write.parquet.page-index.enabled=false`` leaves it out): it
+costs neither write time nor size, and parquet-java writes it always. The same settings reach Spark's writer as Hadoop ``parquet.*`` options
 (:func:`spark_parquet_options`).
 """
 
@@ -82,7 +83,7 @@ class ParquetLayoutOptions:
     """The layout settings of a table's Parquet files."""
 
     preset: str = "default"
-    page_index: bool = False
+    page_index: bool = True
     page_size: int = MiB
     dict_size: int = 2 * MiB
     no_wide_dictionary: bool = False
@@ -94,10 +95,7 @@ class ParquetLayoutOptions:
     def from_properties(properties: Mapping[str, str]) -> ParquetLayoutOptions:
         preset = str(read_property(properties, "write.parquet.layout"))
         random_access = preset == "random-access"
-        index_key = "write.parquet.page-index.enabled"
-        page_index = (
-            bool(read_property(properties, index_key)) if index_key in properties else random_access
-        )
+        page_index = bool(read_property(properties, "write.parquet.page-index.enabled"))
         enabled = read_column_properties(properties, _BLOOM)
         fpps = read_column_properties(properties, _BLOOM_FPP)
         bloom = tuple(

@@ -240,9 +240,10 @@ def skipped_rows(
         wanted = np.setdiff1d(wanted, gone)
     target = pa.schema([file_schema.field(c) for c in columns])
     try:
-        return read_positions(io, path, target, wanted), wanted
+        rows = read_positions(io, path, target, wanted)
     except UnsupportedLayout:
         return None
+    return None if rows is None else (rows, wanted)
 
 
 #: Reads a row group's rows that may match page by page: ``(group, first row's file

@@ -488,14 +488,16 @@ def read_positions(
     *,
     stats: ReadStats | None = None,
     crossover: float = CROSSOVER,
-) -> pa.Table:
+    sparse_only: bool = False,
+) -> pa.Table | None:
     """The rows of the Parquet file at ``path`` at file positions ``positions``
     (sorted, distinct, within the file), with the top-level columns of ``target``
     (its fields name the file's columns, typed as pyarrow reads them), in position
     order. Reads only the pages holding them where the file has an offset index.
 
-    Raises :class:`UnsupportedLayout` when the file cannot be read this way (the
-    caller reads it otherwise)."""
+    With ``sparse_only``, None when every column chunk would be read whole (the caller
+    has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
+    file cannot be read this way (the caller reads it otherwise)."""
     layout, reader = open_page_file(io, path, stats)
     try:
         if len(positions) and (positions[0] < 0 or positions[-1] >= layout.num_rows):
@@ -507,6 +509,8 @@ def read_positions(
             return target.empty_table()
         units = _units(layout, target.names)
         _plan(layout, reader, units, positions, crossover)
+        if sparse_only and all(g.whole for u in units for g in u.groups):
+            return None
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
         blobs = reader.read_ranges(ranges)
     finally:
@@ -534,8 +538,9 @@ def live_rows_at(
     """With ``only`` (positions asked for), the rows of ``row_groups`` not in
     ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
     read from only the pages holding them; None without ``only``, or when the file has
-    no offset index to find their pages by (or cannot be read page by page): the
-    caller then reads whole row groups, as fast as this would."""
+    no offset index to find their pages by, or most pages hold wanted rows (or the
+    file cannot be read page by page): the caller then reads whole row groups (or the
+    whole file with polars), as fast as this would or faster."""
     if only is None:
         return None
     try:
@@ -551,7 +556,9 @@ def live_rows_at(
             wanted -= deleted
         target = pa.schema([file_schema.field(c) for c in columns])
         where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
-        return read_positions(io, path, target, where), where
+        # where every chunk would be read whole, the caller's own reads are as fast
+        rows = read_positions(io, path, target, where, sparse_only=True)
+        return None if rows is None else (rows, where)
     except UnsupportedLayout:
         return None
 
