@@ -13,7 +13,6 @@ filter is applied to them exactly, as to any row.
 
 from __future__ import annotations
 
-import contextlib
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,7 +34,9 @@ from neve.expressions.expressions import (
     BoundPredicate,
     Or,
 )
+from neve.expressions.metric_arrays import MetricArrays
 from neve.expressions.metrics_evaluator import inclusive_metrics_test
+from neve.expressions.metrics_vectorized import compile_inclusive, eval_inclusive
 from neve.io.fileio import FileIO
 from neve.spec.types import PrimitiveType
 from neve.spec.values import to_bytes
@@ -79,6 +80,67 @@ def _plain(physical: int, raw: bytes) -> Any:
     return None
 
 
+def _bounds(
+    t: PrimitiveType, arrow_type: pa.DataType, physical: int, lo: bytes, hi: bytes
+) -> tuple[bytes, bytes] | None:
+    """A page's min and max (Parquet plain encoding) as Iceberg bounds of type ``t``,
+    where their meaning is certain."""
+    low = statistic_value(t, arrow_type, _NAMES[physical], _plain(physical, lo))
+    high = statistic_value(t, arrow_type, _NAMES[physical], _plain(physical, hi))
+    if low is None or high is None:
+        return None
+    try:  # a bound the column's type cannot hold stays unknown
+        return to_bytes(t, low), to_bytes(t, high)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _page_metrics(
+    layout: ParquetLayout,
+    group: int,
+    leaf: int,
+    fid: int,
+    t: PrimitiveType,
+    arrow_type: pa.DataType,
+) -> MetricArrays | None:
+    """Each page of a column chunk as the metrics of a file of its rows."""
+    chunk = layout.chunks[group][leaf]
+    pages, stats = chunk.pages, chunk.stats
+    if pages is None or stats is None or len(stats.null_pages) != len(pages.first_rows):
+        return None
+    rows = pages.rows(layout.group_rows[group])
+    n = len(rows)
+    only_nulls = np.array(stats.null_pages, dtype=bool)
+    nulls = np.where(only_nulls, rows, 0)
+    nulls_known = only_nulls.copy()
+    if stats.null_counts is not None and len(stats.null_counts) == n:
+        nulls = np.where(only_nulls, rows, np.array(stats.null_counts, dtype=np.int64))
+        nulls_known[:] = True
+    physical = layout.leaves[leaf].physical_type
+    ordered = 7 in layout.footer  # without column orders min and max mean nothing
+    known = np.zeros(n, dtype=bool)
+    lower: list[bytes] = []
+    upper: list[bytes] = []
+    if ordered:
+        for i in np.flatnonzero(~only_nulls).tolist():
+            found = _bounds(t, arrow_type, physical, stats.min_values[i], stats.max_values[i])
+            if found is not None:
+                known[i] = True
+                lower.append(found[0])
+                upper.append(found[1])
+    nans: dict[int, Any] = {}
+    if stats.nan_counts is not None and len(stats.nan_counts) == n:
+        nans[fid] = (np.ones(n, dtype=bool), np.array(stats.nan_counts, dtype=np.int64))
+    return MetricArrays(
+        record_counts=rows.astype(np.int64),
+        value_counts={fid: (np.ones(n, dtype=bool), rows.astype(np.int64))},
+        null_value_counts={fid: (nulls_known, nulls.astype(np.int64))},
+        nan_value_counts=nans,
+        lower_bounds={fid: (known, lower)},
+        upper_bounds={fid: (known, upper)},
+    )
+
+
 def _page_mask(
     layout: ParquetLayout,
     group: int,
@@ -87,42 +149,37 @@ def _page_mask(
     arrow_type: pa.DataType,
 ) -> Mask | None:
     """Rows of the group whose page of column ``leaf`` may hold a row matching
-    ``pred``; None when the column has no usable column index."""
-    chunk = layout.chunks[group][leaf]
-    pages, stats = chunk.pages, chunk.stats
-    if pages is None or stats is None or len(stats.null_pages) != len(pages.first_rows):
-        return None
+    ``pred``; None when the column has no usable column index. Pages are judged all at
+    once where the vectorized evaluator covers the predicate, else one by one."""
     t = pred.term.field_type
     if not isinstance(t, PrimitiveType):
         return None
     fid = pred.term.field_id
-    physical = layout.leaves[leaf].physical_type
-    ordered = 7 in layout.footer  # without column orders min and max mean nothing
-    test = inclusive_metrics_test(pred)
-    rows = pages.rows(layout.group_rows[group])
-    keep = np.ones(int(layout.group_rows[group]), dtype=bool)
-    for i in range(len(rows)):
-        n = int(rows[i])
-        nulls = {fid: n} if stats.null_pages[i] else {}
-        if stats.null_counts is not None and not stats.null_pages[i]:
-            nulls = {fid: int(stats.null_counts[i])}
-        nans = {fid: int(stats.nan_counts[i])} if stats.nan_counts is not None else None
-        lower: dict[int, bytes] = {}
-        upper: dict[int, bytes] = {}
-        if ordered and not stats.null_pages[i]:
-            lo = statistic_value(
-                t, arrow_type, _NAMES[physical], _plain(physical, stats.min_values[i])
+    m = _page_metrics(layout, group, leaf, fid, t, arrow_type)
+    if m is None:
+        return None
+    vector = compile_inclusive(pred)
+    might = eval_inclusive(vector, m, False) if vector is not None else None
+    if might is None:
+        test = inclusive_metrics_test(pred)
+        known, lower = m.lower_bounds[fid]
+        upper = m.upper_bounds[fid][1]
+        slot = np.cumsum(known) - 1
+        nulls_known, nulls = m.null_value_counts[fid]
+        nan_known = m.nan_value_counts.get(fid)
+        might = np.ones(m.length, dtype=bool)
+        for i in range(m.length):
+            n = int(m.record_counts[i])
+            bounds = known[i]
+            might[i] = test(
+                n,
+                {fid: n},
+                {fid: int(nulls[i])} if nulls_known[i] else {},
+                {fid: int(nan_known[1][i])} if nan_known is not None else None,
+                {fid: lower[slot[i]]} if bounds else {},
+                {fid: upper[slot[i]]} if bounds else {},
             )
-            hi = statistic_value(
-                t, arrow_type, _NAMES[physical], _plain(physical, stats.max_values[i])
-            )
-            if lo is not None and hi is not None:
-                # a bound the column's type cannot hold stays unknown
-                with contextlib.suppress(ValueError, TypeError, OverflowError):
-                    lower, upper = {fid: to_bytes(t, lo)}, {fid: to_bytes(t, hi)}
-        if not test(n, {fid: n}, nulls, nans, lower, upper):
-            start = int(pages.first_rows[i])
-            keep[start : start + n] = False
+    keep: Mask = np.repeat(might, m.record_counts)  # pages cover the group in order
     return keep
 
 
