@@ -59,8 +59,7 @@ def test_the_page_index_can_be_left_out(tmp_path: Path) -> None:
 def test_the_random_access_layout(tmp_path: Path) -> None:
     pages = _pages(_table(tmp_path, {"write.parquet.layout": "random-access"}))
     assert all(p["offset_index"] for p in pages.values())
-    assert not pages["s"]["dictionary"]  # no dictionary on the string column
-    assert pages["n"]["dictionary"]  # a small one where it pays
+    assert not any(p["dictionary"] for p in pages.values())  # a take reads no dictionary
     # pages of about 8 KiB before compression, also for the 96-byte strings
     assert 2 * 1024 <= pages["s"]["page_bytes_median"] <= 9 * 1024  # type: ignore[operator]
     assert pages["id"]["pages"] >= 20_000 * 8 // (8 * 1024)  # type: ignore[operator]
@@ -125,11 +124,8 @@ def test_spark_gets_the_same_settings_as_hadoop_options() -> None:
         schema,
     )
     assert options["parquet.page.size"] == "8192"
-    assert options["parquet.dictionary.page.size"] == "8192"
     assert options["parquet.page.row.count.limit"] == "500"
-    assert options["parquet.enable.dictionary#s"] == "false"
-    assert options["parquet.enable.dictionary#st.b"] == "false"
-    assert "parquet.enable.dictionary#id" not in options
+    assert options["parquet.enable.dictionary"] == "false"
     assert options["parquet.bloom.filter.enabled#id"] == "true"
     assert options["parquet.bloom.filter.fpp#id"] == "0.01"
     explicit = spark_parquet_options(
@@ -137,3 +133,23 @@ def test_spark_gets_the_same_settings_as_hadoop_options() -> None:
         schema,
     )
     assert "parquet.page.size" not in explicit  # the job's own setting stands
+
+
+def test_upserts_and_compaction_write_the_layout(tmp_path: Path) -> None:
+    catalog = neve.connect(f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string())])
+    t = catalog.create_table(
+        "db.k",
+        schema,
+        primary_key=["id"],
+        properties={"write.parquet.layout": "random-access", "write.update.mode": "merge-on-read"},
+        format_version=3,
+    )
+    t.append(pa.table({"id": list(range(3000)), "s": ["a" * 90] * 3000}, schema=schema))
+    t.refresh().upsert(pa.table({"id": [5, 7000], "s": ["b", "c"]}, schema=schema))
+    t = t.refresh()
+    t.maintenance.rewrite_data_files(options={"rewrite-all": "true"})
+    for task in t.refresh().scan().plan_files():
+        pages = {r["column"]: r for r in describe_pages(FileIO(), task.file.file_path)}
+        assert pages["id"]["offset_index"] and not pages["s"]["dictionary"]

@@ -49,7 +49,7 @@ def test_files_pages(run: Runner, sqlite: Catalog) -> None:
     assert {r["column"] for r in rows} == {"id", "name"}
     assert all(r["offset_index"] and r["column_index"] for r in rows)
     by_column = {r["column"]: r for r in rows}
-    # the random-access layout: ~8 KiB pages, no dictionary on the string column
+    # the random-access layout: ~8 KiB pages, no dictionary
     assert by_column["name"]["dictionary"] is False
     assert by_column["name"]["pages"] > 1
     assert by_column["name"]["page_bytes_max"] <= 16 * 1024

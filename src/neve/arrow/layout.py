@@ -3,9 +3,9 @@ the ``write.parquet.layout`` preset, from table properties.
 
 ``write.parquet.layout=random-access`` writes files that a few rows can be read from
 cheaply (docs/RANDOM-ACCESS.md): pages of about 8 KiB, the page index (offset and
-column index), a dictionary page of at most one page, none on string and binary
-columns (their dictionary would be as large as the data), and values handed to the
-page writer in small batches so that pages of long strings end near the page size.
+column index), no dictionary pages (a take would read a column's dictionary page as
+well as its data page: measured, twice the bytes), and values handed to the page
+writer in small batches so that pages of long strings end near the page size.
 Properties set explicitly (``write.parquet.page-size-bytes``,
 ``write.parquet.dict-size-bytes``) win over the preset. The page index is written by
 default in every layout (``write.parquet.page-index.enabled=false`` leaves it out): it
@@ -39,15 +39,6 @@ _RANDOM_ACCESS_BATCH = 64
 
 _BLOOM = "write.parquet.bloom-filter-enabled.column."
 _BLOOM_FPP = "write.parquet.bloom-filter-fpp.column."
-
-
-def _wide(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
 
 
 def _leaf_paths(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
@@ -85,8 +76,7 @@ class ParquetLayoutOptions:
     preset: str = "default"
     page_index: bool = True
     page_size: int = MiB
-    dict_size: int = 2 * MiB
-    no_wide_dictionary: bool = False
+    dictionary: bool = True
     write_batch_size: int | None = None
     bloom_fpp: tuple[tuple[str, float], ...] = ()
     bloom_max_bytes: int = MiB
@@ -105,8 +95,7 @@ class ParquetLayoutOptions:
             preset=preset,
             page_index=page_index,
             page_size=RANDOM_ACCESS_PAGE_SIZE if random_access else MiB,
-            dict_size=RANDOM_ACCESS_PAGE_SIZE if random_access else 2 * MiB,
-            no_wide_dictionary=random_access,
+            dictionary=not random_access,
             write_batch_size=_RANDOM_ACCESS_BATCH if random_access else None,
             bloom_fpp=bloom,
             bloom_max_bytes=int(read_property(properties, "write.parquet.bloom-filter-max-bytes")),
@@ -118,8 +107,8 @@ class ParquetLayoutOptions:
         out: dict[str, Any] = {"write_page_index": self.page_index}
         if self.write_batch_size is not None:
             out["write_batch_size"] = self.write_batch_size
-        if schema is not None and self.no_wide_dictionary:
-            out["use_dictionary"] = [p for p, t in _leaf_paths(schema) if not _wide(t)]
+        if not self.dictionary:
+            out["use_dictionary"] = False
         if schema is not None and self.bloom_fpp:
             paths = {p for p, _ in _leaf_paths(schema)}
             out["bloom_filter_options"] = {
@@ -146,13 +135,8 @@ def spark_parquet_options(properties: Mapping[str, str], schema: pa.Schema) -> d
         for name, fpp in layout.bloom_fpp:
             out[f"parquet.bloom.filter.enabled#{name}"] = "true"
             out[f"parquet.bloom.filter.fpp#{name}"] = str(fpp)
-    if layout.preset == "random-access":
-        if "write.parquet.page-size-bytes" not in properties:
-            out["parquet.page.size"] = str(layout.page_size)
-        if "write.parquet.dict-size-bytes" not in properties:
-            out["parquet.dictionary.page.size"] = str(layout.dict_size)
-    if layout.no_wide_dictionary:
-        for name, t in _leaf_paths(schema):
-            if _wide(t):
-                out[f"parquet.enable.dictionary#{name}"] = "false"
+    if layout.preset == "random-access" and "write.parquet.page-size-bytes" not in properties:
+        out["parquet.page.size"] = str(layout.page_size)
+    if not layout.dictionary:
+        out["parquet.enable.dictionary"] = "false"
     return out

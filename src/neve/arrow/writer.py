@@ -113,7 +113,7 @@ class ParquetWriteOptions:
             compression_level=None if level is None else int(level),
             page_size=_int_property(properties, "write.parquet.page-size-bytes", layout.page_size),
             page_row_limit=_int_property(properties, "write.parquet.page-row-limit", 20_000),
-            dict_size=_int_property(properties, "write.parquet.dict-size-bytes", layout.dict_size),
+            dict_size=_int_property(properties, "write.parquet.dict-size-bytes", 2 * MiB),
             layout=layout,
         )
 
