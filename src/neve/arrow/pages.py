@@ -43,6 +43,7 @@ from neve.arrow.parquet_layout import (
     tail_size,
 )
 from neve.arrow.thrift import (
+    BOOL,
     I32,
     I64,
     LIST,
@@ -361,6 +362,23 @@ def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
     return [root, *out]
 
 
+#: Column metadata fields a spliced chunk sets anew: value count, sizes, data and
+#: dictionary page offsets.
+_SET = (5, 6, 7, 9, 11)
+
+
+def _template(chunk: ColumnChunk) -> Struct:
+    """The chunk's metadata fields a spliced copy keeps, their values encoded once."""
+    if chunk.template is None:
+        chunk.template = {
+            # a boolean's value is in its field header: it stays as it is
+            k: f if f.type == BOOL else Field(f.type, encode_value(f.type, f.value))
+            for k, f in chunk.meta.items()
+            if k not in _DROPPED and k not in _SET
+        }
+    return chunk.template
+
+
 def _page_values(page: memoryview) -> int:
     """The value count in a data page's header (v1 or v2)."""
     header, _ = decode_struct(page)
@@ -386,7 +404,7 @@ def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) ->
         first = len(body)
         for n, leaf in enumerate(unit.leaves):
             chunk = layout.chunks[g.number][leaf.index]
-            meta = {k: v for k, v in chunk.meta.items() if k not in _DROPPED}
+            meta = dict(_template(chunk))
             start = len(body)
             dictionary = g.dictionaries[n]
             if dictionary is not None:

@@ -114,6 +114,8 @@ class ColumnChunk:
     column_index: tuple[int, int] | None
     pages: PageIndex | None = None
     stats: ColumnIndex | None = None
+    #: the metadata fields a spliced copy of the chunk keeps as they are, encoded once
+    template: Struct | None = None
 
     @property
     def num_values(self) -> int:

@@ -163,7 +163,9 @@ def _result(s: _Snapshot, parts: list[pa.Table], order: Ints) -> pa.Table:
     if not parts:
         return schema.empty_table()
     rows = pa.concat_tables([p.select(schema.names) for p in parts])
-    return rows.take(pa.array(order)).cast(schema)
+    if len(order) != rows.num_rows or np.any(order != np.arange(len(order))):
+        rows = rows.take(pa.array(order))
+    return rows if rows.schema == schema else rows.cast(schema)
 
 
 def take_row_ids(
