@@ -524,16 +524,18 @@ def read_positions(
     stats: ReadStats | None = None,
     crossover: float = CROSSOVER,
     sparse_only: bool = False,
+    opened: tuple[ParquetLayout, PageFile] | None = None,
 ) -> pa.Table | None:
     """The rows of the Parquet file at ``path`` at file positions ``positions``
     (sorted, distinct, within the file), with the top-level columns of ``target``
     (its fields name the file's columns, typed as pyarrow reads them), in position
     order. Reads only the pages holding them where the file has an offset index.
 
-    With ``sparse_only``, None when every column chunk would be read whole (the caller
+    ``opened``: the file's layout and reader, already open (closed here). With
+    ``sparse_only``, None when the pages are over a quarter of the chunks' bytes (the caller
     has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
     file cannot be read this way (the caller reads it otherwise)."""
-    layout, reader = open_page_file(io, path, stats)
+    layout, reader = opened or open_page_file(io, path, stats)
     try:
         if len(positions) and (positions[0] < 0 or positions[-1] >= layout.num_rows):
             raise NeveIOError(
@@ -580,8 +582,8 @@ def live_rows_at(
         return None
     try:
         layout, reader = open_page_file(io, path)
-        reader.close()
         if not any(c.offset_index is not None for g in layout.chunks for c in g):
+            reader.close()
             return None
         starts = layout.group_starts
         wanted = BitMap64()
@@ -592,7 +594,9 @@ def live_rows_at(
         target = pa.schema([file_schema.field(c) for c in columns])
         where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
         # where every chunk would be read whole, the caller's own reads are as fast
-        rows = read_positions(io, path, target, where, sparse_only=True)
+        rows = read_positions(
+            io, path, target, where, sparse_only=True, opened=(layout, reader)
+        )  # closes the reader
         return None if rows is None else (rows, where)
     except UnsupportedLayout:
         return None
