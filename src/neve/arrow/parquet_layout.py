@@ -321,7 +321,7 @@ def parse_layout(
 class _LayoutCache:
     """The layouts of recently read files, least recently used dropped first."""
 
-    def __init__(self, capacity: int = 512) -> None:
+    def __init__(self, capacity: int = 128) -> None:
         self.capacity = capacity
         self._items: OrderedDict[tuple[str, int], ParquetLayout] = OrderedDict()
         self._lock = threading.Lock()
