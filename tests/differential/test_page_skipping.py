@@ -50,7 +50,7 @@ def _sort_key(c: Column) -> Any:
 
 
 @settings(
-    max_examples=examples(20, 1000),
+    max_examples=examples(12, 1000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -72,7 +72,7 @@ def _ids(values: list[Any]) -> list[int]:
 
 
 @settings(
-    max_examples=examples(20, 500),
+    max_examples=examples(12, 500),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
