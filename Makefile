@@ -20,10 +20,14 @@ DUCKDB_STAMP := $(DUCKDB_VENV)/.installed
 # that its pins (boto3, werkzeug, ...) never meet neve's.
 MOTO_VENV  ?= .venv-moto
 MOTO_STAMP := $(MOTO_VENV)/.installed
+# pylance (Lance's Python package) as the reference of random access (tests/lanceengine,
+# benchmarks/bench_take.py): its own venv, like the other reference engines.
+LANCE_VENV  ?= .venv-lance
+LANCE_STAMP := $(LANCE_VENV)/.installed
 
-.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine s3-server clean
+.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine s3-server lance-engine clean
 
-setup: $(STAMP) java java-engine paimon-engine duckdb-engine s3-server
+setup: $(STAMP) java java-engine paimon-engine duckdb-engine s3-server lance-engine
 
 $(STAMP): pyproject.toml
 	@command -v python3 >/dev/null || { echo "python3 is required"; exit 1; }
@@ -94,6 +98,16 @@ $(MOTO_STAMP): tests/s3server/__init__.py
 	$(MOTO_VENV)/bin/pip install -q 'moto[server]>=5.2.5,<5.3'
 	@touch $(MOTO_STAMP)
 
+lance-engine: $(LANCE_STAMP)
+
+$(LANCE_STAMP): tests/lanceengine/__init__.py
+	@test -x $(LANCE_VENV)/bin/python || python3 -m venv $(LANCE_VENV) || { \
+	  echo "python3 -m venv failed; installing python3-venv"; \
+	  apt-get update -q && apt-get install -y -q python3-venv && python3 -m venv $(LANCE_VENV); }
+	$(LANCE_VENV)/bin/pip install -q --upgrade pip
+	$(LANCE_VENV)/bin/pip install -q 'pylance==14.0.2'
+	@touch $(LANCE_STAMP)
+
 # The demo registers its catalog as 'demo' in ~/.config/neve/config.yaml, so that
 # `.venv/bin/neve tables tpch` finds it afterwards (docs/CLI.md).
 demo: setup
@@ -119,6 +133,7 @@ bench: setup
 	$(PY) benchmarks/bench_scan.py
 	$(PY) benchmarks/bench_spark.py
 	$(PY) benchmarks/bench_merge.py
+	$(PY) benchmarks/bench_take.py
 
 clean:
-	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) $(MOTO_VENV) .pytest_cache .mypy_cache .ruff_cache .demo
+	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) $(MOTO_VENV) $(LANCE_VENV) .pytest_cache .mypy_cache .ruff_cache .demo

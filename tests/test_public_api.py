@@ -39,6 +39,7 @@ NEVE_API = {
     "NonAppendSnapshotError",
     "NoSuchCatalogError",
     "NoSuchNamespaceError",
+    "NoSuchRowError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
     "NoSuchViewError",

@@ -10,7 +10,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     │   ├── NoSuchTableError
     │   ├── NoSuchViewError
     │   ├── NoSuchSnapshotError          (also unknown branch / tag names)
-    │   └── NoSuchCatalogError           (no catalog of that name is configured)
+    │   ├── NoSuchCatalogError           (no catalog of that name is configured)
+    │   └── NoSuchRowError               (row ids or positions that name no live row)
     ├── AlreadyExistsError
     │   ├── NamespaceAlreadyExistsError
     │   ├── TableAlreadyExistsError
@@ -62,6 +63,7 @@ __all__ = [
     "NeveIOError",
     "NoSuchCatalogError",
     "NoSuchNamespaceError",
+    "NoSuchRowError",
     "NoSuchSnapshotError",
     "NoSuchTableError",
     "NoSuchViewError",
@@ -105,6 +107,10 @@ class NoSuchSnapshotError(NotFoundError):
 class NoSuchCatalogError(NotFoundError):
     """No catalog of that name is configured (neve's config file, pyiceberg's
     ``.pyiceberg.yaml``); the message lists the names that are."""
+
+
+class NoSuchRowError(NotFoundError):
+    """Row ids or row positions asked for name no live row of the snapshot read."""
 
 
 class CatalogNotConfiguredError(NeveError):

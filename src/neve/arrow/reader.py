@@ -38,6 +38,8 @@ from neve.arrow.deletes import (
 from neve.arrow.expression import to_arrow_expression
 from neve.arrow.fragments import open_fragment, row_group_batches
 from neve.arrow.metrics import row_group_offsets
+from neve.arrow.page_filter import page_skipper
+from neve.arrow.pages import finish_rows, live_rows_at
 from neve.arrow.projection import (
     column_at,
     leaf_field,
@@ -386,6 +388,12 @@ def iter_data_file_batches(
             batch = batch.filter(exact)
         return project_batch(batch, batch.schema, projected_schema) if batch.num_rows else None
 
+    path = data_file.file_path  # only the pages holding wanted rows, by the page index:
+    paged = live_rows_at(io, path, file_schema, file_columns, row_groups, deleted, only_positions)
+    if paged is not None:
+        yield from finish_rows(paged, _POSITION, finish, path, batch_size)
+        return
+
     if only_positions is not None and len(row_groups) == len(starts):
         # the wanted rows alone, gathered by polars, whose decoder is the faster one;
         # it reads every row group, so only when each holds wanted rows (else pyarrow
@@ -410,8 +418,14 @@ def iter_data_file_batches(
             return
 
     remote = not io.is_local(data_file.file_path)
+    pushed = None if expr is ALWAYS_TRUE else _file_filter(expr, file_schema, constants)
+    skip = page_skipper(io, path, fragment.metadata, pushed, file_schema)  # by column index
     for rg in row_groups:
         position = starts[rg]
+        skipping = skip(rg, position, file_columns, deleted) if skip is not None else None
+        if skipping is not None:
+            yield from finish_rows(skipping, _POSITION, finish, path, batch_size)
+            continue
         try:
             raw_batches = row_group_batches(fragment, rg, file_columns, batch_size, remote)
             for raw in raw_batches:

@@ -50,7 +50,7 @@ from neve.spec.types import (
 )
 from neve.spec.values import to_bytes, unscaled_to_decimal
 
-__all__ = ["leaf_columns", "matching_row_groups"]
+__all__ = ["leaf_columns", "leaf_types", "matching_row_groups", "statistic_value"]
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
@@ -98,7 +98,7 @@ def matching_row_groups(
         return []
     test = inclusive_metrics_test(expr)
     leaves = leaf_columns(file_schema)
-    arrow_types = _leaf_types(file_schema)
+    arrow_types = leaf_types(file_schema)
     columns = [
         (ref.field_id, ref.field_type, leaves.get(ref.path))
         for ref in references(expr)
@@ -120,7 +120,8 @@ def matching_row_groups(
     return kept
 
 
-def _leaf_types(schema: pa.Schema) -> list[pa.DataType]:
+def leaf_types(schema: pa.Schema) -> list[pa.DataType]:
+    """The Arrow type of every leaf column, in Parquet's leaf order."""
     out: list[pa.DataType] = []
 
     def walk(t: pa.DataType) -> None:
@@ -158,15 +159,15 @@ def _add_column(
         nulls[fid] = stats.null_count
     if not stats.has_min_max:
         return
-    lo = _value(t, arrow_type, chunk.physical_type, stats.min_raw)
-    hi = _value(t, arrow_type, chunk.physical_type, stats.max_raw)
+    lo = statistic_value(t, arrow_type, chunk.physical_type, stats.min_raw)
+    hi = statistic_value(t, arrow_type, chunk.physical_type, stats.max_raw)
     if lo is not None and hi is not None:
         # a statistic the column's type cannot hold stays unknown
         with contextlib.suppress(ValueError, TypeError, OverflowError):
             lower[fid], upper[fid] = to_bytes(t, lo), to_bytes(t, hi)
 
 
-def _value(t: IcebergType, arrow_type: pa.DataType, physical: str, raw: Any) -> Any:
+def statistic_value(t: IcebergType, arrow_type: pa.DataType, physical: str, raw: Any) -> Any:
     """A Parquet statistic as a value of Iceberg type ``t``, or None when its meaning
     is not certain."""
     if raw is None or physical == "INT96":

@@ -11,8 +11,9 @@ Table properties honoured (defaults as in Iceberg-Java):
 ``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes``
 (128 MiB), ``write.parquet.compression-codec`` (zstd), ``write.parquet.compression-level``,
 ``write.parquet.page-size-bytes`` (1 MiB), ``write.parquet.page-row-limit`` (20000),
-``write.parquet.dict-size-bytes`` (2 MiB), ``write.data.path`` and the metrics modes
-of :mod:`neve.arrow.metrics`.
+``write.parquet.dict-size-bytes`` (2 MiB), ``write.data.path``, the metrics modes
+of :mod:`neve.arrow.metrics`, and the page index, bloom filters and layout preset of
+:mod:`neve.arrow.layout`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neve.arrow.conform import conform_table
+from neve.arrow.layout import ParquetLayoutOptions
 from neve.arrow.metrics import FloatStats, MetricsConfig, parquet_metrics
 from neve.arrow.partitioning import PartitionSlice, partition_table
 from neve.arrow.schema import to_arrow_schema
@@ -68,7 +70,8 @@ _CODECS = {
 
 @dataclass(frozen=True)
 class ParquetWriteOptions:
-    """Parquet writer settings from table properties."""
+    """Parquet writer settings from table properties (the layout preset and the
+    per-column settings: :mod:`neve.arrow.layout`)."""
 
     target_file_size: int
     row_group_size: int
@@ -77,25 +80,36 @@ class ParquetWriteOptions:
     page_size: int
     page_row_limit: int
     dict_size: int
+    layout: ParquetLayoutOptions = field(default_factory=ParquetLayoutOptions)
 
     @staticmethod
     def from_properties(properties: Mapping[str, str]) -> ParquetWriteOptions:
         """The settings the table properties ask for (read through
         :class:`~neve.spec.properties.TableProperties`: an unusable stored value is its
-        default)."""
+        default; the page size's default is the layout's)."""
         props = TableProperties(properties)
         codec = props.as_text("write.parquet.compression-codec") or "zstd"
+        layout = ParquetLayoutOptions.from_properties(properties)
+        page_key = "write.parquet.page-size-bytes"
+        page_size = (
+            props.as_int(page_key)
+            if page_key in properties and page_key not in props.invalid
+            else layout.page_size
+        )
         return ParquetWriteOptions(
             target_file_size=props.as_int("write.target-file-size-bytes"),
             row_group_size=props.as_int("write.parquet.row-group-size-bytes"),
             compression=_CODECS[codec],
             compression_level=props.as_optional_int("write.parquet.compression-level"),
-            page_size=props.as_int("write.parquet.page-size-bytes"),
+            page_size=page_size,
             page_row_limit=props.as_int("write.parquet.page-row-limit"),
             dict_size=props.as_int("write.parquet.dict-size-bytes"),
+            layout=layout,
         )
 
-    def writer_kwargs(self) -> dict[str, Any]:
+    def writer_kwargs(self, schema: pa.Schema | None = None) -> dict[str, Any]:
+        """The ``pyarrow.parquet.ParquetWriter`` arguments; ``schema`` (the Arrow schema
+        written) names the columns that per-column settings apply to."""
         return {
             "compression": self.compression,
             "compression_level": self.compression_level,
@@ -106,6 +120,7 @@ class ParquetWriteOptions:
             "store_decimal_as_integer": True,
             "write_time_adjusted_to_utc": False,
             "version": "2.6",
+            **self.layout.writer_kwargs(schema, self.row_group_size),
         }
 
 
@@ -124,7 +139,9 @@ class _OpenFile:
         self.floats = FloatStats(schema)
         self._stream = io.open_output(path)
         try:
-            self._writer = pq.ParquetWriter(self._stream, arrow_schema, **options.writer_kwargs())
+            self._writer = pq.ParquetWriter(
+                self._stream, arrow_schema, **options.writer_kwargs(arrow_schema)
+            )
         except BaseException:
             self._stream.close()
             raise

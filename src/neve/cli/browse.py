@@ -12,6 +12,7 @@ import pyarrow as pa
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from neve.arrow.pages import describe_pages
 from neve.catalog.config import configured_catalogs, default_entry
 from neve.cli.context import State, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, key_values, rows_json, show
@@ -412,14 +413,38 @@ _FILE_COLUMNS = [
 @click.command()
 @click.argument("table")
 @click.option("--snapshot", type=int, help="Files of this snapshot (default: the current one).")
+@click.option(
+    "--pages",
+    is_flag=True,
+    help="Per data file: row groups, pages per column, page sizes, page index present.",
+)
 @json_option
 @pass_state
-def files(state: State, table: str, snapshot: int | None, as_json: bool) -> None:
+def files(state: State, table: str, snapshot: int | None, pages: bool, as_json: bool) -> None:
     """The data and delete files of a snapshot."""
     t = state.table(table)
     rows = t.inspect.files(snapshot)
+    if pages:
+        _pages(t, rows, as_json)
+        return
     columns = [c for c in _FILE_COLUMNS if c in rows.column_names]
     _listing(rows, as_json, f"files of {t.name}", columns)
+
+
+def _pages(t: Table, files: pa.Table, as_json: bool) -> None:
+    """The physical layout of the snapshot's Parquet data files (docs/RANDOM-ACCESS.md)."""
+    found: list[dict[str, Any]] = []
+    for f in files.to_pylist():
+        if (
+            f.get("content") not in (0, "data", "DATA")
+            or str(f["file_format"]).upper() != "PARQUET"
+        ):
+            continue
+        found += [{"file_path": f["file_path"], **r} for r in describe_pages(t.io, f["file_path"])]
+    rows = (
+        pa.Table.from_pylist(found) if found else pa.table({"file_path": pa.array([], pa.string())})
+    )
+    _listing(rows, as_json, f"pages of the data files of {t.name}")
 
 
 @click.command()

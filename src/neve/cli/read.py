@@ -1,5 +1,6 @@
 """Verbs that read rows: ``head`` and ``scan``, as a table, CSV, JSON lines or
-Parquet, with a progress bar when rows go to a file."""
+Parquet, with a progress bar when rows go to a file; ``take``, a few rows by row id or
+position."""
 
 from __future__ import annotations
 
@@ -188,4 +189,55 @@ def head(state: State, **opts: Any) -> None:
     _read(state, **opts)
 
 
-VERBS = [head, scan]
+def _ints(text: str | None, option: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise click.UsageError(f"{option} takes integers separated by commas: 17,90211") from None
+
+
+@click.command()
+@click.argument("table")
+@click.option("--row-ids", help="Rows by _row_id (format v3), comma-separated: 17,90211,4000007.")
+@click.option("--positions", help="The i-th live rows of the snapshot instead, comma-separated.")
+@click.option("--columns", "-c", help="Comma-separated columns to read.")
+@click.option("--snapshot", type=int, help="Read this snapshot.")
+@click.option("--ref", help="Read a branch or tag.")
+@click.option("--as-of", help="Time travel to a time (ISO timestamp or epoch ms).")
+@click.option("--skip-missing", is_flag=True, help="Leave out row ids of no live row.")
+@json_option
+@pass_state
+def take(
+    state: State,
+    table: str,
+    row_ids: str | None,
+    positions: str | None,
+    columns: str | None,
+    snapshot: int | None,
+    ref: str | None,
+    as_of: str | None,
+    skip_missing: bool,
+    as_json: bool,
+) -> None:
+    """Read a few rows by row id (or by position), only the pages that hold them."""
+    ids = _ints(row_ids, "--row-ids")
+    places = _ints(positions, "--positions")
+    if (ids is None) == (places is None):
+        raise click.UsageError("give one of --row-ids and --positions")
+    t = state.table(table)
+    cols = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    when: int | str | None = int(as_of) if as_of is not None and as_of.isdigit() else as_of
+    if ids is not None:
+        missing = "skip" if skip_missing else "error"
+        rows = t.take(ids, columns=cols, snapshot_id=snapshot, as_of=when, ref=ref, missing=missing)
+    else:
+        rows = t.take_rows(places, columns=cols, snapshot_id=snapshot, as_of=when, ref=ref)
+    if as_json:
+        emit_json(rows_json(rows))
+    else:
+        show(arrow_table(rows, title=f"{t.name} ({rows.num_rows:,} rows)"))
+
+
+VERBS = [head, scan, take]

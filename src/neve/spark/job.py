@@ -48,6 +48,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neve.actions.base import TableState
+from neve.arrow.layout import spark_parquet_options
+from neve.arrow.schema import to_arrow_schema
 from neve.arrow.writer import DataFileStream
 from neve.engine.origins import RowOrigins
 from neve.errors import (
@@ -337,6 +339,8 @@ def _write_options(props: Mapping[str, str], table: TableState) -> dict[str, str
     level = view.as_optional_int("write.parquet.compression-level")
     if level is not None and codec == "zstd":
         options["parquet.compression.codec.zstd.level"] = str(level)
+    # page row limit, bloom filters and the layout preset (docs/RANDOM-ACCESS.md)
+    options.update(spark_parquet_options(props, to_arrow_schema(table.metadata.schema())))
     return options
 
 

@@ -33,7 +33,9 @@ from neve.spec.name_mapping import parse_name_mapping
 from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
+    "COLUMN_PROPERTIES",
     "FORMAT_VERSION",
+    "PARQUET_LAYOUTS",
     "PROPERTIES",
     "RESERVED_PROPERTIES",
     "PropertyDef",
@@ -130,6 +132,9 @@ def _name_mapping(text: str) -> str:
     return text
 
 
+#: The Parquet layouts ``write.parquet.layout`` names.
+PARQUET_LAYOUTS = ("default", "random-access")
+
 _POSITIVE = "a positive integer"
 _NON_NEGATIVE = "an integer >= 0"
 _BOOLEAN = "true or false"
@@ -183,6 +188,19 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     PropertyDef("write.parquet.dict-size-bytes", 2 * _MIB, _int_at_least(1), _POSITIVE),
     PropertyDef("write.parquet.compression-codec", "zstd", _one_of(*_CODECS), ", ".join(_CODECS)),
     PropertyDef("write.parquet.compression-level", None, _any_int, "an integer"),
+    PropertyDef("write.parquet.bloom-filter-max-bytes", _MIB, _int_at_least(1), _POSITIVE),
+    # neve: Parquet's page index (column and offset index), which random access and
+    # page skipping read; on by default, as parquet-java writes it (measured to cost
+    # neither write time nor size: docs/RANDOM-ACCESS.md)
+    PropertyDef("write.parquet.page-index.enabled", True, _boolean, _BOOLEAN),
+    # neve: a preset of the Parquet settings; random-access writes small pages with a
+    # page index and no dictionary on string and binary columns (docs/RANDOM-ACCESS.md)
+    PropertyDef(
+        "write.parquet.layout",
+        "default",
+        _one_of(*PARQUET_LAYOUTS),
+        " or ".join(PARQUET_LAYOUTS),
+    ),
     PropertyDef("write.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
     PropertyDef("write.delete.format.default", "parquet", _one_of(*_FORMATS), ", ".join(_FORMATS)),
     PropertyDef(
@@ -215,16 +233,39 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     ),
 )
 
+
+def _fraction(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 < value < 1.0:
+        raise ValueError(text)
+    return value
+
+
 #: Per-column metrics modes: ``write.metadata.metrics.column.<column name>``.
 _COLUMN_METRICS_PREFIX = "write.metadata.metrics.column."
+
+#: Per-column properties by prefix (the column's name follows the prefix), with their
+#: defaults.
+COLUMN_PROPERTIES: Mapping[str, PropertyDef] = _defs(
+    PropertyDef(
+        _COLUMN_METRICS_PREFIX,
+        None,
+        _metrics_mode,
+        "none, counts, truncate(N) with N > 0, or full",
+    ),
+    PropertyDef("write.parquet.bloom-filter-enabled.column.", False, _boolean, _BOOLEAN),
+    PropertyDef(
+        "write.parquet.bloom-filter-fpp.column.", 0.01, _fraction, "a number between 0 and 1"
+    ),
+)
 
 
 def _definition(key: str) -> PropertyDef | None:
     found = PROPERTIES.get(key)
-    if found is None and key.startswith(_COLUMN_METRICS_PREFIX):
-        return PropertyDef(
-            key, None, _metrics_mode, "none, counts, truncate(N) with N > 0, or full"
-        )
+    if found is None:
+        for prefix, d in COLUMN_PROPERTIES.items():
+            if key.startswith(prefix) and len(key) > len(prefix):
+                return PropertyDef(key, d.default, d.parse, d.accepts)
     return found
 
 
@@ -347,3 +388,17 @@ class TableProperties:
         if v is not None and not isinstance(v, str):
             raise TypeError(f"table property {key} is not a text property")
         return v
+
+    def columns(self, prefix: str) -> dict[str, Any]:
+        """The usable values of a per-column property (a key of
+        :data:`COLUMN_PROPERTIES`), by column name; unusable values are left out (rule
+        2)."""
+        d = COLUMN_PROPERTIES[prefix]
+        out: dict[str, Any] = {}
+        for key, raw in self.raw.items():
+            if key.startswith(prefix) and len(key) > len(prefix):
+                try:
+                    out[key[len(prefix) :]] = d.parse(raw)
+                except (ValueError, AttributeError, TypeError):
+                    continue
+        return out

@@ -224,6 +224,72 @@ class Table:
             scan.planner = (self.catalog, self.identifier)
         return scan
 
+    def take(
+        self,
+        row_ids: Sequence[int] | Any,
+        columns: Sequence[str] | None = None,
+        *,
+        snapshot_id: int | None = None,
+        as_of: int | str | dt.datetime | None = None,
+        ref: str | None = None,
+        missing: str = "error",
+    ) -> pa.Table:
+        """The live rows with these ``_row_id`` values (format v3 row lineage), in the
+        order given; ``missing="skip"`` leaves out ids that name no live row instead of
+        raising NoSuchRowError. Reads only the pages holding the rows where files have
+        a page index (docs/RANDOM-ACCESS.md)."""
+        # heavy: the pyarrow data path (see TableScan.to_arrow)
+        from neve.arrow.take import take_row_ids
+
+        return take_row_ids(
+            self._metadata,
+            self.io,
+            row_ids,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+            missing=missing,
+        )
+
+    def take_rows(
+        self,
+        positions: Sequence[int] | Any,
+        columns: Sequence[str] | None = None,
+        *,
+        snapshot_id: int | None = None,
+        as_of: int | str | dt.datetime | None = None,
+        ref: str | None = None,
+    ) -> pa.Table:
+        """The i-th live rows of a snapshot for each i in ``positions``, in that order:
+        files in scan order, rows in file order, deletes applied (a sampler's view of
+        the table as rows 0 to ``live_row_count() - 1``)."""
+        from neve.arrow.take import take_positions  # heavy, as in take
+
+        return take_positions(
+            self._metadata,
+            self.io,
+            positions,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+        )
+
+    def live_row_count(
+        self,
+        snapshot_id: int | None = None,
+        as_of: int | str | dt.datetime | None = None,
+        ref: str | None = None,
+    ) -> int:
+        """The live rows of a snapshot, from metadata where its deletes tell (reading
+        position delete files where they do not, and data only for equality deletes)."""
+        from neve.arrow.take import live_row_count  # heavy, as in take
+
+        return live_row_count(
+            self._metadata, self.io, snapshot_id=snapshot_id, as_of=as_of, ref=ref
+        )
+
     def changes(
         self,
         start_snapshot_id: int | None = None,

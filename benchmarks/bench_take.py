@@ -1,0 +1,347 @@
+"""Random access: neve's ``take`` next to Lance (pylance 14.0.2, ``.venv-lance``) on the
+same rows, in one run (issue 26, docs/RANDOM-ACCESS.md).
+
+The rows: ``--rows`` (default 10,000,000; ``--quick``: 1,000,000) of two longs, a
+double, an int and a 100-character string, written once as neve v3 tables in three
+layouts and once as a Lance dataset:
+
+- take layout: ``write.parquet.layout=random-access`` (8 KiB pages, page index, no
+  dictionary on the string);
+- java layout: neve's default, which is also what Spark and Iceberg-Java write
+  (parquet-java's defaults: 1 MiB pages of at most 20,000 rows, dictionaries, the page
+  index);
+- default layout: the same without the page index (pyarrow's default, and what neve
+  wrote before issue 26).
+
+Reported: what each layout costs (write time, file size); then per take size (1, 10,
+100, 1,000, 10,000 random rows) the warm time of Lance's ``take`` and neve's
+``table.take`` on each layout, alternating runs, with the median ratio neve/Lance and
+its spread, the bytes neve read per row taken next to the page size, and pyarrow's
+best (reading the row groups that hold the rows, then taking); then cold-ish takes (a
+fresh process opens the table and takes); then a filtered scan of 0.1% of the rows on
+the sorted ``id``: page skipping against row-group pruning alone (bytes and time); and
+what the page index does to DuckDB, which skips pages by page-header statistics that
+pyarrow stops writing when it writes the page index.
+
+A script, not a test: it checks that every engine returned the rows asked for and
+asserts nothing about time.
+
+    .venv/bin/python benchmarks/bench_take.py [--rows N] [--repeat 7] [--cold 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+import neve  # noqa: E402
+from lanceengine import LanceEngine  # noqa: E402
+from neve.arrow.pages import counting_reads  # noqa: E402
+
+COLUMNS = ["id", "a", "d", "i", "s"]
+LAYOUTS = {
+    "take": {"write.parquet.layout": "random-access"},
+    "java": {},
+    "default": {"write.parquet.page-index.enabled": "false"},
+}
+PAGE_SIZE = {"take": "8 KiB", "java": "1 MiB", "default": "1 MiB"}
+
+
+def rows(n: int, seed: int = 7) -> pa.Table:
+    rnd = np.random.default_rng(seed)
+    letters = rnd.integers(97, 123, size=(n, 100), dtype=np.uint8)
+    strings = pa.Array.from_buffers(
+        pa.string(),
+        n,
+        [
+            None,
+            pa.py_buffer(np.arange(0, 100 * (n + 1), 100, dtype=np.int32)),
+            pa.py_buffer(letters),
+        ],
+    )
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n, dtype=np.int64)),
+            "a": pa.array(rnd.integers(-(2**62), 2**62, n)),
+            "d": pa.array(rnd.random(n)),
+            "i": pa.array(rnd.integers(-(2**31), 2**31 - 1, n, dtype=np.int64).astype(np.int32)),
+            "s": strings,
+        }
+    )
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def spread(ratios: Sequence[float]) -> str:
+    return f"median {statistics.median(ratios):6.2f}x  spread {min(ratios):.2f}-{max(ratios):.2f}"
+
+
+def pyarrow_best(files: list[tuple[str, int]], positions: np.ndarray) -> tuple[pa.Table, int]:
+    """Rows at table positions, reading only the row groups that hold them (pyarrow's
+    best without a page index), and the bytes of the column chunks read: ``files``
+    are (path, first position) in table order."""
+    parts = []
+    nbytes = 0
+    order = np.argsort(positions, kind="stable")
+    sorted_pos = positions[order]
+    starts = np.array([s for _, s in files] + [2**62])
+    for k, (path, start) in enumerate(files):
+        lo, hi = np.searchsorted(sorted_pos, [start, starts[k + 1]])
+        if lo == hi:
+            continue
+        pf = pq.ParquetFile(path)
+        group_rows = [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)]
+        group_starts = np.concatenate([[0], np.cumsum(group_rows)[:-1]])
+        local = sorted_pos[lo:hi] - start
+        groups = np.unique(np.searchsorted(group_starts, local, side="right") - 1)
+        table = pf.read_row_groups(groups.tolist(), columns=COLUMNS)
+        for g in groups.tolist():
+            rg = pf.metadata.row_group(g)
+            nbytes += sum(rg.column(c).total_compressed_size for c in range(rg.num_columns))
+        base = np.concatenate([[0], np.cumsum([group_rows[g] for g in groups])[:-1]])
+        g_of = np.searchsorted(groups, np.searchsorted(group_starts, local, side="right") - 1)
+        parts.append(table.take(pa.array(base[g_of] + local - group_starts[groups[g_of]])))
+    taken = pa.concat_tables(parts)
+    return taken.take(pa.array(np.argsort(order, kind="stable"))), nbytes
+
+
+def build(workdir: Path, n: int) -> tuple[dict[str, neve.Table], Path]:
+    catalog = neve.connect(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"))
+    catalog.create_namespace("bench")
+    data = rows(n)
+    staging = workdir / "rows.parquet"
+    pq.write_table(data, staging)
+    tables = {}
+    print(f"== layouts: {n:,} rows (2 longs, a double, an int, a 100-character string)")
+    for name, props in LAYOUTS.items():
+        t = catalog.create_table(f"bench.{name}", data.schema, properties=props, format_version=3)
+        seconds, _ = timed(lambda t=t: t.append(data))
+        t = t.refresh()
+        size = sum(task.file.file_size_in_bytes for task in t.scan().plan_files())
+        print(f"  {name:<8} layout: write {seconds:6.2f} s   {size / 2**20:8.1f} MiB")
+        tables[name] = t
+    return tables, staging
+
+
+def files_of(t: neve.Table) -> list[tuple[str, int]]:
+    out, start = [], 0
+    for task in t.scan().plan_files():
+        if task.start == 0:
+            out.append((task.file.file_path.removeprefix("file://"), start))
+            start += task.file.record_count
+    return out
+
+
+def warm(
+    tables: dict[str, neve.Table], lance: LanceEngine, dataset: Path, n: int, args: Any
+) -> None:
+    print("\n== warm takes of random rows (ms; ratio = neve/Lance per run, alternating runs)")
+    rnd = np.random.default_rng(11)
+    default_files = files_of(tables["default"])
+    for k in args.sizes:
+        times: dict[str, list[float]] = {x: [] for x in ["lance", *LAYOUTS, "pyarrow"]}
+        ratios: dict[str, list[float]] = {x: [] for x in LAYOUTS}
+        bytes_read: dict[str, int] = {}
+        for run in range(args.repeat + 1):
+            ids = rnd.choice(n, size=k, replace=False)
+            seconds, got = lance.take(dataset, ids.tolist(), COLUMNS, check="id")
+            assert got == ids.tolist(), "Lance took other rows"
+            if run:
+                times["lance"].append(seconds)
+            for layout, t in tables.items():
+                with counting_reads() as stats:
+                    seconds, rows_ = timed(lambda t=t, ids=ids: t.take(ids, columns=COLUMNS))
+                assert rows_.column("id").to_pylist() == ids.tolist(), "neve took other rows"
+                if run:
+                    times[layout].append(seconds)
+                    ratios[layout].append(seconds / times["lance"][-1])
+                    if layout != "default":
+                        bytes_read[layout] = bytes_read.get(layout, 0) + stats.bytes
+            seconds, (best, nbytes) = timed(lambda ids=ids: pyarrow_best(default_files, ids))
+            assert best.column("id").to_pylist() == ids.tolist()
+            if run:
+                times["pyarrow"].append(seconds)
+                # neve reads a file without a page index by whole row groups, as this does
+                bytes_read["default"] = bytes_read.get("default", 0) + nbytes
+        med = {x: statistics.median(v) * 1000 for x, v in times.items()}
+        print(
+            f"  take {k:>6,}: Lance {med['lance']:8.2f} ms   pyarrow row groups {med['pyarrow']:8.1f} ms"
+        )
+        for layout in LAYOUTS:
+            per_row = bytes_read[layout] / (k * args.repeat)
+            print(
+                f"      neve {layout:<8} {med[layout]:8.2f} ms   neve/Lance {spread(ratios[layout])}"
+                f"   {per_row:10,.0f} B read/row (page size {PAGE_SIZE[layout]})"
+            )
+
+
+def cold(catalog_uri: str, warehouse: str, dataset: Path, n: int, args: Any) -> None:
+    print("\n== cold-ish takes (a fresh process opens the table or dataset and takes)")
+    rnd = np.random.default_rng(13)
+    for k in (1, 100):
+        ratios, neve_ms, lance_ms = [], [], []
+        for _ in range(args.cold):
+            ids = rnd.choice(n, size=k, replace=False).tolist()
+            job = json.dumps({"uri": catalog_uri, "warehouse": warehouse, "ids": ids})
+            out = subprocess.run(
+                [sys.executable, __file__, "--cold-worker", job],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            ours = float(out.strip().splitlines()[-1])
+            engine = LanceEngine.start()
+            try:
+                theirs = engine.open_and_take(dataset, ids, COLUMNS)
+            finally:
+                engine.close()
+            neve_ms.append(ours * 1000)
+            lance_ms.append(theirs * 1000)
+            ratios.append(ours / theirs)
+        print(
+            f"  take {k:>4}: Lance {statistics.median(lance_ms):8.2f} ms   neve take layout "
+            f"{statistics.median(neve_ms):8.2f} ms   neve/Lance {spread(ratios)}"
+        )
+
+
+def cold_worker(job: str) -> None:
+    spec = json.loads(job)
+    catalog = neve.connect(spec["uri"], spec["warehouse"])
+    start = time.perf_counter()
+    t = catalog.load_table("bench.take")
+    got = t.take(spec["ids"], columns=COLUMNS)
+    seconds = time.perf_counter() - start
+    assert got.column("id").to_pylist() == spec["ids"]
+    print(seconds)
+
+
+def skipping(tables: dict[str, neve.Table], n: int, args: Any) -> None:
+    print("\n== a filtered scan of 0.1% of the rows on the sorted id (take layout)")
+    t = tables["take"]
+    files = files_of(t)
+    width = max(1, n // 1000)
+    rnd = np.random.default_rng(17)
+    ratios, ours, theirs, our_bytes, their_bytes = [], [], [], [], []
+    for _ in range(args.repeat):
+        lo = int(rnd.integers(0, n - width))
+        where = f"id >= {lo} and id < {lo + width}"
+        with counting_reads() as stats:
+            seconds, got = timed(lambda where=where: t.scan(filter=where).to_arrow())
+        assert got.num_rows == width
+        ours.append(seconds)
+        our_bytes.append(stats.bytes)
+
+        def pruned(lo: int = lo) -> tuple[int, int]:
+            """Row-group pruning alone: the row groups whose id range meets the filter,
+            read whole, then filtered."""
+            found, nbytes = 0, 0
+            for path, _ in files:
+                pf = pq.ParquetFile(path)
+                for g in range(pf.num_row_groups):
+                    rg = pf.metadata.row_group(g)
+                    stats_ = rg.column(0).statistics
+                    if stats_.max < lo or stats_.min >= lo + width:
+                        continue
+                    nbytes += sum(rg.column(c).total_compressed_size for c in range(rg.num_columns))
+                    table = pf.read_row_group(g, columns=COLUMNS)
+                    mask = pc.and_(
+                        pc.greater_equal(table["id"], lo), pc.less(table["id"], lo + width)
+                    )
+                    found += table.filter(mask).num_rows
+            return found, nbytes
+
+        seconds, (found, nbytes) = timed(pruned)
+        assert found == width
+        theirs.append(seconds)
+        their_bytes.append(nbytes)
+        ratios.append(ours[-1] / theirs[-1])
+    print(
+        f"  page skipping  {statistics.median(ours) * 1000:8.1f} ms  "
+        f"{statistics.median(our_bytes) / 2**20:8.2f} MiB read\n"
+        f"  row groups     {statistics.median(theirs) * 1000:8.1f} ms  "
+        f"{statistics.median(their_bytes) / 2**20:8.2f} MiB read\n"
+        f"  skipping/row groups: time {spread(ratios)}   bytes "
+        f"{statistics.median(their_bytes) / max(1, statistics.median(our_bytes)):.1f}x fewer"
+    )
+
+
+def duckdb_pages(workdir: Path, n: int, args: Any) -> None:
+    """DuckDB skips pages by page-header statistics, which pyarrow leaves out when it
+    writes the page index."""
+    import duckdb  # neve's own dependency (the CLI's sql): only this section needs it
+
+    print("\n== DuckDB on a sorted column, 0.1% of the rows: page index on vs off (pyarrow files)")
+    data = rows(n).select(["id", "a", "d"])
+    paths = {}
+    for name, index in (("off", False), ("on", True)):
+        paths[name] = workdir / f"duck-{name}.parquet"
+        pq.write_table(data, paths[name], write_page_index=index, data_page_size=8192)
+    width = max(1, n // 1000)
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    con = duckdb.connect()
+    for _ in range(args.repeat):
+        lo = int(np.random.default_rng().integers(0, n - width))
+        for name, path in paths.items():
+            q = f"SELECT sum(a) FROM read_parquet('{path}') WHERE id >= {lo} AND id < {lo + width}"
+            seconds, _ = timed(lambda q=q: con.execute(q).fetchall())
+            times[name].append(seconds)
+    ratios = [a / b for a, b in zip(times["on"], times["off"], strict=True)]
+    print(
+        f"  page index off (page-header statistics) {statistics.median(times['off']) * 1000:7.1f} ms"
+        f"   on {statistics.median(times['on']) * 1000:7.1f} ms   on/off {spread(ratios)}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--cold", type=int, default=5)
+    parser.add_argument("--sizes", default="1,10,100,1000,10000")
+    parser.add_argument("--quick", action="store_true", help="1,000,000 rows")
+    parser.add_argument("--cold-worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cold_worker:
+        cold_worker(args.cold_worker)
+        return
+    n = 1_000_000 if args.quick and args.rows == 10_000_000 else args.rows
+    args.sizes = [k for k in (int(x) for x in args.sizes.split(",")) if k <= n]
+    with tempfile.TemporaryDirectory(prefix="bench-take-") as tmp:
+        workdir = Path(tmp)
+        tables, staging = build(workdir, n)
+        lance = LanceEngine.start()
+        try:
+            dataset = workdir / "rows.lance"
+            seconds, _ = timed(lambda: lance.write(staging, dataset))
+            size = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file())
+            print(f"  Lance    dataset: write {seconds:6.2f} s   {size / 2**20:8.1f} MiB")
+            warm(tables, lance, dataset, n, args)
+        finally:
+            lance.close()
+        cold(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"), dataset, n, args)
+        skipping(tables, n, args)
+        duckdb_pages(workdir, n, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,662 @@
+"""Reading the rows at given positions of a Parquet file, touching only the pages that
+hold them.
+
+Parquet's offset index tells where each data page of a column chunk lies and which row
+it starts with. To read a few rows, the reader finds each row's page by binary search,
+reads the byte ranges of those pages (adjacent ranges coalesced, ranges read
+concurrently on object stores), writes them, with the chunk's dictionary page, into a
+small Parquet file in memory (one row group per original row group touched, a footer
+made for it) and lets pyarrow decode that file; then it takes the wanted rows. A
+column chunk of which most pages are wanted is read whole instead, as is one without
+an offset index (the measured crossover is in docs/RANDOM-ACCESS.md).
+
+Every leaf column is spliced on its own, since the pages of different columns start at
+different rows; a struct of several leaves is put together again afterwards. A column
+with a list or map of several leaves (whose pages only the whole column chunk lines
+up) is read by whole column chunks of the row groups touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyroaring import BitMap64
+
+from neve.arrow.parquet_layout import (
+    ColumnChunk,
+    Leaf,
+    ParquetLayout,
+    UnsupportedLayout,
+    layout_cache,
+    parse_layout,
+    tail_size,
+)
+from neve.arrow.thrift import (
+    BOOL,
+    I32,
+    I64,
+    LIST,
+    STRUCT,
+    Field,
+    Struct,
+    TList,
+    decode_struct,
+    encode_value,
+)
+from neve.arrow.thrift import encode_struct as _encode
+from neve.errors import NeveError, NeveIOError
+from neve.io.fileio import FileIO
+
+__all__ = [
+    "CROSSOVER",
+    "PageFile",
+    "ReadStats",
+    "counting_reads",
+    "describe_pages",
+    "finish_rows",
+    "live_rows_at",
+    "open_page_file",
+    "read_positions",
+]
+
+Ints = npt.NDArray[np.int64]
+
+#: A column chunk of which more than this share of pages holds wanted rows is read
+#: whole: decoding its pages one by one costs more than one sequential read (measured
+#: by benchmarks/bench_take.py; docs/RANDOM-ACCESS.md).
+CROSSOVER = 0.5
+
+#: Holes up to this size between two wanted byte ranges are read along with them:
+#: one read of a local file (or one request to an object store) costs more than that
+#: many bytes copied.
+_GAP_LOCAL = 8 * 1024
+_GAP_REMOTE = 512 * 1024
+
+#: Decode units are decoded in parallel from this many bytes read: below it handing
+#: the work to threads costs more than it saves.
+_PARALLEL_FROM = 256 * 1024
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """A pool shared by all page reads (positioned reads and decoding release the GIL)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-pages")
+        return _pool
+
+
+@dataclass
+class ReadStats:
+    """What reads cost: bytes read from files and the number of reads (thread-safe)."""
+
+    bytes: int = 0
+    reads: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, nbytes: int) -> None:
+        with self._lock:
+            self.bytes += nbytes
+            self.reads += 1
+
+
+_counters: list[ReadStats] = []
+_counters_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def counting_reads() -> Iterator[ReadStats]:
+    """Count every read the page reader makes, in any thread, while the block runs
+    (benchmarks print bytes read per row taken with it)."""
+    stats = ReadStats()
+    with _counters_lock:
+        _counters.append(stats)
+    try:
+        yield stats
+    finally:
+        with _counters_lock:
+            _counters.remove(stats)
+
+
+class PageFile:
+    """Positioned reads of one file through pyarrow's filesystem, counted in
+    ``stats``."""
+
+    def __init__(self, io: FileIO, path: str, stats: ReadStats | None = None) -> None:
+        fs, inner = io.filesystem(path)
+        self.path = path
+        self.local = isinstance(fs, pafs.LocalFileSystem)
+        self.stats = stats
+        try:
+            self._file = fs.open_input_file(inner)
+            self.size = int(self._file.size())
+        except FileNotFoundError as exc:
+            raise NeveIOError(f"data file not found: {path}") from exc
+        except (OSError, pa.ArrowException) as exc:
+            raise NeveIOError(f"cannot read {path}: {exc}") from exc
+
+    def read_range(self, offset: int, length: int) -> memoryview:
+        try:
+            data = self._file.read_at(length, offset)
+        except (OSError, pa.ArrowException) as exc:
+            raise NeveIOError(f"reading {self.path} failed: {exc}") from exc
+        if len(data) != length:
+            raise NeveIOError(f"{self.path} ends before byte {offset + length}")
+        if self.stats is not None:
+            self.stats.add(length)
+        for counter in _counters:
+            counter.add(length)
+        return memoryview(data)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> dict[int, memoryview]:
+        """The bytes of each ``(offset, length)`` range, by offset: neighbouring ranges
+        are read as one, and several reads run at once on an object store."""
+        gap = _GAP_LOCAL if self.local else _GAP_REMOTE
+        spans: list[list[int]] = []
+        for offset, length in sorted(set(ranges)):
+            end = offset + length
+            if spans and offset - spans[-1][1] <= gap:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([offset, end])
+        if len(spans) > 1 and not self.local:
+            blobs = list(_executor().map(lambda s: self.read_range(s[0], s[1] - s[0]), spans))
+        else:  # positioned reads of a local file are cheaper than handing them out
+            blobs = [self.read_range(s[0], s[1] - s[0]) for s in spans]
+        starts = np.array([s[0] for s in spans], dtype=np.int64)
+        offsets = [r[0] for r in ranges]
+        which = (np.searchsorted(starts, offsets, side="right") - 1).tolist()
+        out: dict[int, memoryview] = {}
+        for (offset, length), i in zip(ranges, which, strict=True):
+            at = offset - spans[i][0]
+            out[offset] = blobs[i][at : at + length]
+        return out
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def open_page_file(
+    io: FileIO, path: str, stats: ReadStats | None = None
+) -> tuple[ParquetLayout, PageFile]:
+    """The layout of the Parquet file at ``path`` (cached) and a reader of its bytes."""
+    f = PageFile(io, path, stats)
+    try:
+        layout = layout_cache.get(path, f.size)
+        if layout is None:
+            n = tail_size(f.size)
+            layout = parse_layout(path, f.size, f.read_range(f.size - n, n), f)
+            layout_cache.put(layout)
+    except BaseException:
+        f.close()
+        raise
+    return layout, f
+
+
+# -- planning the pages ----------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """The part of original row group ``number`` a decode unit reads: per leaf the
+    dictionary page's byte range (when spliced in front) and the data byte ranges
+    (pages, or the whole chunk), and their value count; the rows they hold; and where
+    each wanted row of the group is among them."""
+
+    number: int
+    dictionaries: list[tuple[int, int] | None]
+    ranges: list[list[tuple[int, int]]]
+    values: list[int]
+    rows: int
+    index: Ints
+    whole: bool = False
+
+    def all_ranges(self) -> list[tuple[int, int]]:
+        out = [d for d in self.dictionaries if d is not None]
+        for r in self.ranges:
+            out += r
+        return out
+
+
+@dataclass
+class _Unit:
+    """Leaves decoded together from one spliced file, and the groups it holds."""
+
+    leaves: list[Leaf]
+    groups: list[_Group] = field(default_factory=list)
+
+
+def _plan_pages(
+    number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
+) -> tuple[_Group, float]:
+    """The pages of ``chunk`` that hold rows ``local`` (sorted), and the share of the
+    chunk's pages they are."""
+    pages = chunk.pages
+    assert pages is not None
+    page_of = np.searchsorted(pages.first_rows, local, side="right") - 1
+    chosen = np.unique(page_of)
+    rows = pages.rows(group_rows)[chosen]
+    out_start = np.zeros(len(chosen), dtype=np.int64)
+    np.cumsum(rows[:-1], out=out_start[1:])
+    slot = np.searchsorted(chosen, page_of)
+    index: Ints = out_start[slot] + (local - pages.first_rows[page_of])
+    ranges = list(zip(pages.offsets[chosen].tolist(), pages.sizes[chosen].tolist(), strict=True))
+    n = int(rows.sum())
+    # a value per row, except where a list holds several: then the page headers tell
+    values = -1 if repeated else n
+    group = _Group(number, [chunk.dictionary], [ranges], [values], n, index)
+    return group, len(chosen) / len(pages.first_rows)
+
+
+def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> _Group:
+    return _Group(
+        number,
+        [None] * len(chunks),
+        [[(c.start, c.length)] for c in chunks],
+        [c.num_values for c in chunks],
+        group_rows,
+        local,
+        whole=True,
+    )
+
+
+def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[_Unit]:
+    """The decode units of ``columns``: one per leaf, except a column with a repeated
+    field and several leaves, which is one unit."""
+    units: list[_Unit] = []
+    for name in columns:
+        leaves = layout.leaves_of([name])
+        if not leaves:
+            raise UnsupportedLayout(f"no column {name} in the file")
+        if len(leaves) > 1 and any(leaf.repeated for leaf in leaves):
+            units.append(_Unit(leaves))
+        else:
+            units.extend(_Unit([leaf]) for leaf in leaves)
+    return units
+
+
+def _plan(
+    layout: ParquetLayout,
+    reader: PageFile,
+    units: list[_Unit],
+    positions: Ints,
+    crossover: float,
+) -> None:
+    starts = layout.group_starts
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    touched = np.unique(group_of)
+    bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
+    paged = [u for u in units if len(u.leaves) == 1]
+    wanted = [
+        (int(g), u.leaves[0].index)
+        for g in touched
+        for u in paged
+        if layout.chunks[int(g)][u.leaves[0].index].offset_index is not None
+    ]
+    layout.load_page_indexes(reader, wanted)
+    for k, g in enumerate(touched.tolist()):
+        local = positions[bounds[k] : bounds[k + 1]] - starts[g]
+        rows = layout.group_rows[g]
+        for u in units:
+            chunks = [layout.chunks[g][leaf.index] for leaf in u.leaves]
+            if len(chunks) == 1 and chunks[0].pages is not None:
+                group, share = _plan_pages(g, chunks[0], u.leaves[0].repeated, local, rows)
+                u.groups.append(group if share <= crossover else _whole(g, chunks, local, rows))
+            else:
+                u.groups.append(_whole(g, chunks, local, rows))
+
+
+# -- splicing and decoding ---------------------------------------------------------------
+
+
+def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
+    """The schema elements leading to the leaves ``keep`` (by leaf index), with their
+    child counts adjusted."""
+    pos = 1
+    leaf = 0
+
+    def walk() -> tuple[list[Struct], bool]:
+        nonlocal pos, leaf
+        e = elements[pos]
+        pos += 1
+        children = int(e[5].value) if 5 in e else 0
+        if children == 0 and 1 in e:
+            leaf += 1
+            return [e], (leaf - 1) in keep
+        kept: list[Struct] = []
+        count = 0
+        for _ in range(children):
+            sub, used = walk()
+            if used:
+                kept += sub
+                count += 1
+        if not count:
+            return [], False
+        node = dict(e)
+        node[5] = Field(I32, count)
+        return [node, *kept], True
+
+    out: list[Struct] = []
+    count = 0
+    for _ in range(int(elements[0][5].value)):
+        sub, used = walk()
+        if used:
+            out += sub
+            count += 1
+    root = dict(elements[0])
+    root[5] = Field(I32, count)
+    return [root, *out]
+
+
+#: Column metadata fields a spliced chunk sets anew: value count, sizes, data and
+#: dictionary page offsets.
+_SET = (5, 6, 7, 9, 11)
+
+
+def _template(chunk: ColumnChunk) -> Struct:
+    """The chunk's metadata fields a spliced copy keeps, their values encoded once."""
+    if chunk.template is None:
+        chunk.template = {
+            # a boolean's value is in its field header: it stays as it is
+            k: f if f.type == BOOL else Field(f.type, encode_value(f.type, f.value))
+            for k, f in chunk.meta.items()
+            if k not in _DROPPED and k not in _SET
+        }
+    return chunk.template
+
+
+def _page_values(page: memoryview) -> int:
+    """The value count in a data page's header (v1 or v2)."""
+    header, _ = decode_struct(page)
+    for kind in (5, 8):
+        if kind in header:
+            return int(header[kind].value[1].value)
+    raise UnsupportedLayout("an offset index pointing at a page that holds no data")
+
+
+#: Column metadata fields a spliced chunk drops: the index page offset, statistics,
+#: bloom filter, size and geospatial statistics (none describe the spliced pages).
+_DROPPED = (10, 12, 14, 15, 16, 17)
+
+
+def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Buffer:
+    """A Parquet file of the unit's leaves holding, per group, the byte ranges chosen
+    for it, with a footer describing them."""
+    body = bytearray(b"PAR1")
+    groups: list[Struct] = []
+    total_rows = 0
+    for g in unit.groups:
+        columns: list[Struct] = []
+        first = len(body)
+        for n, leaf in enumerate(unit.leaves):
+            chunk = layout.chunks[g.number][leaf.index]
+            meta = dict(_template(chunk))
+            start = len(body)
+            dictionary = g.dictionaries[n]
+            if dictionary is not None:
+                body += blobs[dictionary[0]]
+            for offset, _ in g.ranges[n]:
+                body += blobs[offset]
+            if g.whole:  # the chunk as written: its offsets move with it
+                shift = start - chunk.start
+                meta[9] = Field(I64, int(chunk.meta[9].value) + shift)
+                if chunk.dictionary is not None:
+                    meta[11] = Field(I64, chunk.dictionary[0] + shift)
+            elif dictionary is not None:  # the dictionary page, then the data pages
+                meta[11] = Field(I64, start)
+                meta[9] = Field(I64, start + dictionary[1])
+            else:
+                meta[9] = Field(I64, start)
+                meta.pop(11, None)
+            size = len(body) - start
+            values = g.values[n]
+            if values < 0:
+                values = sum(_page_values(blobs[offset]) for offset, _ in g.ranges[n])
+            meta[5] = Field(I64, values)
+            meta[6] = Field(I64, size)
+            meta[7] = Field(I64, size)
+            columns.append({2: Field(I64, 0), 3: Field(STRUCT, meta)})
+        groups.append(
+            {
+                1: Field(LIST, TList(STRUCT, columns)),
+                2: Field(I64, len(body) - first),
+                3: Field(I64, g.rows),
+            }
+        )
+        total_rows += g.rows
+    keep = frozenset(leaf.index for leaf in unit.leaves)
+    schema = layout.schemas.get(keep)
+    if schema is None:  # encoded once per file and set of leaves
+        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
+        schema = layout.schemas[keep] = encode_value(LIST, pruned)
+    footer: Struct = {
+        1: layout.footer[1],
+        2: Field(LIST, schema),
+        3: Field(I64, total_rows),
+        4: Field(LIST, TList(STRUCT, groups)),
+    }
+    if 6 in layout.footer:
+        footer[6] = layout.footer[6]
+    encoded = _encode(footer)
+    body += encoded
+    body += struct.pack("<I", len(encoded))
+    body += b"PAR1"
+    return pa.py_buffer(body)
+
+
+def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.ChunkedArray:
+    """The unit's column decoded by pyarrow from its spliced file, and the wanted rows
+    taken from it."""
+    data = _splice(layout, unit, blobs)
+    try:
+        table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(
+            use_threads=False
+        )
+    except (OSError, pa.ArrowException) as exc:
+        raise NeveIOError(f"decoding pages of {layout.path} failed: {exc}") from exc
+    base = 0
+    parts = []
+    for g in unit.groups:
+        parts.append(g.index + base)
+        base += g.rows
+    index = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return table.column(0).take(pa.array(index))
+
+
+#: With ``sparse_only``, pages are read only where they are at most this share of the
+#: bytes of the column chunks touched: past it reading those chunks whole (polars for
+#: a whole file) is as fast (measured: a changelog of 1% of a file's rows scattered
+#: over 8 KiB pages, and of 0.01% over 1 MiB pages, read faster whole).
+SPARSE_SHARE = 0.25
+
+
+def _dense(layout: ParquetLayout, units: list[_Unit], ranges: list[tuple[int, int]]) -> bool:
+    whole = sum(
+        layout.chunks[g.number][leaf.index].length
+        for u in units
+        for g in u.groups
+        for leaf in u.leaves
+    )
+    return sum(r[1] for r in ranges) > SPARSE_SHARE * whole
+
+
+def _merge(target: pa.DataType, parts: Sequence[pa.Array]) -> pa.Array:
+    """One array of type ``target`` from arrays holding parts of it: a struct from
+    structs each holding some of its fields (one leaf each, decoded apart; their
+    nulls agree, every leaf carries the struct's)."""
+    if not pa.types.is_struct(target):
+        (only,) = parts
+        return only if only.type == target else only.cast(target)
+    children = []
+    for i in range(target.num_fields):
+        f = target.field(i)
+        mine = [p.field(f.name) for p in parts if p.type.get_field_index(f.name) >= 0]
+        children.append(_merge(f.type, mine))
+    first = parts[0]
+    mask = pc.invert(first.is_valid()) if first.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+
+
+def _combined(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+
+
+def read_positions(
+    io: FileIO,
+    path: str,
+    target: pa.Schema,
+    positions: Ints,
+    *,
+    stats: ReadStats | None = None,
+    crossover: float = CROSSOVER,
+    sparse_only: bool = False,
+    opened: tuple[ParquetLayout, PageFile] | None = None,
+) -> pa.Table | None:
+    """The rows of the Parquet file at ``path`` at file positions ``positions``
+    (sorted, distinct, within the file), with the top-level columns of ``target``
+    (its fields name the file's columns, typed as pyarrow reads them), in position
+    order. Reads only the pages holding them where the file has an offset index.
+
+    ``opened``: the file's layout and reader, already open (closed here). With
+    ``sparse_only``, None when the pages are over a quarter of the chunks' bytes (the caller
+    has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
+    file cannot be read this way (the caller reads it otherwise)."""
+    layout, reader = opened or open_page_file(io, path, stats)
+    try:
+        if len(positions) and (positions[0] < 0 or positions[-1] >= layout.num_rows):
+            raise NeveIOError(
+                f"row positions {int(positions[0])}..{int(positions[-1])} lie outside "
+                f"{path}, which holds {layout.num_rows} rows"
+            )
+        if not len(positions):
+            return target.empty_table()
+        units = _units(layout, target.names)
+        _plan(layout, reader, units, positions, crossover)
+        ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
+        if sparse_only and _dense(layout, units, ranges):
+            return None
+        blobs = reader.read_ranges(ranges)
+    finally:
+        reader.close()
+    if len(units) > 1 and sum(r[1] for r in ranges) > _PARALLEL_FROM:
+        decoded = list(_executor().map(lambda u: decode(layout, u, blobs), units))
+    else:
+        decoded = [decode(layout, u, blobs) for u in units]
+    by_top: dict[str, list[pa.Array]] = {}
+    for unit, column in zip(units, decoded, strict=True):
+        by_top.setdefault(unit.leaves[0].top, []).append(_combined(column))
+    arrays = [_merge(f.type, by_top[f.name]) for f in target]
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def live_rows_at(
+    io: FileIO,
+    path: str,
+    file_schema: pa.Schema,
+    columns: Sequence[str],
+    row_groups: Sequence[int],
+    deleted: BitMap64 | None,
+    only: BitMap64 | None,
+) -> tuple[pa.Table, Ints] | None:
+    """With ``only`` (positions asked for), the rows of ``row_groups`` not in
+    ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
+    read from only the pages holding them; None without ``only``, or when the file has
+    no offset index to find their pages by, or most pages hold wanted rows (or the
+    file cannot be read page by page): the caller then reads whole row groups (or the
+    whole file with polars), as fast as this would or faster."""
+    if only is None:
+        return None
+    try:
+        layout, reader = open_page_file(io, path)
+        if not any(c.offset_index is not None for g in layout.chunks for c in g):
+            reader.close()
+            return None
+        starts = layout.group_starts
+        wanted = BitMap64()
+        for rg in row_groups:
+            wanted.add_range(int(starts[rg]), int(starts[rg]) + layout.group_rows[rg])
+        if deleted is not None:
+            wanted -= deleted
+        target = pa.schema([file_schema.field(c) for c in columns])
+        where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
+        # where every chunk would be read whole, the caller's own reads are as fast
+        rows = read_positions(
+            io, path, target, where, sparse_only=True, opened=(layout, reader)
+        )  # closes the reader
+        return None if rows is None else (rows, where)
+    except UnsupportedLayout:
+        return None
+
+
+def finish_rows(
+    read: tuple[pa.Table, Ints],
+    position_column: str,
+    finish: Callable[[pa.RecordBatch], pa.RecordBatch | None],
+    path: str,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """The batches ``finish`` makes of rows read page by page, their file positions
+    added as ``position_column``."""
+    rows, positions = read
+    rows = rows.append_column(pa.field(position_column, pa.int64()), pa.array(positions))
+    try:
+        for live in rows.to_batches(max_chunksize=batch_size):
+            out = finish(live)
+            if out is not None:
+                yield out
+    except NeveError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        raise NeveIOError(f"reading {path} failed: {exc}") from exc
+
+
+def describe_pages(io: FileIO, path: str) -> list[dict[str, object]]:
+    """The physical layout of a Parquet file, one entry per column chunk: its row
+    group, column, rows, compressed bytes, whether it has a dictionary page, an offset
+    index and a column index, and its data pages' count and sizes (when the offset
+    index tells them)."""
+    layout, reader = open_page_file(io, path)
+    try:
+        wanted = [
+            (g, leaf.index)
+            for g in range(len(layout.chunks))
+            for leaf in layout.leaves
+            if layout.chunks[g][leaf.index].offset_index is not None
+        ]
+        layout.load_page_indexes(reader, wanted)
+    finally:
+        reader.close()
+    out: list[dict[str, object]] = []
+    for g, chunks in enumerate(layout.chunks):
+        for leaf, chunk in zip(layout.leaves, chunks, strict=True):
+            sizes = chunk.pages.sizes if chunk.pages is not None else None
+            out.append(
+                {
+                    "row_group": g,
+                    "column": ".".join(leaf.path),
+                    "rows": layout.group_rows[g],
+                    "bytes": chunk.length,
+                    "dictionary": chunk.dictionary is not None,
+                    "offset_index": chunk.offset_index is not None,
+                    "column_index": chunk.column_index is not None,
+                    "pages": None if sizes is None else len(sizes),
+                    "page_bytes_min": None if sizes is None else int(sizes.min()),
+                    "page_bytes_median": None if sizes is None else int(np.median(sizes)),
+                    "page_bytes_max": None if sizes is None else int(sizes.max()),
+                }
+            )
+    return out

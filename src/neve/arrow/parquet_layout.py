@@ -1,0 +1,353 @@
+"""The physical layout of a Parquet file: its footer, leaf columns, row groups, column
+chunks and, where the writer kept it, the page index (Parquet's ``OffsetIndex``: where
+each data page starts and which row it starts with; ``ColumnIndex``: each page's min,
+max and null count).
+
+pyarrow reads the footer too, but exposes neither where a column chunk's page index
+lies nor the index itself, so the footer is decoded here (:mod:`neve.arrow.thrift`).
+A file's layout is kept in a process-wide cache keyed by path and size (data files
+never change once written), its page indexes loaded on first use.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from neve.arrow.thrift import Struct, TList, decode_struct
+from neve.errors import NeveIOError
+
+__all__ = [
+    "ColumnChunk",
+    "ColumnIndex",
+    "Leaf",
+    "PageIndex",
+    "ParquetLayout",
+    "RangeReader",
+    "UnsupportedLayout",
+    "layout_cache",
+    "parse_layout",
+]
+
+_MAGIC = b"PAR1"
+#: Bytes read from a file's end in one go: most footers fit, so one read finds them.
+_TAIL = 64 * 1024
+_REPEATED = 2
+
+Ints = npt.NDArray[np.int64]
+
+
+class UnsupportedLayout(Exception):
+    """The file cannot be read page by page (encrypted, no page index where needed, a
+    column layout the page reader does not splice); the caller reads it whole."""
+
+
+class RangeReader(Protocol):
+    """Positioned reads of one file."""
+
+    def read_range(self, offset: int, length: int) -> bytes | memoryview: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A primitive column of the file: its index among the leaves, its path of names,
+    the top-level column it belongs to, and whether a repeated field (a list or map)
+    lies on its path."""
+
+    index: int
+    path: tuple[str, ...]
+    repeated: bool
+    physical_type: int
+
+    @property
+    def top(self) -> str:
+        return self.path[0]
+
+
+@dataclass(frozen=True, slots=True)
+class PageIndex:
+    """Where each data page of a column chunk lies (file offset, size with header) and
+    the first row (within the row group) it holds."""
+
+    offsets: Ints
+    sizes: Ints
+    first_rows: Ints
+
+    def rows(self, group_rows: int) -> Ints:
+        """How many rows each page holds."""
+        ends = np.empty_like(self.first_rows)
+        ends[:-1] = self.first_rows[1:]
+        ends[-1:] = group_rows
+        out: Ints = ends - self.first_rows
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnIndex:
+    """Per page of a column chunk: whether it holds only nulls, its min and max (Parquet
+    plain encoding; may be truncated bounds), its null count when known, and its NaN
+    count when the writer recorded one."""
+
+    null_pages: list[bool]
+    min_values: list[bytes]
+    max_values: list[bytes]
+    null_counts: list[int] | None
+    nan_counts: list[int] | None
+
+
+@dataclass(slots=True)
+class ColumnChunk:
+    """One column chunk: its metadata struct (``ColumnMetaData``), its byte range, and
+    where its page index lies (None when absent)."""
+
+    meta: Struct
+    start: int
+    length: int
+    offset_index: tuple[int, int] | None
+    column_index: tuple[int, int] | None
+    pages: PageIndex | None = None
+    stats: ColumnIndex | None = None
+    #: the metadata fields a spliced copy of the chunk keeps as they are, encoded once
+    template: Struct | None = None
+
+    @property
+    def num_values(self) -> int:
+        return int(self.meta[5].value)
+
+    @property
+    def dictionary(self) -> tuple[int, int] | None:
+        """The dictionary page's byte range, when the chunk has one (it comes first)."""
+        d = self.meta.get(11)
+        data = int(self.meta[9].value)
+        if d is None or not 0 < int(d.value) < data:
+            return None
+        return int(d.value), data - int(d.value)
+
+
+@dataclass
+class ParquetLayout:
+    """A Parquet file's footer as neve needs it for reading pages."""
+
+    path: str
+    size: int
+    footer: Struct
+    leaves: list[Leaf]
+    schema_elements: list[Struct]
+    #: per row group: its row count and its column chunks (one per leaf)
+    group_rows: list[int]
+    chunks: list[list[ColumnChunk]]
+    created_by: str | None
+    #: encoded schemas of spliced files, by the leaves they hold (the page reader's)
+    schemas: dict[frozenset[int], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def group_starts(self) -> Ints:
+        """The file position of each row group's first row."""
+        out = np.zeros(len(self.group_rows), dtype=np.int64)
+        if self.group_rows:
+            np.cumsum(self.group_rows[:-1], out=out[1:])
+        return out
+
+    @property
+    def num_rows(self) -> int:
+        return int(sum(self.group_rows))
+
+    def leaves_of(self, columns: Iterable[str]) -> list[Leaf]:
+        wanted = set(columns)
+        return [leaf for leaf in self.leaves if leaf.top in wanted]
+
+    def has_page_index(self) -> bool:
+        """Whether every column chunk has an offset index."""
+        return all(c.offset_index is not None for g in self.chunks for c in g)
+
+    def load_page_indexes(
+        self, reader: RangeReader, wanted: Sequence[tuple[int, int]], *, stats: bool = False
+    ) -> None:
+        """Load the offset indexes (and with ``stats`` the column indexes) of the
+        ``(row group, leaf)`` chunks not loaded yet, in as few reads as their places
+        allow (writers put all page indexes together before the footer)."""
+        with self._lock:
+            todo: list[tuple[ColumnChunk, tuple[int, int], bool]] = []
+            for g, leaf in wanted:
+                chunk = self.chunks[g][leaf]
+                if chunk.pages is None:
+                    if chunk.offset_index is None:
+                        raise UnsupportedLayout(f"{self.path} has no offset index")
+                    todo.append((chunk, chunk.offset_index, False))
+                if stats and chunk.stats is None and chunk.column_index is not None:
+                    todo.append((chunk, chunk.column_index, True))
+            if not todo:
+                return
+            spans = _coalesce(sorted({r for _, r, _ in todo}), gap=64 * 1024)
+            blobs = {s: reader.read_range(s[0], s[1] - s[0]) for s in spans}
+            for chunk, (offset, length), is_stats in todo:
+                span = next(s for s in spans if s[0] <= offset and offset + length <= s[1])
+                buf = blobs[span]
+                at = offset - span[0]
+                decoded, _ = decode_struct(memoryview(buf)[at : at + length])
+                if is_stats:
+                    chunk.stats = _column_index(decoded)
+                    continue
+                try:
+                    chunk.pages = _page_index(decoded)
+                except UnsupportedLayout:  # pages not starting at rows: read it whole
+                    chunk.offset_index = chunk.column_index = None
+
+
+def _coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` ranges merged into ``(start, end)`` spans where the hole
+    between two is at most ``gap`` bytes."""
+    out: list[tuple[int, int]] = []
+    for offset, length in ranges:
+        end = offset + length
+        if out and offset - out[-1][1] <= gap:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((offset, end))
+    return out
+
+
+def _page_index(s: Struct) -> PageIndex:
+    locations = s[1].value.values
+    n = len(locations)
+    offsets = np.empty(n, dtype=np.int64)
+    sizes = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    for i, loc in enumerate(locations):
+        offsets[i] = loc[1].value
+        sizes[i] = loc[2].value
+        first[i] = loc[3].value
+    if n == 0 or first[0] != 0 or np.any(np.diff(first) <= 0):
+        raise UnsupportedLayout("an offset index whose pages do not start at row 0 in order")
+    return PageIndex(offsets, sizes, first)
+
+
+def _list(s: Struct, fid: int) -> list[Any] | None:
+    f = s.get(fid)
+    return list(f.value.values) if f is not None and isinstance(f.value, TList) else None
+
+
+def _column_index(s: Struct) -> ColumnIndex:
+    null_pages = _list(s, 1) or []
+    return ColumnIndex(
+        null_pages=[bool(x) for x in null_pages],
+        min_values=_list(s, 2) or [],
+        max_values=_list(s, 3) or [],
+        null_counts=_list(s, 5),
+        nan_counts=_list(s, 8),
+    )
+
+
+def _leaves(elements: Sequence[Struct]) -> list[Leaf]:
+    """The leaf columns, depth first (Parquet's column order)."""
+    out: list[Leaf] = []
+    pos = 1
+
+    def walk(path: tuple[str, ...], repeated: bool) -> None:
+        nonlocal pos
+        e = elements[pos]
+        pos += 1
+        name = e[4].value.decode("utf-8")
+        here = (*path, name)
+        rep = repeated or (3 in e and e[3].value == _REPEATED)
+        children = int(e[5].value) if 5 in e else 0
+        if children == 0 and 1 in e:
+            out.append(Leaf(len(out), here, rep, int(e[1].value)))
+            return
+        for _ in range(children):
+            walk(here, rep)
+
+    root_children = int(elements[0][5].value) if 5 in elements[0] else 0
+    for _ in range(root_children):
+        walk((), False)
+    return out
+
+
+def _chunk(cc: Struct, file_size: int) -> ColumnChunk:
+    if 8 in cc or 9 in cc or 3 not in cc:
+        raise UnsupportedLayout("an encrypted column chunk")
+    if 1 in cc:
+        raise UnsupportedLayout("a column chunk stored in another file")
+    meta: Struct = cc[3].value
+    data = int(meta[9].value)
+    d = meta.get(11)
+    start = int(d.value) if d is not None and 0 < int(d.value) < data else data
+    length = int(meta[7].value)
+    if start < 4 or start + length > file_size:
+        raise UnsupportedLayout("a column chunk outside the file")
+    oi = (int(cc[4].value), int(cc[5].value)) if 4 in cc and 5 in cc else None
+    ci = (int(cc[6].value), int(cc[7].value)) if 6 in cc and 7 in cc else None
+    return ColumnChunk(meta, start, length, oi, ci)
+
+
+def parse_layout(
+    path: str, size: int, tail: bytes | memoryview, reader: RangeReader
+) -> ParquetLayout:
+    """The layout of the Parquet file at ``path`` of ``size`` bytes, from the last
+    bytes of the file (``tail``; more is read through ``reader`` when the footer is
+    longer)."""
+    if len(tail) < 12 or tail[-4:] != _MAGIC:
+        if tail[-4:] == b"PARE":
+            raise UnsupportedLayout("an encrypted footer")
+        raise NeveIOError(f"{path} is not a Parquet file (no PAR1 magic at its end)")
+    (n,) = struct.unpack_from("<I", tail, len(tail) - 8)
+    if n + 8 > len(tail):
+        if n + 12 > size:
+            raise NeveIOError(f"{path}: the footer length {n} exceeds the file")
+        tail = reader.read_range(size - 8 - n, n + 8)
+    footer, _ = decode_struct(memoryview(tail)[len(tail) - 8 - n : len(tail) - 8])
+    elements: list[Struct] = list(footer[2].value.values)
+    leaves = _leaves(elements)
+    rows: list[int] = []
+    chunks: list[list[ColumnChunk]] = []
+    for rg in footer[4].value.values if 4 in footer else []:
+        group = [_chunk(cc, size) for cc in rg[1].value.values]
+        if len(group) != len(leaves):
+            raise UnsupportedLayout("a row group whose columns do not match the schema")
+        rows.append(int(rg[3].value))
+        chunks.append(group)
+    created = footer[6].value.decode("utf-8", "replace") if 6 in footer else None
+    return ParquetLayout(path, size, footer, leaves, elements, rows, chunks, created)
+
+
+class _LayoutCache:
+    """The layouts of recently read files, least recently used dropped first."""
+
+    def __init__(self, capacity: int = 128) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, int], ParquetLayout] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, size: int) -> ParquetLayout | None:
+        with self._lock:
+            found = self._items.get((path, size))
+            if found is not None:
+                self._items.move_to_end((path, size))
+            return found
+
+    def put(self, layout: ParquetLayout) -> None:
+        with self._lock:
+            self._items[(layout.path, layout.size)] = layout
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+#: The process-wide cache of file layouts (footers and loaded page indexes).
+layout_cache = _LayoutCache()
+
+
+def tail_size(size: int) -> int:
+    """How many bytes to read from a file's end to find its footer in one read."""
+    return min(size, _TAIL)

@@ -1,0 +1,193 @@
+"""The page reader (neve.arrow.pages): the rows it reads at given positions are exactly
+the rows pyarrow reads from the whole file at those positions, for every column kind
+(nested structs, lists, maps; nulls, NaN, -0.0, long strings, extremes), with and
+without a page index, dictionary pages, compression, v2 data pages, several row
+groups and tiny pages; and the footer decoder reads back exactly what it writes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from budget import examples
+from neve.arrow.pages import ReadStats, read_positions
+from neve.arrow.parquet_layout import layout_cache
+from neve.arrow.thrift import decode_struct, encode_struct
+from neve.io.fileio import FileIO
+
+pytestmark = pytest.mark.property
+
+UTC = dt.timezone.utc
+
+TYPES: dict[str, pa.DataType] = {
+    "b": pa.bool_(),
+    "i": pa.int32(),
+    "l": pa.int64(),
+    "f": pa.float32(),
+    "d": pa.float64(),
+    "s": pa.large_string(),
+    "bi": pa.binary(),
+    "fx": pa.binary(4),
+    "dec": pa.decimal128(20, 3),
+    "dt": pa.date32(),
+    "ts": pa.timestamp("us", tz="UTC"),
+    "st": pa.struct([("a", pa.int64()), ("b", pa.struct([("c", pa.string())]))]),
+    "li": pa.list_(pa.int64()),
+    "ls": pa.list_(pa.struct([("x", pa.int32()), ("y", pa.string())])),
+    "m": pa.map_(pa.string(), pa.float64()),
+}
+
+
+def _value(name: str, i: int, rnd: np.random.Generator) -> Any:
+    """A value of column ``name`` for row ``i``, edge values included."""
+    if rnd.random() < 0.15:
+        return None
+    k = int(rnd.integers(0, 1 << 30))
+    if name == "b":
+        return bool(k & 1)
+    if name == "i":
+        return [-(2**31), 2**31 - 1, 0, k][k % 4]
+    if name == "l":
+        return [-(2**63), 2**63 - 1, -1, k * 7919][k % 4]
+    if name in ("f", "d"):
+        return [math.nan, -0.0, 0.0, math.inf, -math.inf, k / 3][k % 6]
+    if name == "s":
+        return ["", "é" * (k % 7), "x" * (k % 300), "\U0010ffff" * 3][k % 4] + str(i)
+    if name == "bi":
+        return bytes([k % 256]) * (k % 40)
+    if name == "fx":
+        return struct.pack(">I", k)
+    if name == "dec":
+        return Decimal(k - (1 << 29)) / 1000
+    if name == "dt":
+        return dt.date(1900, 1, 1) + dt.timedelta(days=k % 80_000)
+    if name == "ts":
+        return dt.datetime(1960, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=k * 1_000_003)
+    if name == "st":
+        return {"a": k, "b": None if k % 5 == 0 else {"c": "v" * (k % 9)}}
+    if name == "li":
+        return [k + j for j in range(k % 5)]
+    if name == "ls":
+        return [{"x": j, "y": None if j % 2 else str(k)} for j in range(k % 4)]
+    return {f"k{j}": j / 2 for j in range(k % 3)}
+
+
+def _table(names: list[str], n: int, seed: int) -> pa.Table:
+    rnd = np.random.default_rng(seed)
+    arrays = {
+        name: pa.array([_value(name, i, rnd) for i in range(n)], TYPES[name]) for name in names
+    }
+    return pa.table({"id": pa.array(np.arange(n), pa.int64()), **arrays})
+
+
+def _write(path: Path, table: pa.Table, options: dict[str, Any]) -> None:
+    pq.write_table(table, path, **options)
+
+
+def canon(v: Any) -> Any:
+    """A value that compares exactly: NaN equal to NaN, -0.0 apart from 0.0."""
+    if isinstance(v, float):
+        return ("nan",) if math.isnan(v) else (v, math.copysign(1.0, v))
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [canon(x) for x in v]
+    return v
+
+
+def same(a: pa.Table, b: pa.Table) -> bool:
+    return a.schema == b.schema and canon(a.to_pylist()) == canon(b.to_pylist())
+
+
+WRITES = st.fixed_dictionaries(
+    {
+        "write_page_index": st.booleans(),
+        "use_dictionary": st.booleans(),
+        "compression": st.sampled_from(["zstd", "snappy", "none"]),
+        "data_page_size": st.sampled_from([64, 512, 8192, 1 << 20]),
+        "max_rows_per_page": st.sampled_from([1, 3, 50, 20_000]),
+        "row_group_size": st.sampled_from([7, 100, 10_000]),
+        "data_page_version": st.sampled_from(["1.0", "2.0"]),
+        "write_batch_size": st.sampled_from([1, 16, 1024]),
+    }
+)
+
+
+@settings(
+    max_examples=examples(15, 400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    names=st.lists(st.sampled_from(sorted(TYPES)), min_size=1, max_size=5, unique=True),
+    n=st.integers(1, 150),
+    seed=st.integers(0, 2**31),
+    options=WRITES,
+    data=st.data(),
+)
+def test_rows_at_positions_equal_a_whole_read(
+    tmp_path: Path, names: list[str], n: int, seed: int, options: dict[str, Any], data: Any
+) -> None:
+    table = _table(names, n, seed)
+    path = tmp_path / f"{uuid.uuid4()}.parquet"  # a new file, as data files are
+    _write(path, table, options)
+    whole = pq.read_table(path)
+    wanted = data.draw(st.lists(st.integers(0, n - 1), max_size=40, unique=True), label="rows")
+    positions = np.array(sorted(wanted), dtype=np.int64)
+    got = read_positions(FileIO(), str(path), whole.schema, positions)
+    assert same(got, whole.take(pa.array(positions, pa.int64()))), (options, positions)
+    path.unlink()
+
+
+def _touched_bytes(path: Path, positions: list[int]) -> int:
+    stats = ReadStats()
+    whole = pq.read_table(path)
+    got = read_positions(
+        FileIO(), str(path), whole.schema, np.array(positions, np.int64), stats=stats
+    )
+    assert same(got, whole.take(pa.array(positions, pa.int64())))
+    return stats.bytes
+
+
+def test_a_page_index_reads_about_a_page_per_column_per_row(tmp_path: Path) -> None:
+    n = 200_000
+    rnd = np.random.default_rng(3)
+    table = pa.table({"a": rnd.integers(0, 1 << 60, n), "b": rnd.random(n)})
+    paged = tmp_path / "paged.parquet"
+    plain = tmp_path / "plain.parquet"
+    common = {"use_dictionary": False, "compression": "none", "row_group_size": n}
+    pq.write_table(table, paged, write_page_index=True, data_page_size=8192, **common)
+    pq.write_table(table, plain, **common)
+    layout_cache.clear()
+    # the footer and page index are read once and cached; then one page per column
+    _touched_bytes(paged, [5])
+    one = _touched_bytes(paged, [150_001])
+    assert 2 * 8192 <= one <= 2 * 8192 + 200
+    # without a page index the row group's column chunks are read whole
+    assert _touched_bytes(plain, [150_001]) >= 2 * 8 * n
+
+
+def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:
+    for i, options in enumerate(
+        [{}, {"write_page_index": True}, {"use_dictionary": False, "compression": "gzip"}]
+    ):
+        path = tmp_path / f"t{i}.parquet"
+        pq.write_table(_table(sorted(TYPES), 50, i), path, row_group_size=9, **options)
+        data = path.read_bytes()
+        (n,) = struct.unpack("<I", data[-8:-4])
+        footer = data[-8 - n : -8]
+        decoded, end = decode_struct(footer)
+        assert end == n
+        assert encode_struct(decoded) == footer
