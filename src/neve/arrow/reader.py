@@ -22,11 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 from pyroaring import BitMap64
 
 from neve.arrow.deletes import (
@@ -37,6 +35,8 @@ from neve.arrow.deletes import (
 )
 from neve.arrow.expression import to_arrow_expression
 from neve.arrow.fragments import open_fragment, row_group_batches
+from neve.arrow.gather import gather_positions
+from neve.arrow.lineage import POSITION_COLUMN, RowLineage
 from neve.arrow.metrics import row_group_offsets
 from neve.arrow.page_filter import page_skipper
 from neve.arrow.pages import finish_rows, live_rows_at
@@ -77,7 +77,7 @@ from neve.expressions.visitors import references, rewrite_not
 from neve.io.fileio import FileIO
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.spec.partition import PartitionSpec
-from neve.spec.schema import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, ROW_POSITION, Schema
+from neve.spec.schema import ROW_POSITION, Schema
 from neve.spec.transforms import IdentityTransform
 from neve.spec.types import STRING, NestedField
 
@@ -294,6 +294,134 @@ def _open(
     return fragment, file_schema
 
 
+@dataclass
+class _FileRead:
+    """What reading one data file needs once its footer is known: the columns to read,
+    how raw rows become projected rows (:meth:`finish`), and which rows are gone."""
+
+    data_file: DataFile
+    fragment: ds.ParquetFileFragment
+    file_schema: pa.Schema
+    projected_schema: Schema
+    table_schema: Schema
+    read_schema: Schema
+    file_columns: list[str]
+    constants: dict[int, Any]
+    equality: list[_EqualityDelete]
+    dropped: dict[int, NestedField]
+    exact: pc.Expression | None
+    lineage: RowLineage | None
+    with_pos: bool
+
+    def finish(self, live: pa.RecordBatch) -> pa.RecordBatch | None:
+        """The projected, filtered rows of ``live`` (raw rows, no deleted row left;
+        with their file positions when lineage or ``_pos`` needs them)."""
+        batch = project_batch(live, self.file_schema, self.read_schema, self.constants)
+        if self.lineage is not None:
+            batch = self.lineage.fill(batch, live)
+        if self.with_pos:
+            batch = batch.append_column(_POS_FIELD, live.column(_POSITION))
+        old_keys = _dropped_key_columns(live, self.file_schema, self.dropped)
+        for e in self.equality:
+            keys = _key_table(batch, self.table_schema, e.ids, old_keys)
+            keep = equality_keep_mask(keys, e.rows, keys.column_names)
+            if keep is not None:
+                batch = batch.filter(keep)
+                old_keys = {k: v.filter(keep) for k, v in old_keys.items()}
+        if self.exact is not None and batch.num_rows:
+            batch = batch.filter(self.exact)
+        if not batch.num_rows:
+            return None
+        return project_batch(batch, batch.schema, self.projected_schema)
+
+    def row_group_batches(
+        self,
+        io: FileIO,
+        expr: BooleanExpression,
+        row_groups: Sequence[int],
+        deleted: BitMap64 | None,
+        batch_size: int,
+    ) -> Iterator[pa.RecordBatch]:
+        """The live rows of ``row_groups`` (pages skipped by the column index where the
+        file has one), finished."""
+        path = self.data_file.file_path
+        starts = _row_group_starts(self.fragment)
+        remote = not io.is_local(path)
+        pushed = (
+            None if expr is ALWAYS_TRUE else _file_filter(expr, self.file_schema, self.constants)
+        )
+        skip = page_skipper(io, path, self.fragment.metadata, pushed, self.file_schema)
+        positions = self.with_pos or (self.lineage is not None and self.lineage.needs_positions)
+        for rg in row_groups:
+            position = starts[rg]
+            skipping = skip(rg, position, self.file_columns, deleted) if skip is not None else None
+            if skipping is not None:
+                yield from finish_rows(skipping, _POSITION, self.finish, path, batch_size)
+                continue
+            try:
+                for raw in row_group_batches(
+                    self.fragment, rg, self.file_columns, batch_size, remote
+                ):
+                    n = raw.num_rows
+                    if positions:  # file positions ride along through the position deletes
+                        raw = raw.append_column(_POSITION, _positions(position, n))
+                    live = apply_positions(raw, position, deleted)
+                    position += n
+                    out = self.finish(live) if live.num_rows else None
+                    if out is not None:
+                        yield out
+            except NeveError:
+                raise
+            except (OSError, pa.ArrowException) as exc:
+                raise NeveIOError(f"reading {path} failed: {exc}") from exc
+
+
+def _file_read(
+    io: FileIO,
+    data_file: DataFile,
+    projected_schema: Schema,
+    table_schema: Schema,
+    expr: BooleanExpression,
+    constants: dict[int, Any],
+    delete_files: Sequence[DataFile],
+    name_mapping: NameMapping | None,
+    cache: DeleteCache,
+    data_sequence_number: int | None,
+    filter_rows: bool,
+) -> _FileRead:
+    fragment, file_schema = _open(
+        io, data_file.file_path, name_mapping, data_file.file_size_in_bytes
+    )
+    key_fields = _key_fields(table_schema, file_schema, delete_files)
+    equality = _equality_deletes(io, delete_files, key_fields, name_mapping, cache)
+    # rows are read into projection + filter columns + equality columns, then narrowed
+    need = {i for e in equality for i in e.ids}
+    if filter_rows:
+        need |= {r.field_id for r in references(expr)}
+    # the row position column (``_pos``) is not in files: it is added while reading
+    stored = [f for f in projected_schema.fields if f.field_id != ROW_POSITION.field_id]
+    read_schema = Schema(*merge_fields(stored, prune_fields(table_schema, need)))
+    wanted = {f.field_id for f in read_schema.fields} | need
+    return _FileRead(
+        data_file=data_file,
+        fragment=fragment,
+        file_schema=file_schema,
+        projected_schema=projected_schema,
+        table_schema=table_schema,
+        read_schema=read_schema,
+        file_columns=[f.name for f in file_schema if _contains_any(f, wanted)],
+        constants=constants,
+        equality=equality,
+        # equality columns the table has dropped still apply; they are read from the file
+        dropped={
+            fid: f for fid, f in key_fields.items() if table_schema.find_field_or_none(fid) is None
+        },
+        exact=None if expr is ALWAYS_TRUE or not filter_rows else to_arrow_expression(expr),
+        lineage=RowLineage.of(read_schema, data_file.first_row_id, data_sequence_number),
+        with_pos=any(f.field_id == ROW_POSITION.field_id for f in projected_schema.fields),
+    )
+
+
 def iter_data_file_batches(
     io: FileIO,
     data_file: DataFile,
@@ -327,39 +455,29 @@ def iter_data_file_batches(
     expr = rewrite_not(row_filter) if row_filter is not None else ALWAYS_TRUE
     if expr is ALWAYS_FALSE:
         return
-
-    fragment, file_schema = _open(
-        io, data_file.file_path, name_mapping, data_file.file_size_in_bytes
+    read = _file_read(
+        io,
+        data_file,
+        projected_schema,
+        table_schema,
+        expr,
+        constants,
+        delete_files,
+        name_mapping,
+        cache,
+        data_sequence_number,
+        filter_rows,
     )
-    key_fields = _key_fields(table_schema, file_schema, delete_files)
-    equality = _equality_deletes(io, delete_files, key_fields, name_mapping, cache)
-    # equality columns the table has dropped still apply; they are read from the file
-    dropped = {
-        fid: f for fid, f in key_fields.items() if table_schema.find_field_or_none(fid) is None
-    }
-
-    # rows are read into projection + filter columns + equality columns, then narrowed
-    need = {i for e in equality for i in e.ids}
-    if filter_rows:
-        need |= {r.field_id for r in references(expr)}
-    # the row position column (``_pos``) is not in files: it is added while reading
-    with_pos = any(f.field_id == ROW_POSITION.field_id for f in projected_schema.fields)
-    stored = [f for f in projected_schema.fields if f.field_id != ROW_POSITION.field_id]
-    read_schema = Schema(*merge_fields(stored, prune_fields(table_schema, need)))
-    wanted = {f.field_id for f in read_schema.fields} | need
-    file_columns = [f.name for f in file_schema if _contains_any(f, wanted)]
-
-    exact = None if expr is ALWAYS_TRUE or not filter_rows else to_arrow_expression(expr)
-    lineage = _Lineage.of(read_schema, data_file.first_row_id, data_sequence_number)
-    row_groups = _row_groups(fragment, expr, file_schema, constants)
+    fragment = read.fragment
+    row_groups = _row_groups(fragment, expr, read.file_schema, constants)
     if split is not None:
         offsets = row_group_offsets(fragment.metadata)
         lo, hi = split[0], split[0] + split[1]
         row_groups = [rg for rg in row_groups if lo <= offsets[rg] < hi]
     deleted = deleted_positions(io, data_file, delete_files, cache) if row_groups else None
     starts = _row_group_starts(fragment)
+    sizes = [fragment.metadata.row_group(rg).num_rows for rg in range(len(starts))]
     if only_positions is not None:
-        sizes = [fragment.metadata.row_group(rg).num_rows for rg in range(len(starts))]
         row_groups = [
             rg
             for rg in row_groups
@@ -369,31 +487,13 @@ def iter_data_file_batches(
         outside = only_positions.flip(0, sum(sizes))
         deleted = outside if deleted is None else deleted | outside
 
-    def finish(live: pa.RecordBatch) -> pa.RecordBatch | None:
-        """The projected, filtered rows of ``live`` (raw rows, no deleted row left;
-        with their file positions when lineage or ``_pos`` needs them)."""
-        batch = project_batch(live, file_schema, read_schema, constants)
-        if lineage is not None:
-            batch = lineage.fill(batch, live)
-        if with_pos:
-            batch = batch.append_column(_POS_FIELD, live.column(_POSITION))
-        old_keys = _dropped_key_columns(live, file_schema, dropped)
-        for e in equality:
-            keys = _key_table(batch, table_schema, e.ids, old_keys)
-            keep = equality_keep_mask(keys, e.rows, keys.column_names)
-            if keep is not None:
-                batch = batch.filter(keep)
-                old_keys = {k: v.filter(keep) for k, v in old_keys.items()}
-        if exact is not None and batch.num_rows:
-            batch = batch.filter(exact)
-        return project_batch(batch, batch.schema, projected_schema) if batch.num_rows else None
-
     path = data_file.file_path  # only the pages holding wanted rows, by the page index:
-    paged = live_rows_at(io, path, file_schema, file_columns, row_groups, deleted, only_positions)
+    paged = live_rows_at(
+        io, path, read.file_schema, read.file_columns, row_groups, deleted, only_positions
+    )
     if paged is not None:
-        yield from finish_rows(paged, _POSITION, finish, path, batch_size)
+        yield from finish_rows(paged, _POSITION, read.finish, path, batch_size)
         return
-
     if only_positions is not None and len(row_groups) == len(starts):
         # the wanted rows alone, gathered by polars, whose decoder is the faster one;
         # it reads every row group, so only when each holds wanted rows (else pyarrow
@@ -402,102 +502,23 @@ def iter_data_file_batches(
         wanted_rows.add_range(0, sum(sizes))
         if deleted is not None:  # the file's deletes and every row outside only_positions
             wanted_rows -= deleted
-        gathered = _gather_positions(
-            io, data_file.file_path, file_schema, file_columns, wanted_rows
-        )
+        gathered = gather_positions(io, path, read.file_schema, read.file_columns, wanted_rows)
         if gathered is not None:
             try:
                 for live in gathered.to_batches():
-                    out = finish(live)
+                    out = read.finish(live)
                     if out is not None:
                         yield out
             except NeveError:
                 raise
             except (OSError, pa.ArrowException) as exc:
-                raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
+                raise NeveIOError(f"reading {path} failed: {exc}") from exc
             return
-
-    remote = not io.is_local(data_file.file_path)
-    pushed = None if expr is ALWAYS_TRUE else _file_filter(expr, file_schema, constants)
-    skip = page_skipper(io, path, fragment.metadata, pushed, file_schema)  # by column index
-    for rg in row_groups:
-        position = starts[rg]
-        skipping = skip(rg, position, file_columns, deleted) if skip is not None else None
-        if skipping is not None:
-            yield from finish_rows(skipping, _POSITION, finish, path, batch_size)
-            continue
-        try:
-            raw_batches = row_group_batches(fragment, rg, file_columns, batch_size, remote)
-            for raw in raw_batches:
-                n = raw.num_rows
-                if with_pos or (lineage is not None and lineage.needs_positions):
-                    # file positions ride along through the position deletes
-                    raw = raw.append_column(_POSITION, _positions(position, n))
-                live = apply_positions(raw, position, deleted)
-                position += n
-                if live.num_rows == 0:
-                    continue
-                out = finish(live)
-                if out is not None:
-                    yield out
-        except NeveError:
-            raise
-        except (OSError, pa.ArrowException) as exc:
-            raise NeveIOError(f"reading {data_file.file_path} failed: {exc}") from exc
+    yield from read.row_group_batches(io, expr, row_groups, deleted, batch_size)
 
 
-def _polars_exact(t: pa.DataType) -> bool:
-    """Whether polars decodes a file column of type ``t`` to exactly the values pyarrow
-    does (after a cast back to ``t``); files with other columns are read by pyarrow."""
-    return bool(
-        pa.types.is_signed_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_decimal128(t)
-        or pa.types.is_date32(t)
-    )
-
-
-def _gather_positions(
-    io: FileIO, path: str, file_schema: pa.Schema, columns: list[str], positions: BitMap64
-) -> pa.Table | None:
-    """The rows of a data file at ``positions`` (columns ``columns``, the types pyarrow
-    reads, plus their positions in ``_POSITION``), decoded by polars, which skips
-    materialising the other rows. ``None`` when a column's type is not one polars
-    decodes exactly (:func:`_polars_exact`) or polars cannot read the file: the caller
-    reads it with pyarrow then."""
-    types = pa.schema([file_schema.field(c) for c in columns])
-    if not all(_polars_exact(f.type) for f in types):
-        return None
-    wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
-    fs, inner = io.filesystem(path)
-    try:
-        source: Any = inner
-        if not isinstance(fs, pafs.LocalFileSystem):  # polars reads the bytes then
-            source = io.read_bytes(path)  # in one request on object stores
-        frame = (
-            pl.scan_parquet(source)
-            .select(columns)
-            .with_row_index(_POSITION)
-            .filter(pl.col(_POSITION).is_in(pl.Series(wanted).implode(), nulls_equal=False))
-            .collect()
-        )
-    except (pl.exceptions.PolarsError, OSError):
-        return None
-    out = frame.to_arrow()
-    if out.num_rows != len(wanted):
-        return None  # not the rows asked for: let pyarrow read them
-    arrays = [out.column(c).cast(types.field(c).type) for c in columns]
-    arrays.append(out.column(_POSITION).cast(pa.int64()))
-    return pa.table(arrays, schema=pa.schema([*types, pa.field(_POSITION, pa.int64())]))
-
-
-#: The column of file positions added to raw batches while lineage is read.
-_POSITION = "__neve_file_position"
+#: The column of file positions added to raw batches (lineage, deletes, ``_pos``).
+_POSITION = POSITION_COLUMN
 
 
 _POS_FIELD = to_arrow_field(ROW_POSITION)
@@ -505,56 +526,6 @@ _POS_FIELD = to_arrow_field(ROW_POSITION)
 
 def _positions(start: int, n: int) -> pa.Array:
     return pa.array(np.arange(start, start + n, dtype=np.int64))
-
-
-@dataclass(frozen=True)
-class _Lineage:
-    """Fills the row lineage columns of a read (spec "Row Lineage"): a value stored in
-    the file wins; a null is inherited: ``_row_id`` as the file's ``first_row_id`` plus
-    the row's position, ``_last_updated_sequence_number`` as the file's data sequence
-    number. Without a ``first_row_id`` (rows older than the table's v3 upgrade) or a
-    known sequence number, the inherited value is null."""
-
-    row_id: int | None  # column index in the read schema
-    sequence_number: int | None
-    first_row_id: int | None
-    data_sequence_number: int | None
-
-    @staticmethod
-    def of(schema: Schema, first_row_id: int | None, data_seq: int | None) -> _Lineage | None:
-        index = {f.field_id: i for i, f in enumerate(schema.fields)}
-        row_id = index.get(ROW_ID.field_id)
-        seq = index.get(LAST_UPDATED_SEQUENCE_NUMBER.field_id)
-        if row_id is None and seq is None:
-            return None
-        return _Lineage(row_id, seq, first_row_id, data_seq)
-
-    @property
-    def needs_positions(self) -> bool:
-        return self.row_id is not None and self.first_row_id is not None
-
-    def fill(self, batch: pa.RecordBatch, raw: pa.RecordBatch) -> pa.RecordBatch:
-        """``batch`` with lineage filled in; ``raw`` is the batch it was projected
-        from, with the file positions of its rows in column ``_POSITION``."""
-        if self.row_id is not None and self.first_row_id is not None:
-            inherited = pc.add(raw.column(_POSITION), pa.scalar(self.first_row_id, pa.int64()))
-            batch = _coalesce_column(batch, self.row_id, inherited)
-        if self.sequence_number is not None and self.data_sequence_number is not None:
-            constant = pa.scalar(self.data_sequence_number, pa.int64())
-            batch = _coalesce_column(batch, self.sequence_number, constant)
-        return batch
-
-
-def _coalesce_column(
-    batch: pa.RecordBatch, i: int, fallback: pa.Array | pa.Scalar
-) -> pa.RecordBatch:
-    stored = batch.column(i)
-    if stored.null_count == 0:
-        return batch
-    filled = fallback if stored.null_count == len(stored) else pc.coalesce(stored, fallback)
-    if isinstance(filled, pa.Scalar):
-        filled = pa.array(np.full(len(stored), filled.as_py(), dtype=np.int64))
-    return batch.set_column(i, batch.schema.field(i), filled.cast(stored.type))
 
 
 def _contains_any(f: pa.Field, ids: set[int]) -> bool:

@@ -55,16 +55,15 @@ from neve.catalog.sql_engine import (
     is_busy,
     journal_mode,
 )
+from neve.catalog.sql_namespaces import SqlNamespaces
 from neve.catalog.sql_queue import SqlCommitQueue
 from neve.catalog.sql_tables import (
-    EXISTS_KEY,
     ICEBERG_TABLES,
     NAMESPACE_PROPERTIES,
     SCHEMA,
     TABLE_TYPE,
     check_name,
     dotted_name,
-    like_prefix,
     parse_version,
 )
 from neve.catalog.sql_views import SqlViews
@@ -72,14 +71,11 @@ from neve.errors import (
     CatalogBusyError,
     CommitFailedError,
     CommitStateUnknownError,
-    NamespaceAlreadyExistsError,
-    NamespaceNotEmptyError,
     NeveError,
     NeveIOError,
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
-    ValidationError,
 )
 from neve.spec.table_metadata import TableMetadata
 
@@ -89,7 +85,7 @@ _T = ICEBERG_TABLES.c
 _P = NAMESPACE_PROPERTIES.c
 
 
-class SqlCatalog(SqlViews, Catalog):
+class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
     """A catalog in a SQL database (SQLite, PostgreSQL), shared with Iceberg-Java's
     JDBC catalog and pyiceberg's SqlCatalog of the same ``name``."""
 
@@ -224,7 +220,7 @@ class SqlCatalog(SqlViews, Catalog):
                 self._discard_transaction(conn)
                 raise
 
-    def _insert_if_absent(self, conn: Connection, table: Table, row: dict[str, Any]) -> bool:
+    def insert_if_absent(self, conn: Connection, table: Table, row: dict[str, Any]) -> bool:
         """Insert a row unless its key exists (a savepoint keeps the transaction alive
         when a concurrent writer inserted it first). True when inserted."""
         try:
@@ -290,166 +286,6 @@ class SqlCatalog(SqlViews, Catalog):
         if self._typed:
             row["iceberg_type"] = TABLE_TYPE
         return row
-
-    # -- namespaces ------------------------------------------------------------------
-
-    def _namespace_exists(self, conn: Connection, dotted: str) -> bool:
-        for col, table_col in (
-            (_P.namespace, _P.catalog_name),
-            (_T.table_namespace, _T.catalog_name),
-        ):
-            exact = select(col).where(table_col == self.name, col == dotted).limit(1)
-            if conn.execute(exact).first() is not None:
-                return True
-        return bool(self._descendants(conn, dotted))
-
-    def _descendants(self, conn: Connection, dotted: str) -> set[str]:
-        """Dotted names of namespaces below ``dotted`` that have rows."""
-        pattern = like_prefix(dotted)
-        stmt = (
-            select(_P.namespace)
-            .where(_P.catalog_name == self.name, _P.namespace.like(pattern, escape="!"))
-            .union(
-                select(_T.table_namespace).where(
-                    _T.catalog_name == self.name, _T.table_namespace.like(pattern, escape="!")
-                )
-            )
-        )
-        # LIKE ignores case on SQLite: check the prefix exactly here.
-        return {ns for ns in conn.execute(stmt).scalars() if ns.startswith(dotted + ".")}
-
-    def _create_namespace(self, namespace: Identifier, properties: Mapping[str, str]) -> None:
-        dotted = dotted_name(namespace)
-        try:
-            with self.writing(f"creating namespace {dotted}") as conn:
-                if self._namespace_exists(conn, dotted):
-                    raise NamespaceAlreadyExistsError(
-                        f"namespace {dotted} exists already; use it, or pick another name"
-                    )
-                for i in range(1, len(namespace)):  # parents exist implicitly: make them real
-                    parent = dotted_name(namespace[:i])
-                    if not self._namespace_exists(conn, parent):
-                        row = self._property_row(parent, EXISTS_KEY, "true")
-                        self._insert_if_absent(conn, NAMESPACE_PROPERTIES, row)
-                rows = [
-                    self._property_row(dotted, k, v)
-                    for k, v in {**properties, EXISTS_KEY: "true"}.items()
-                ]
-                conn.execute(insert(NAMESPACE_PROPERTIES), rows)
-        except IntegrityError as exc:
-            raise NamespaceAlreadyExistsError(
-                f"namespace {dotted} was created by someone else at the same time; use it"
-            ) from exc
-
-    def _property_row(self, dotted: str, key: str, value: str) -> dict[str, str]:
-        return {
-            "catalog_name": self.name,
-            "namespace": dotted,
-            "property_key": key,
-            "property_value": value,
-        }
-
-    def _namespace_properties(self, namespace: Identifier) -> dict[str, str]:
-        dotted = dotted_name(namespace)
-        with self.reading(f"reading namespace {dotted}") as conn:
-            rows = conn.execute(
-                select(_P.property_key, _P.property_value).where(
-                    _P.catalog_name == self.name, _P.namespace == dotted
-                )
-            ).all()
-            if not rows and not self._namespace_exists(conn, dotted):
-                raise NoSuchNamespaceError(
-                    f"namespace {dotted} does not exist; create it with "
-                    f"catalog.create_namespace({dotted!r})"
-                )
-        return {k: v or "" for k, v in rows if k != EXISTS_KEY}
-
-    def _update_namespace_properties(
-        self, namespace: Identifier, removals: set[str], updates: Mapping[str, str]
-    ) -> None:
-        dotted = dotted_name(namespace)
-        both = removals & set(updates)
-        if both:
-            raise ValidationError(
-                f"properties {sorted(both)} are both removed and updated; pick one for each"
-            )
-        removals = removals - {EXISTS_KEY}
-        updates = {k: v for k, v in updates.items() if k != EXISTS_KEY}
-        where_ns = and_(_P.catalog_name == self.name, _P.namespace == dotted)
-        with self.writing(f"updating namespace {dotted}") as conn:
-            if not self._namespace_exists(conn, dotted):
-                raise NoSuchNamespaceError(f"namespace {dotted} does not exist; create it first")
-            if removals:
-                conn.execute(
-                    delete(NAMESPACE_PROPERTIES).where(
-                        where_ns, _P.property_key.in_(sorted(removals))
-                    )
-                )
-            # Update in place, insert what is new: rows another writer touches at the
-            # same time are then overwritten, not duplicated.
-            for key, value in {**updates, EXISTS_KEY: "true"}.items():
-                changed = conn.execute(
-                    update(NAMESPACE_PROPERTIES)
-                    .where(where_ns, _P.property_key == key)
-                    .values(property_value=value)
-                ).rowcount
-                row = self._property_row(dotted, key, value)
-                if changed == 0 and not self._insert_if_absent(conn, NAMESPACE_PROPERTIES, row):
-                    conn.execute(
-                        update(NAMESPACE_PROPERTIES)
-                        .where(where_ns, _P.property_key == key)
-                        .values(property_value=value)
-                    )
-
-    def _drop_namespace(self, namespace: Identifier) -> None:
-        dotted = dotted_name(namespace)
-        with self.writing(f"dropping namespace {dotted}") as conn:
-            if not self._namespace_exists(conn, dotted):
-                raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
-            tables = (
-                conn.execute(
-                    select(_T.table_name).where(
-                        _T.catalog_name == self.name, _T.table_namespace == dotted
-                    )
-                )
-                .scalars()
-                .all()
-            )
-            if tables:
-                raise NamespaceNotEmptyError(
-                    f"namespace {dotted} still holds {len(tables)} table(s) "
-                    f"({', '.join(sorted(tables)[:5])}); drop them first"
-                )
-            children = self._descendants(conn, dotted)
-            if children:
-                raise NamespaceNotEmptyError(
-                    f"namespace {dotted} still holds namespaces "
-                    f"({', '.join(sorted(children)[:5])}); drop them first"
-                )
-            conn.execute(
-                delete(NAMESPACE_PROPERTIES).where(
-                    _P.catalog_name == self.name, _P.namespace == dotted
-                )
-            )
-
-    def _list_namespaces(self, parent: Identifier) -> list[Identifier]:
-        with self.reading("listing namespaces") as conn:
-            if parent:
-                dotted = dotted_name(parent)
-                if not self._namespace_exists(conn, dotted):
-                    raise NoSuchNamespaceError(f"namespace {dotted} does not exist")
-                names = self._descendants(conn, dotted)
-            else:
-                stmt = (
-                    select(_P.namespace)
-                    .where(_P.catalog_name == self.name)
-                    .union(select(_T.table_namespace).where(_T.catalog_name == self.name))
-                )
-                names = set(conn.execute(stmt).scalars())
-        depth = len(parent) + 1
-        return list({tuple(n.split("."))[:depth] for n in names if n.count(".") + 1 >= depth})
-
-    # -- tables ----------------------------------------------------------------------
 
     def _list_tables(self, namespace: Identifier) -> list[Identifier]:
         dotted = dotted_name(namespace)
