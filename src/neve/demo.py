@@ -48,6 +48,7 @@ from neve.spark import (
     upsert,
     write,
 )
+from neve.spec.snapshot import Snapshot
 from neve.table.table import Table
 from neve.tpch import Q1, Q6, generate
 
@@ -208,7 +209,36 @@ def run(root: Path, scale: float, master: str) -> None:
     step("load orders through Spark", lambda: write(orders_src, orders))
     step("load lineitem through Spark", lambda: write(lineitem_src, lineitem))
     loaded = lineitem.current_snapshot()
+    after_rf1 = _refresh(spark, step, scale, (orders_src, orders), (lineitem_src, lineitem))
+    _queries(spark, step, lineitem)
+    _history(orders)
+    _history(lineitem)
+    if loaded is not None and after_rf1 is not None:
+        then: DataFrame = read(spark, lineitem, snapshot_id=loaded.snapshot_id)
+        between = read(spark, lineitem, snapshot_id=after_rf1.snapshot_id)
+        console.print(
+            f"time travel: lineitem had {then.count():,} rows after the load, "
+            f"{between.count():,} after RF1, and has {read(spark, lineitem).count():,} now"
+        )
+    console.print(f"metadata: {lineitem.metadata_location}")
+    console.print()
+    for table in (orders, lineitem):
+        _upkeep(spark, table.refresh(), step)
+    step.summary()
+    spark.stop()
 
+
+def _refresh(
+    spark: SparkSession,
+    step: _Steps,
+    scale: float,
+    orders: tuple[DataFrame, Table],
+    lineitem: tuple[DataFrame, Table],
+) -> Snapshot | None:
+    """TPC-H's refresh functions RF1 and RF2 on the (source rows, table) pairs of
+    orders and lineitem; returns lineitem's snapshot after RF1."""
+    orders_src, orders_table = orders
+    lineitem_src, lineitem_table = lineitem
     # RF1: SF x 1500 new orders with fresh keys above the current maximum, and their
     # line items; built from generated rows so values follow TPC-H's distributions.
     n_new = max(1, int(scale * 1500))
@@ -222,13 +252,13 @@ def run(root: Path, scale: float, master: str) -> None:
     ).withColumn("l_orderkey", F.col("l_orderkey") + F.lit(max_key))
 
     def rf1() -> None:
-        upsert(spark, new_orders.select(*orders_src.columns), orders)
-        _written(orders)
-        upsert(spark, new_items.select(*lineitem_src.columns), lineitem)
-        _written(lineitem)
+        upsert(spark, new_orders.select(*orders_src.columns), orders_table)
+        _written(orders_table)
+        upsert(spark, new_items.select(*lineitem_src.columns), lineitem_table)
+        _written(lineitem_table)
 
     step(f"RF1: upsert {n_new:,} new orders and their line items (2 commits)", rf1)
-    after_rf1 = lineitem.current_snapshot()
+    after_rf1 = lineitem_table.current_snapshot()
 
     # RF2: delete SF x 1500 old orders (the lowest keys) and their line items.
     cutoff = (
@@ -236,13 +266,17 @@ def run(root: Path, scale: float, master: str) -> None:
     ).collect()[0][0]
 
     def rf2() -> None:
-        delete(spark, orders, f"o_orderkey <= {cutoff}")
-        _written(orders)
-        delete(spark, lineitem, f"l_orderkey <= {cutoff}")
-        _written(lineitem)
+        delete(spark, orders_table, f"o_orderkey <= {cutoff}")
+        _written(orders_table)
+        delete(spark, lineitem_table, f"l_orderkey <= {cutoff}")
+        _written(lineitem_table)
 
     step(f"RF2: delete {n_new:,} old orders and their line items (merge-on-read)", rf2)
+    return after_rf1
 
+
+def _queries(spark: SparkSession, step: _Steps, lineitem: Table) -> None:
+    """TPC-H Q1 and Q6 on Spark, and how many lineitem files Q6's year plans."""
     register_view(spark, lineitem, "lineitem")
     q1: list[Any] = step("TPC-H Q1 (pricing summary) on Spark", lambda: spark.sql(Q1).collect())
     q6: list[Any] = step("TPC-H Q6 (revenue change, 1994)", lambda: spark.sql(Q6).collect())
@@ -260,21 +294,6 @@ def run(root: Path, scale: float, master: str) -> None:
         f"Q6 revenue: {q6[0]['revenue']:,.2f}  (planned {planned} of {total} lineitem files)"
     )
     console.print()
-    _history(orders)
-    _history(lineitem)
-    if loaded is not None and after_rf1 is not None:
-        then: DataFrame = read(spark, lineitem, snapshot_id=loaded.snapshot_id)
-        between = read(spark, lineitem, snapshot_id=after_rf1.snapshot_id)
-        console.print(
-            f"time travel: lineitem had {then.count():,} rows after the load, "
-            f"{between.count():,} after RF1, and has {read(spark, lineitem).count():,} now"
-        )
-    console.print(f"metadata: {lineitem.metadata_location}")
-    console.print()
-    for table in (orders, lineitem):
-        _upkeep(spark, table.refresh(), step)
-    step.summary()
-    spark.stop()
 
 
 #: Compaction options for the demo: RF1 left a small file next to the loaded one in the

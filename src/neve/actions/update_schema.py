@@ -5,45 +5,41 @@ reorder, identifier fields — and :meth:`UpdateSchema.apply` returns the new sc
 the new ``last-column-id``. It does no I/O and commits nothing: the table layer hands it
 an ``on_commit`` callback and turns the result into metadata updates.
 
-Changes are applied one after the other to a working copy, so later calls see earlier
-ones (a renamed column is found by its new name). Names are dotted paths; as in
-Iceberg-Java, the ``element`` / ``value`` step of a list or map of structs may be left
-out (``points.x`` is ``points.element.x``).
+Changes are applied one after the other to a working copy (a tree of fields,
+:mod:`neve.actions.schema_tree`), so later calls see earlier ones (a renamed column is
+found by its new name). Names are dotted paths; as in Iceberg-Java, the ``element`` /
+``value`` step of a list or map of structs may be left out (``points.x`` is
+``points.element.x``). What may happen to a column's type and default is in
+:mod:`neve.actions.column_types` and :mod:`neve.actions.column_defaults`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from neve.actions.base import ChangeBuilder
-from neve.errors import SchemaError, ValidationError
-from neve.spec import temporal, values
+from neve.actions.column_defaults import coerce_default, same_default
+from neve.actions.column_types import check_format_types, is_promotion_allowed
+from neve.actions.schema_tree import (
+    FIELD,
+    KEY,
+    FieldEntry,
+    SchemaIndex,
+    all_ids,
+    check_unique_names,
+    replace_field,
+)
+from neve.errors import SchemaError
 from neve.spec.schema import Schema
 from neve.spec.types import (
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     NestedField,
     NestedType,
     PrimitiveType,
     StructType,
-    TimestampNsType,
-    TimestampType,
-    TimestamptzNsType,
-    TimestamptzType,
-    TimeType,
-    UnknownType,
-    VariantType,
     parse_type,
 )
 
@@ -52,219 +48,6 @@ __all__ = ["ColumnPath", "UpdateSchema", "is_promotion_allowed"]
 ColumnPath = str | tuple[str, ...]
 """A dotted column name (``"a.b"``) or its segments (``("a", "b")``); segments may
 themselves contain dots."""
-
-# Roles a field plays inside its parent.
-_FIELD, _ELEMENT, _KEY, _VALUE = "field", "element", "key", "value"
-
-_V3_TYPES = (TimestampNsType, TimestamptzNsType, UnknownType, VariantType)
-
-
-def is_promotion_allowed(old: IcebergType, new: IcebergType, format_version: int = 2) -> bool:
-    """True when a column of type ``old`` may be changed to ``new`` (spec "Schema
-    Evolution": int -> long, float -> double, decimal(P,S) -> decimal(P2,S) with P2 > P;
-    in v3 also ``unknown`` -> any primitive type)."""
-    if old == new:
-        return True
-    if isinstance(old, IntegerType):
-        return isinstance(new, LongType)
-    if isinstance(old, FloatType):
-        return isinstance(new, DoubleType)
-    if isinstance(old, DecimalType):
-        return (
-            isinstance(new, DecimalType)
-            and new.scale == old.scale
-            and new.precision > old.precision
-        )
-    if isinstance(old, UnknownType):
-        return format_version >= 3 and isinstance(new, PrimitiveType)
-    return False
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A field of the working schema with its place in the tree."""
-
-    field: NestedField
-    path: tuple[str, ...]
-    parent_id: int | None  # id of the field whose type holds this one; None at top level
-    role: str
-
-    @property
-    def name(self) -> str:
-        return ".".join(self.path)
-
-
-class _Index:
-    """Lookups over a tuple of top-level fields: by id, by full dotted name and by the
-    short name that skips list ``element`` / map ``value`` steps."""
-
-    def __init__(self, fields: tuple[NestedField, ...], case_sensitive: bool) -> None:
-        self.case_sensitive = case_sensitive
-        self.by_id: dict[int, _Entry] = {}
-        full: dict[str, int] = {}
-        short: dict[str, int] = {}
-        # (field, full path, short path or None, short path its children extend, parent, role)
-        Item = tuple[
-            NestedField, tuple[str, ...], tuple[str, ...] | None, tuple[str, ...], int | None, str
-        ]
-        stack: list[Item] = [
-            (f, (f.name,), (f.name,), (f.name,), None, _FIELD) for f in reversed(fields)
-        ]
-        while stack:
-            f, path, alias, base, parent, role = stack.pop()
-            self.by_id[f.field_id] = _Entry(f, path, parent, role)
-            full.setdefault(self._key(".".join(path)), f.field_id)
-            if alias is not None:
-                short.setdefault(self._key(".".join(alias)), f.field_id)
-            t = f.field_type
-            children: list[Item] = []
-            if isinstance(t, StructType):
-                children = [
-                    (c, (*path, c.name), (*base, c.name), (*base, c.name), f.field_id, _FIELD)
-                    for c in t.fields
-                ]
-            elif isinstance(t, ListType):
-                children = [(t.element_field, (*path, "element"), None, base, f.field_id, _ELEMENT)]
-            elif isinstance(t, MapType):
-                key_alias = (*base, "key")
-                children = [
-                    (t.key_field, (*path, "key"), key_alias, key_alias, f.field_id, _KEY),
-                    (t.value_field, (*path, "value"), None, base, f.field_id, _VALUE),
-                ]
-            stack.extend(reversed(children))
-        self.by_name = short
-        self.by_name.update(full)  # a full name wins over an equal short one
-
-    def _key(self, name: str) -> str:
-        return name if self.case_sensitive else name.lower()
-
-    def lookup(self, name: str) -> _Entry | None:
-        fid = self.by_name.get(self._key(name))
-        return None if fid is None else self.by_id[fid]
-
-
-def _replace_in_fields(
-    fields: tuple[NestedField, ...],
-    target: int,
-    fn: Callable[[NestedField], NestedField | None],
-) -> tuple[NestedField, ...]:
-    """Rebuild ``fields`` with the field ``target`` (anywhere below) passed through
-    ``fn``; ``fn`` returning None removes a struct child."""
-    out: list[NestedField] = []
-    for f in fields:
-        if f.field_id == target:
-            new = fn(f)
-            if new is not None:
-                out.append(new)
-        else:
-            t = _replace_in_type(f.field_type, target, fn)
-            out.append(f if t is f.field_type else f.with_(field_type=t))
-    return tuple(out)
-
-
-def _replace_in_type(
-    t: IcebergType, target: int, fn: Callable[[NestedField], NestedField | None]
-) -> IcebergType:
-    if isinstance(t, StructType):
-        fields = _replace_in_fields(t.fields, target, fn)
-        return t if fields == t.fields else StructType(*fields)
-    if isinstance(t, ListType):
-        if t.element_id == target:
-            new = fn(t.element_field)
-            if new is None:  # guarded by the callers; kept as a safety net
-                raise SchemaError("cannot delete a list element; delete the list column instead")
-            return ListType(t.element_id, new.field_type, new.required)
-        et = _replace_in_type(t.element_type, target, fn)
-        return t if et is t.element_type else ListType(t.element_id, et, t.element_required)
-    if isinstance(t, MapType):
-        if t.value_id == target:
-            new = fn(t.value_field)
-            if new is None:
-                raise SchemaError("cannot delete a map value; delete the map column instead")
-            return MapType(t.key_id, t.key_type, t.value_id, new.field_type, new.required)
-        kt = _replace_in_type(t.key_type, target, fn)
-        vt = _replace_in_type(t.value_type, target, fn)
-        if kt is t.key_type and vt is t.value_type:
-            return t
-        return MapType(t.key_id, kt, t.value_id, vt, t.value_required)
-    return t
-
-
-def _all_ids(f: NestedField) -> set[int]:
-    ids = {f.field_id}
-    t = f.field_type
-    if isinstance(t, NestedType):
-        for c in t.children:
-            ids |= _all_ids(c)
-    return ids
-
-
-def _check_v3_types(t: IcebergType, format_version: int, where: str) -> None:
-    if format_version >= 3:
-        return
-    if isinstance(t, _V3_TYPES):
-        raise SchemaError(
-            f"type {t} of {where!r} needs format version 3; upgrade the table first "
-            "(set format-version to 3) or use another type"
-        )
-    if isinstance(t, NestedType):
-        for c in t.children:
-            _check_v3_types(c.field_type, format_version, where)
-
-
-def _from_python(value: Any, t: IcebergType, where: str) -> Any:
-    """Python's dates, times and datetimes in neve's value form (days, microseconds).
-    A ``timestamp`` takes a naive datetime and a ``timestamptz`` an aware one, so no
-    time zone is guessed."""
-    if isinstance(t, DateType) and isinstance(value, dt.date):
-        if isinstance(value, dt.datetime):
-            raise SchemaError(
-                f"default {value!r} of {where!r} is a datetime but the column is a date; "
-                "give a datetime.date"
-            )
-        return temporal.date_to_days(value)
-    if isinstance(t, TimeType) and isinstance(value, dt.time):
-        return temporal.time_to_micros(value)
-    if isinstance(t, (TimestampType, TimestamptzType)) and isinstance(value, dt.datetime):
-        zoned = isinstance(t, TimestamptzType)
-        if (value.tzinfo is not None) != zoned:
-            want = "an aware datetime (with tzinfo)" if zoned else "a naive datetime"
-            raise SchemaError(f"default {value!r} of {where!r} does not fit type {t}: give {want}")
-        return temporal.datetime_to_micros(value)
-    return value
-
-
-def _coerce_default(value: Any, t: IcebergType, where: str) -> Any:
-    """Check a default value against its column type (neve's Python value form) and
-    return it canonical. Defaults are stored in the JSON single-value form, so a value
-    that form cannot hold is rejected here rather than at commit."""
-    if isinstance(t, (NestedType, UnknownType, VariantType)):
-        raise SchemaError(
-            f"column {where!r} of type {t} cannot have a default value; "
-            "give defaults to primitive fields only"
-        )
-    value = _from_python(value, t, where)
-    try:
-        out = values.from_json(t, values.to_json(t, value))
-    except (ValidationError, TypeError, ValueError, ArithmeticError) as exc:
-        raise SchemaError(
-            f"default {value!r} of {where!r} does not fit type {t} ({exc}); give a value "
-            "of the column's type (int for int/long, datetime.date for date, a naive "
-            "datetime for timestamp and an aware one for timestamptz, or their int form "
-            "in days / microseconds; Decimal for decimal, bytes for binary ...)"
-        ) from exc
-    if isinstance(t, DecimalType) and len(out.as_tuple().digits) > t.precision:
-        raise SchemaError(
-            f"default {value!r} of {where!r} does not fit type {t}: more than {t.precision} digits"
-        )
-    return out
-
-
-def _same_default(t: IcebergType, a: Any, b: Any) -> bool:
-    """Whether two defaults are one value (by their JSON form, so -0.0 is not 0.0)."""
-    if a is None or b is None:
-        return a is None and b is None
-    return json.dumps(values.to_json(t, a)) == json.dumps(values.to_json(t, b))
 
 
 class UpdateSchema(ChangeBuilder):
@@ -293,15 +76,15 @@ class UpdateSchema(ChangeBuilder):
         self._identifier_ids: tuple[int, ...] = schema.identifier_field_ids
         self._added: set[int] = set()  # every id created here, nested ones included
         self._changed: set[int] = set()  # renamed, retyped, re-documented, re-nulled
-        self._index_cache: _Index | None = None
-        self._base_index = _Index(schema.fields, case_sensitive)
+        self._index_cache: SchemaIndex | None = None
+        self._base_index = SchemaIndex(schema.fields, case_sensitive)
 
     # -- lookups -----------------------------------------------------------------------
 
     @property
-    def _index(self) -> _Index:
+    def _index(self) -> SchemaIndex:
         if self._index_cache is None:
-            self._index_cache = _Index(self._fields, self._case_sensitive)
+            self._index_cache = SchemaIndex(self._fields, self._case_sensitive)
         return self._index_cache
 
     def _set_fields(self, fields: tuple[NestedField, ...]) -> None:
@@ -315,7 +98,7 @@ class UpdateSchema(ChangeBuilder):
     def _path_str(path: ColumnPath) -> str:
         return path if isinstance(path, str) else ".".join(path)
 
-    def _find(self, path: ColumnPath, action: str) -> _Entry:
+    def _find(self, path: ColumnPath, action: str) -> FieldEntry:
         name = self._path_str(path)
         entry = self._index.lookup(name)
         if entry is not None:
@@ -355,7 +138,7 @@ class UpdateSchema(ChangeBuilder):
         return "the table" if holder_id is None else repr(self._index.by_id[holder_id].name)
 
     def _edit_field(self, field_id: int, fn: Callable[[NestedField], NestedField | None]) -> None:
-        self._set_fields(_replace_in_fields(self._fields, field_id, fn))
+        self._set_fields(replace_field(self._fields, field_id, fn))
 
     def _edit_children(
         self,
@@ -442,7 +225,7 @@ class UpdateSchema(ChangeBuilder):
     def _resolve_parent(self, parent: tuple[str, ...]) -> int:
         entry = self._find(".".join(parent), "add to")
         f = entry.field
-        if entry.role == _KEY:
+        if entry.role == KEY:
             raise SchemaError(f"cannot add fields to map keys ({entry.name!r})")
         t = f.field_type
         if isinstance(t, ListType):
@@ -467,7 +250,7 @@ class UpdateSchema(ChangeBuilder):
     ) -> int:
         full = name if holder_id is None else f"{self._index.by_id[holder_id].name}.{name}"
         t = parse_type(field_type) if isinstance(field_type, str) else field_type
-        _check_v3_types(t, self._format_version, full)
+        check_format_types(t, self._format_version, full)
         clash = self._sibling_named(holder_id, name)
         if clash is not None:
             raise SchemaError(
@@ -477,9 +260,9 @@ class UpdateSchema(ChangeBuilder):
         if initial_default is not None or write_default is not None:
             self._require_v3(f"cannot add column {full!r} with a default value", "without one")
         if initial_default is not None:
-            initial_default = _coerce_default(initial_default, t, full)
+            initial_default = coerce_default(initial_default, t, full)
         if write_default is not None:
-            write_default = _coerce_default(write_default, t, full)
+            write_default = coerce_default(write_default, t, full)
         if required and not self._allow_incompatible:
             # spec "Schema Evolution": a required field is added with both defaults set
             if initial_default is None:
@@ -505,7 +288,7 @@ class UpdateSchema(ChangeBuilder):
             write_default=write_default,
         )
         self._edit_children(holder_id, lambda fields: (*fields, new_field))
-        self._added |= _all_ids(new_field)
+        self._added |= all_ids(new_field)
         return new_id
 
     def _fresh_ids(self, t: IcebergType) -> IcebergType:
@@ -539,7 +322,7 @@ class UpdateSchema(ChangeBuilder):
         """Delete a column (and everything nested in it). Identifier fields cannot be
         deleted until :meth:`set_identifier_fields` leaves them out."""
         entry = self._find(path, "delete")
-        if entry.role != _FIELD:
+        if entry.role != FIELD:
             raise SchemaError(
                 f"cannot delete {entry.name!r}: a list element or map key/value cannot be "
                 "deleted on its own; delete the list or map column instead"
@@ -550,7 +333,7 @@ class UpdateSchema(ChangeBuilder):
                 f"cannot delete column {entry.name!r}: it is added in this same change; "
                 "leave out the add instead"
             )
-        touched = _all_ids(entry.field) & (self._changed | self._added)
+        touched = all_ids(entry.field) & (self._changed | self._added)
         if touched:
             raise SchemaError(
                 f"cannot delete column {entry.name!r}: it (or a field nested in it) has other "
@@ -566,7 +349,7 @@ class UpdateSchema(ChangeBuilder):
     def rename_column(self, path: ColumnPath, new_name: str) -> UpdateSchema:
         """Rename the last step of ``path`` to ``new_name``; the field id is kept."""
         entry = self._find(path, "rename")
-        if entry.role != _FIELD:
+        if entry.role != FIELD:
             raise SchemaError(
                 f"cannot rename {entry.name!r}: list elements and map keys/values have fixed names"
             )
@@ -598,7 +381,7 @@ class UpdateSchema(ChangeBuilder):
         Only the spec's promotions are allowed; optional -> required needs
         :meth:`allow_incompatible_changes` (or an added column with a default)."""
         entry = self._find(path, "update")
-        if entry.role == _KEY:
+        if entry.role == KEY:
             raise SchemaError(
                 f"cannot update map key {entry.name!r}: map keys cannot change; "
                 "add a new map column instead"
@@ -633,20 +416,20 @@ class UpdateSchema(ChangeBuilder):
         default; a required column without one can then only be written with a value
         for it (as Iceberg-Java's ``updateColumnDefault`` allows)."""
         entry = self._find(path, "change the default of")
-        if entry.role != _FIELD:
+        if entry.role != FIELD:
             raise SchemaError(
                 f"cannot give {entry.name!r} a default: defaults belong to struct fields, "
                 "not to list elements or map keys and values"
             )
         self._require_v3(f"cannot change the default of {entry.name!r}", "without a default")
         f = entry.field
-        new = None if value is None else _coerce_default(value, f.field_type, entry.name)
-        if not _same_default(f.field_type, new, f.write_default):
+        new = None if value is None else coerce_default(value, f.field_type, entry.name)
+        if not same_default(f.field_type, new, f.write_default):
             self._edit_field(f.field_id, lambda g: g.with_(write_default=new))
             self._changed.add(f.field_id)
         return self
 
-    def _promoted(self, entry: _Entry, field_type: IcebergType | str) -> IcebergType:
+    def _promoted(self, entry: FieldEntry, field_type: IcebergType | str) -> IcebergType:
         old = entry.field.field_type
         new = parse_type(field_type) if isinstance(field_type, str) else field_type
         if new == old:
@@ -662,7 +445,7 @@ class UpdateSchema(ChangeBuilder):
                 "only int -> long, float -> double and decimal(P,S) -> decimal(P2,S) with "
                 "P2 > P; add a new column instead"
             )
-        _check_v3_types(new, self._format_version, entry.name)
+        check_format_types(new, self._format_version, entry.name)
         return new
 
     def make_column_optional(self, path: ColumnPath) -> UpdateSchema:
@@ -693,9 +476,9 @@ class UpdateSchema(ChangeBuilder):
         """Move a column just after ``other``, a column of the same struct."""
         return self._move_next_to(path, other, after=True)
 
-    def _movable(self, path: ColumnPath) -> _Entry:
+    def _movable(self, path: ColumnPath) -> FieldEntry:
         entry = self._find(path, "move")
-        if entry.role != _FIELD:
+        if entry.role != FIELD:
             raise SchemaError(
                 f"cannot move {entry.name!r}: only fields of a struct can be reordered"
             )
@@ -778,7 +561,7 @@ class UpdateSchema(ChangeBuilder):
                 "of type; rename one of them"
             )
         entry = self._index.by_id[field_id]
-        if entry.role == _KEY:
+        if entry.role == KEY:
             return
         if nf.optional and entry.field.required:
             self.update_column(entry.name, required=False)
@@ -797,7 +580,7 @@ class UpdateSchema(ChangeBuilder):
                     f"cannot delete identifier field {name!r}: change the identifier fields "
                     "first (call set_identifier_fields() without it)"
                 )
-        _check_struct_names(self._fields, "the table")
+        check_unique_names(self._fields, "the table")
         schema = Schema(
             *self._fields,
             schema_id=self._base.schema_id + 1,
@@ -805,20 +588,3 @@ class UpdateSchema(ChangeBuilder):
         )
         schema.validate_identifier_fields()
         return schema, self._last_column_id
-
-
-def _check_struct_names(fields: tuple[NestedField, ...], where: str) -> None:
-    seen: set[str] = set()
-    for f in fields:
-        if f.name in seen:
-            raise SchemaError(f"{where} has two fields named {f.name!r}; rename one")
-        seen.add(f.name)
-        _check_type_names(f.field_type, f.name)
-
-
-def _check_type_names(t: IcebergType, where: str) -> None:
-    if isinstance(t, StructType):
-        _check_struct_names(t.fields, repr(where))
-    elif isinstance(t, NestedType):
-        for c in t.children:
-            _check_type_names(c.field_type, f"{where}.{c.name}")

@@ -1,8 +1,9 @@
 """Filters as pyarrow compute expressions, with neve's null and NaN rules.
 
 :func:`to_arrow_expression` converts a filter to a ``pyarrow.compute.Expression`` that
-selects exactly the rows the filter matches: NOT is pushed down first, and every
-predicate is made two-valued (a null never leaks out of a comparison), so
+selects exactly the rows the filter matches (a
+:class:`~neve.expressions.visitors.BoundPredicateVisitor`): NOT is pushed down first,
+and every predicate is made two-valued (a null never leaks out of a comparison), so
 ``x != 5`` selects rows where ``x`` is null and ``x < 5`` does not, as the metrics
 evaluators assume (see :mod:`neve.expressions.expressions`). :func:`delete_filter` is
 the exact complement: the rows to keep when deleting by a filter.
@@ -20,17 +21,8 @@ import pyarrow.compute as pc
 from neve.arrow.schema import to_arrow_type
 from neve.errors import ExpressionError
 from neve.expressions.binding import bind
-from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
-    BooleanExpression,
-    BoundPredicate,
-    BoundReference,
-    Operation,
-    Or,
-)
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.expressions import BooleanExpression, BoundReference
+from neve.expressions.visitors import BoundPredicateVisitor, visit
 from neve.spec.schema import Schema
 from neve.spec.types import (
     DoubleType,
@@ -61,7 +53,7 @@ def to_arrow_expression(
         raise ExpressionError(
             f"the filter {expr} is not bound; pass the table schema to convert it to pyarrow"
         )
-    return _convert(rewrite_not(expr))
+    return visit(expr, _TO_ARROW)
 
 
 def delete_filter(
@@ -75,20 +67,6 @@ def delete_filter(
     return ~matches
 
 
-def _convert(expr: BooleanExpression) -> pc.Expression:
-    if expr is ALWAYS_TRUE:
-        return pc.scalar(True)
-    if expr is ALWAYS_FALSE:
-        return pc.scalar(False)
-    if isinstance(expr, And):
-        return _convert(expr.left) & _convert(expr.right)
-    if isinstance(expr, Or):
-        return _convert(expr.left) | _convert(expr.right)
-    if isinstance(expr, BoundPredicate):
-        return _predicate(expr)
-    raise ExpressionError(f"cannot convert {expr} to a pyarrow expression")
-
-
 def _field(ref: BoundReference) -> pc.Expression:
     return pc.field(*ref.path)
 
@@ -97,43 +75,81 @@ def _no_null(e: pc.Expression, if_null: bool) -> pc.Expression:
     return pc.coalesce(e, _TRUE if if_null else _FALSE)
 
 
-def _predicate(pred: BoundPredicate) -> pc.Expression:
-    f = _field(pred.term)
-    t = pred.term.field_type
-    op = pred.op
-    if op is Operation.IS_NULL:
-        return f.is_null()
-    if op is Operation.NOT_NULL:
-        return f.is_valid()
-    if op is Operation.IS_NAN:
-        return _no_null(pc.is_nan(f), False)
-    if op is Operation.NOT_NAN:
-        return _no_null(~pc.is_nan(f), True)
-    if op in (Operation.IN, Operation.NOT_IN):
-        values = list(pred.literals)
-        if isinstance(t, (FloatType, DoubleType)) and any(v == 0.0 for v in values):
-            # Hash-based membership tells -0.0 from 0.0, but they are equal values.
-            values = [v for v in values if v != 0.0] + [0.0, -0.0]
-        arr = pa.array([_scalar_value(v, t) for v in values], type=_arrow_type(t))
-        member = f.isin(arr)
-        return _no_null(member, False) if op is Operation.IN else _no_null(~member, True)
-    lit = pred.literal
-    if op is Operation.STARTS_WITH:
-        return _no_null(pc.starts_with(f, pattern=lit), False)
-    if op is Operation.NOT_STARTS_WITH:
-        return _no_null(~pc.starts_with(f, pattern=lit), True)
-    s = pa.scalar(_scalar_value(lit, t), type=_arrow_type(t))
-    if op is Operation.LT:
-        return _no_null(f < s, False)
-    if op is Operation.LT_EQ:
-        return _no_null(f <= s, False)
-    if op is Operation.GT:
-        return _no_null(f > s, False)
-    if op is Operation.GT_EQ:
-        return _no_null(f >= s, False)
-    if op is Operation.EQ:
-        return _no_null(f == s, False)
-    return _no_null(f != s, True)
+class _ArrowConverter(BoundPredicateVisitor[pc.Expression]):
+    """Each predicate as a two-valued pyarrow expression; And and Or as ``&`` and ``|``."""
+
+    def visit_true(self) -> pc.Expression:
+        return pc.scalar(True)
+
+    def visit_false(self) -> pc.Expression:
+        return pc.scalar(False)
+
+    def visit_and(self, left: pc.Expression, right: pc.Expression) -> pc.Expression:
+        return left & right
+
+    def visit_or(self, left: pc.Expression, right: pc.Expression) -> pc.Expression:
+        return left | right
+
+    def visit_is_null(self, ref: BoundReference) -> pc.Expression:
+        return _field(ref).is_null()
+
+    def visit_not_null(self, ref: BoundReference) -> pc.Expression:
+        return _field(ref).is_valid()
+
+    def visit_is_nan(self, ref: BoundReference) -> pc.Expression:
+        return _no_null(pc.is_nan(_field(ref)), False)
+
+    def visit_not_nan(self, ref: BoundReference) -> pc.Expression:
+        return _no_null(~pc.is_nan(_field(ref)), True)
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> pc.Expression:
+        return _no_null(_member(ref, lits), False)
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> pc.Expression:
+        return _no_null(~_member(ref, lits), True)
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(pc.starts_with(_field(ref), pattern=lit), False)
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(~pc.starts_with(_field(ref), pattern=lit), True)
+
+    def visit_lt(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) < _scalar(ref, lit), False)
+
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) <= _scalar(ref, lit), False)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) > _scalar(ref, lit), False)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) >= _scalar(ref, lit), False)
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) == _scalar(ref, lit), False)
+
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> pc.Expression:
+        return _no_null(_field(ref) != _scalar(ref, lit), True)
+
+
+_TO_ARROW = _ArrowConverter()
+
+
+def _member(ref: BoundReference, lits: tuple[Any, ...]) -> pc.Expression:
+    """Whether the column's value is one of ``lits`` (null for a null value)."""
+    t = ref.field_type
+    values = list(lits)
+    if isinstance(t, (FloatType, DoubleType)) and any(v == 0.0 for v in values):
+        # Hash-based membership tells -0.0 from 0.0, but they are equal values.
+        values = [v for v in values if v != 0.0] + [0.0, -0.0]
+    arr = pa.array([_scalar_value(v, t) for v in values], type=_arrow_type(t))
+    return _field(ref).isin(arr)
+
+
+def _scalar(ref: BoundReference, lit: Any) -> pa.Scalar:
+    t = ref.field_type
+    return pa.scalar(_scalar_value(lit, t), type=_arrow_type(t))
 
 
 def _scalar_value(value: Any, t: IcebergType) -> Any:

@@ -6,6 +6,8 @@ or parse SQL-like text (``parse("a = 1 AND b > 2")``); bind them to a schema wit
 :class:`InclusiveMetricsEvaluator`, :class:`PartitionEvaluator` and
 :class:`ResidualEvaluator`; deletes use :class:`StrictMetricsEvaluator`. The null and
 NaN rules every evaluator follows are described in :mod:`neve.expressions.expressions`.
+Each evaluator is a :class:`BoundPredicateVisitor` walked by :func:`visit`, the one
+place that decides how NOT, AND, OR and the constants compose.
 """
 
 from __future__ import annotations
@@ -58,7 +60,12 @@ from neve.expressions.projection import (
     strict_projection,
 )
 from neve.expressions.residual import ResidualEvaluator
-from neve.expressions.visitors import BoundExpressionVisitor, rewrite_not, visit
+from neve.expressions.visitors import (
+    BoundExpressionVisitor,
+    BoundPredicateVisitor,
+    rewrite_not,
+    visit,
+)
 
 __all__ = [
     "ALWAYS_FALSE",
@@ -69,6 +76,7 @@ __all__ = [
     "BooleanExpression",
     "BoundExpressionVisitor",
     "BoundPredicate",
+    "BoundPredicateVisitor",
     "BoundReference",
     "ExpressionError",
     "InclusiveMetricsEvaluator",

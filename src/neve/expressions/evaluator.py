@@ -1,7 +1,8 @@
 """Evaluating a filter on one row: a partition tuple or a row of (nested) tuples.
 
-The expression is compiled once into nested Python closures, so evaluating it per
-manifest entry costs a few function calls and no tree walk. Rows are tuples in struct
+The expression is compiled once into nested Python closures (a
+:class:`~neve.expressions.visitors.ClosureCompiler`), so evaluating it per manifest
+entry costs a few function calls and no tree walk. Rows are tuples in struct
 order, holding values in neve's representation (dates as days, and so on).
 """
 
@@ -11,19 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from neve.errors import ExpressionError
 from neve.expressions.binding import bind
-from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
-    BooleanExpression,
-    BoundPredicate,
-    BoundReference,
-    Operation,
-    Or,
-)
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.expressions import BooleanExpression, BoundPredicate, BoundReference
+from neve.expressions.visitors import ClosureCompiler, rewrite_not
 from neve.spec.schema import Schema
 from neve.spec.types import StructType
 
@@ -62,31 +53,7 @@ class PartitionEvaluator:
 
 def compile_expression(expr: BooleanExpression) -> RowTest:
     """Compile a bound expression into a row test (NOT is pushed down first)."""
-    return _compile(rewrite_not(expr))
-
-
-def _compile(expr: BooleanExpression) -> RowTest:
-    if expr is ALWAYS_TRUE:
-        return _true
-    if expr is ALWAYS_FALSE:
-        return _false
-    if isinstance(expr, And):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda row: left(row) and right(row)
-    if isinstance(expr, Or):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda row: left(row) or right(row)
-    if isinstance(expr, BoundPredicate):
-        return compile_predicate(expr)
-    raise ExpressionError(f"cannot evaluate {expr}: bind the filter to the row's struct type first")
-
-
-def _true(row: tuple[Any, ...]) -> bool:
-    return True
-
-
-def _false(row: tuple[Any, ...]) -> bool:
-    return False
+    return _ROWS.compile(expr)
 
 
 def getter(ref: BoundReference) -> Callable[[tuple[Any, ...]], Any]:
@@ -99,38 +66,70 @@ def getter(ref: BoundReference) -> Callable[[tuple[Any, ...]], Any]:
 
 def compile_predicate(pred: BoundPredicate) -> RowTest:
     """A row test for one bound predicate, with the null and NaN rules of the package."""
-    get = getter(pred.term)
-    op = pred.op
-    if op is Operation.IS_NULL:
+    return _ROWS.visit_predicate(pred)
+
+
+class _RowCompiler(ClosureCompiler[tuple[Any, ...]]):
+    """The row tests of each operation: only ``not_*`` predicates hold for null."""
+
+    def visit_is_null(self, ref: BoundReference) -> RowTest:
+        get = getter(ref)
         return lambda row: get(row) is None
-    if op is Operation.NOT_NULL:
+
+    def visit_not_null(self, ref: BoundReference) -> RowTest:
+        get = getter(ref)
         return lambda row: get(row) is not None
-    if op is Operation.IS_NAN:
+
+    def visit_is_nan(self, ref: BoundReference) -> RowTest:
+        get = getter(ref)
         return lambda row: _is_nan(get(row))
-    if op is Operation.NOT_NAN:
+
+    def visit_not_nan(self, ref: BoundReference) -> RowTest:
+        get = getter(ref)
         return lambda row: not _is_nan(get(row))
-    if op is Operation.IN:
-        values = pred.literal_set
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> RowTest:
+        get, values = getter(ref), frozenset(lits)
         return lambda row: (v := get(row)) is not None and v in values
-    if op is Operation.NOT_IN:
-        values = pred.literal_set
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> RowTest:
+        get, values = getter(ref), frozenset(lits)
         return lambda row: (v := get(row)) is None or v not in values
-    lit = pred.literal
-    if op is Operation.LT:
+
+    def visit_lt(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v < lit
-    if op is Operation.LT_EQ:
+
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v <= lit
-    if op is Operation.GT:
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v > lit
-    if op is Operation.GT_EQ:
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v >= lit
-    if op is Operation.EQ:
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v == lit
-    if op is Operation.NOT_EQ:
+
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is None or v != lit
-    if op is Operation.STARTS_WITH:
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
         return lambda row: (v := get(row)) is not None and v.startswith(lit)
-    return lambda row: (v := get(row)) is None or not v.startswith(lit)
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> RowTest:
+        get = getter(ref)
+        return lambda row: (v := get(row)) is None or not v.startswith(lit)
+
+
+_ROWS = _RowCompiler()
 
 
 def _is_nan(value: Any) -> bool:

@@ -5,7 +5,8 @@ A manifest-list entry summarizes each partition field over all files of the mani
 every value is null or NaN). :class:`ManifestEvaluator` projects the row filter
 inclusively onto the partition struct and answers "might this manifest hold a file
 with matching rows?" (Iceberg-Java's ``ManifestEvaluator.forRowFilter``). The filter
-is compiled once into closures; evaluating a manifest is a handful of calls.
+is compiled once into closures (a :class:`~neve.expressions.visitors.ClosureCompiler`);
+evaluating a manifest is a handful of calls.
 """
 
 from __future__ import annotations
@@ -13,18 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from neve.errors import ExpressionError
 from neve.expressions.bounds import IN_PREDICATE_LIMIT, decode, prefix_cmp
-from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
-    BooleanExpression,
-    BoundPredicate,
-    Operation,
-    Or,
-)
+from neve.expressions.expressions import BooleanExpression, BoundReference
 from neve.expressions.projection import inclusive_projection
+from neve.expressions.visitors import ClosureCompiler
 from neve.spec.manifest import FieldSummary, ManifestFile
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
@@ -52,29 +45,13 @@ class ManifestEvaluator:
         #: The row filter projected onto the partition struct (bound, without NOT).
         self.partition_filter = projection.project(row_filter)
         self._n = len(spec.fields)
-        self._test = _compile(self.partition_filter)
+        self._test = _SUMMARIES.compile(self.partition_filter)
 
     def eval(self, manifest: ManifestFile) -> bool:
         summaries = manifest.partitions
         if summaries is None or len(summaries) != self._n:
             return True  # no usable summaries: the manifest might match
         return self._test(summaries)
-
-
-def _compile(expr: BooleanExpression) -> Test:
-    if expr is ALWAYS_TRUE:
-        return lambda s: True
-    if expr is ALWAYS_FALSE:
-        return lambda s: False
-    if isinstance(expr, And):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda s: left(s) and right(s)
-    if isinstance(expr, Or):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda s: left(s) or right(s)
-    if isinstance(expr, BoundPredicate):
-        return _compile_predicate(expr)
-    raise ExpressionError(f"cannot evaluate {expr} on partition summaries")
 
 
 def _all_null(s: FieldSummary, floating: bool) -> bool:
@@ -86,40 +63,61 @@ def _all_null(s: FieldSummary, floating: bool) -> bool:
     return all_null
 
 
-def _compile_predicate(pred: BoundPredicate) -> Test:
-    pos = pred.term.accessor[0]
-    t = pred.term.field_type
+def _field(ref: BoundReference) -> tuple[int, PrimitiveType]:
+    """The position of the referenced partition field and its (primitive) type."""
+    t = ref.field_type
     assert isinstance(t, PrimitiveType)
-    floating = isinstance(t, (FloatType, DoubleType))
-    op = pred.op
+    return ref.accessor[0], t
 
-    if op is Operation.IS_NULL:
+
+def _maybe(s: Summaries) -> bool:
+    return True
+
+
+class _SummaryCompiler(ClosureCompiler[Summaries]):
+    """The tests of each operation on the summaries of a manifest's partitions."""
+
+    def visit_is_null(self, ref: BoundReference) -> Test:
+        pos = ref.accessor[0]
         return lambda s: bool(s[pos].contains_null)
-    if op is Operation.NOT_NULL:
+
+    def visit_not_null(self, ref: BoundReference) -> Test:
+        pos, t = _field(ref)
+        floating = isinstance(t, (FloatType, DoubleType))
         return lambda s: not _all_null(s[pos], floating)
-    if op is Operation.IS_NAN:
+
+    def visit_is_nan(self, ref: BoundReference) -> Test:
+        pos, t = _field(ref)
+        floating = isinstance(t, (FloatType, DoubleType))
         return lambda s: s[pos].contains_nan is not False and not _all_null(s[pos], floating)
-    if op is Operation.NOT_NAN:
+
+    def visit_not_nan(self, ref: BoundReference) -> Test:
+        pos = ref.accessor[0]
 
         def not_nan(s: Summaries) -> bool:
             f = s[pos]
             return not (f.contains_nan is True and not f.contains_null and f.lower_bound is None)
 
         return not_nan
-    if op in (Operation.NOT_EQ, Operation.NOT_IN):
-        # Bounds need not be values of the column, so they cannot rule these out.
-        return lambda s: True
-    if op is Operation.IN:
-        values = pred.literals
-        if len(values) > IN_PREDICATE_LIMIT:
-            return lambda s: True
+
+    # Bounds need not be values of the column, so they cannot rule these two out.
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return _maybe
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        return _maybe
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        pos, t = _field(ref)
+        if len(lits) > IN_PREDICATE_LIMIT:
+            return _maybe
 
         def in_(s: Summaries) -> bool:
             f = s[pos]
             if f.lower_bound is None:
                 return False  # all null (or NaN), and the values are neither
             lower = decode(t, f.lower_bound)
-            candidates = [v for v in values if not v < lower]
+            candidates = [v for v in lits if not v < lower]
             if not candidates:
                 return False
             if f.upper_bound is not None:
@@ -128,8 +126,10 @@ def _compile_predicate(pred: BoundPredicate) -> Test:
             return True
 
         return in_
-    if op is Operation.STARTS_WITH:
-        prefix = str(pred.literal).encode("utf-8")
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> Test:
+        pos, _ = _field(ref)
+        prefix = str(lit).encode("utf-8")
 
         def starts_with(s: Summaries) -> bool:
             f = s[pos]
@@ -140,8 +140,10 @@ def _compile_predicate(pred: BoundPredicate) -> Test:
             return f.upper_bound is None or prefix_cmp(f.upper_bound, prefix) >= 0
 
         return starts_with
-    if op is Operation.NOT_STARTS_WITH:
-        prefix = str(pred.literal).encode("utf-8")
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> Test:
+        pos, _ = _field(ref)
+        prefix = str(lit).encode("utf-8")
 
         def not_starts_with(s: Summaries) -> bool:
             f = s[pos]
@@ -154,32 +156,36 @@ def _compile_predicate(pred: BoundPredicate) -> Test:
             return not (lo.startswith(prefix) and hi.startswith(prefix))
 
         return not_starts_with
-    return _compile_comparison(op, pos, t, pred.literal)
 
-
-def _compile_comparison(op: Operation, pos: int, t: PrimitiveType, lit: Any) -> Test:
-    if op is Operation.LT:
+    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
+        pos, t = _field(ref)
 
         def lt(s: Summaries) -> bool:
             b = s[pos].lower_bound
             return b is not None and decode(t, b) < lit
 
         return lt
-    if op is Operation.LT_EQ:
+
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        pos, t = _field(ref)
 
         def lt_eq(s: Summaries) -> bool:
             b = s[pos].lower_bound
             return b is not None and decode(t, b) <= lit
 
         return lt_eq
-    if op is Operation.GT:
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
+        pos, t = _field(ref)
 
         def gt(s: Summaries) -> bool:
             b = s[pos].upper_bound
             return b is not None and decode(t, b) > lit
 
         return gt
-    if op is Operation.GT_EQ:
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        pos, t = _field(ref)
 
         def gt_eq(s: Summaries) -> bool:
             b = s[pos].upper_bound
@@ -187,12 +193,18 @@ def _compile_comparison(op: Operation, pos: int, t: PrimitiveType, lit: Any) -> 
 
         return gt_eq
 
-    def eq(s: Summaries) -> bool:
-        f = s[pos]
-        if f.lower_bound is None:
-            return False
-        if decode(t, f.lower_bound) > lit:
-            return False
-        return f.upper_bound is None or not decode(t, f.upper_bound) < lit
+    def visit_eq(self, ref: BoundReference, lit: Any) -> Test:
+        pos, t = _field(ref)
 
-    return eq
+        def eq(s: Summaries) -> bool:
+            f = s[pos]
+            if f.lower_bound is None:
+                return False
+            if decode(t, f.lower_bound) > lit:
+                return False
+            return f.upper_bound is None or not decode(t, f.upper_bound) < lit
+
+        return eq
+
+
+_SUMMARIES = _SummaryCompiler()

@@ -22,22 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from neve.errors import ExpressionError
 from neve.expressions.binding import bind
 from neve.expressions.bounds import BELOW, COMPARE, IN_PREDICATE_LIMIT, decode, is_nan, prefix_cmp
 from neve.expressions.evaluator import PartitionEvaluator, evaluator
 from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
     BooleanExpression,
     BoundPredicate,
+    BoundReference,
     Operation,
-    Or,
 )
 from neve.expressions.metric_arrays import MetricArrays
 from neve.expressions.metrics_vectorized import compile_inclusive, eval_inclusive
-from neve.expressions.visitors import references, rewrite_not
+from neve.expressions.visitors import ClosureCompiler, references, rewrite_not
 from neve.spec.manifest import DataFile
 from neve.spec.schema import Schema
 from neve.spec.types import DoubleType, FloatType, PrimitiveType
@@ -152,22 +148,6 @@ class _Stats:
 Test = Callable[[_Stats], bool]
 
 
-def _compile(expr: BooleanExpression, leaf: Callable[[BoundPredicate], Test]) -> Test:
-    if expr is ALWAYS_TRUE:
-        return lambda st: True
-    if expr is ALWAYS_FALSE:
-        return lambda st: False
-    if isinstance(expr, And):
-        left, right = _compile(expr.left, leaf), _compile(expr.right, leaf)
-        return lambda st: left(st) and right(st)
-    if isinstance(expr, Or):
-        left, right = _compile(expr.left, leaf), _compile(expr.right, leaf)
-        return lambda st: left(st) or right(st)
-    if isinstance(expr, BoundPredicate):
-        return leaf(expr)
-    raise ExpressionError(f"cannot evaluate {expr} on file metrics")
-
-
 # -- inclusive ---------------------------------------------------------------------------
 
 
@@ -192,7 +172,7 @@ class InclusiveMetricsEvaluator:
         #: The filter bound to the schema, without NOT.
         self.expr = rewrite_not(bind(schema, row_filter, case_sensitive))
         self.include_empty_files = include_empty_files
-        self._test = _compile(self.expr, _inclusive_leaf)
+        self._test = _INCLUSIVE.compile(self.expr)
         self._vector = compile_inclusive(self.expr)
         #: The ids of the fields whose metrics the filter reads.
         self.field_ids = frozenset(ref.field_id for ref in references(self.expr))
@@ -265,7 +245,7 @@ def inclusive_metrics_test(expr: BooleanExpression) -> MetricsTest:
     the metrics themselves: for any set of rows whose counts and bounds are known, such
     as the row groups of a Parquet file (:mod:`neve.arrow.row_groups`). A missing map
     or entry means unknown; a set of no rows never matches."""
-    test = _compile(rewrite_not(expr), _inclusive_leaf)
+    test = _INCLUSIVE.compile(expr)
 
     def might_match(
         record_count: int,
@@ -283,49 +263,94 @@ def inclusive_metrics_test(expr: BooleanExpression) -> MetricsTest:
     return might_match
 
 
-def _inclusive_leaf(pred: BoundPredicate) -> Test:
-    fid = pred.term.field_id
-    t = pred.term.field_type
-    op = pred.op
-    if op is Operation.IS_NULL:
+def _maybe(st: _Stats) -> bool:
+    return True
+
+
+def _comparable(ref: BoundReference) -> tuple[int, PrimitiveType]:
+    """The field id and type of a predicate that reads bounds (of a primitive type)."""
+    t = ref.field_type
+    assert isinstance(t, PrimitiveType)
+    return ref.field_id, t
+
+
+class _InclusiveCompiler(ClosureCompiler[_Stats]):
+    """Per operation, "might a row of these metrics match?"; unknown means might."""
+
+    def visit_is_null(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: st.null_count(fid) != 0
-    if op is Operation.NOT_NULL:
+
+    def visit_not_null(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: not st.nulls_only(fid)
-    if op is Operation.IS_NAN:
+
+    def visit_is_nan(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         # A column of nulls only holds no NaN either.
         return lambda st: st.nan_count(fid) != 0 and not st.nulls_only(fid)
-    if op is Operation.NOT_NAN:
+
+    def visit_not_nan(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: not st.nans_only(fid)
-    if op in (Operation.NOT_EQ, Operation.NOT_IN):
-        # Bounds need not be values of the column, so they cannot rule these out.
-        return lambda st: True
-    assert isinstance(t, PrimitiveType)
-    if op is Operation.STARTS_WITH:
-        prefix = str(pred.literal).encode("utf-8")
+
+    # Bounds need not be values of the column, so they cannot rule these two out.
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return _maybe
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        return _maybe
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> Test:
+        fid, _ = _comparable(ref)
+        prefix = str(lit).encode("utf-8")
         return lambda st: not st.nulls_only(fid) and not st.prefix_outside(fid, prefix)
-    if op is Operation.NOT_STARTS_WITH:
-        prefix = str(pred.literal).encode("utf-8")
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> Test:
+        fid, _ = _comparable(ref)
+        prefix = str(lit).encode("utf-8")
         # unknown or some null counts: nulls match
         return lambda st: st.null_count(fid) != 0 or not st.all_start_with(fid, prefix)
-    if op is Operation.IN:
-        values = pred.literals
-        if len(values) > IN_PREDICATE_LIMIT:
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        fid, t = _comparable(ref)
+        if len(lits) > IN_PREDICATE_LIMIT:
             return lambda st: not st.no_values(fid)
-        return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, values)
-    lit = pred.literal
-    if op is Operation.EQ:
+        return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, lits)
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> Test:
+        fid, t = _comparable(ref)
         return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, (lit,))
-    holds = COMPARE[op]
-    below = op in BELOW
 
-    def compare(st: _Stats) -> bool:
-        # Some value is below lit when the lower bound is, above it when the upper one is.
-        if st.no_values(fid):
-            return False
-        bound = st.usable_bound(fid, t, lower=below)
-        return bound is None or bool(holds(bound, lit))
+    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT, lit)
 
-    return compare
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT_EQ, lit)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT, lit)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT_EQ, lit)
+
+    @staticmethod
+    def _compare(ref: BoundReference, op: Operation, lit: Any) -> Test:
+        fid, t = _comparable(ref)
+        holds = COMPARE[op]
+        below = op in BELOW
+
+        def compare(st: _Stats) -> bool:
+            # Some value is below lit when the lower bound is, above it when the upper one is.
+            if st.no_values(fid):
+                return False
+            bound = st.usable_bound(fid, t, lower=below)
+            return bound is None or bool(holds(bound, lit))
+
+        return compare
+
+
+_INCLUSIVE = _InclusiveCompiler()
 
 
 # -- strict --------------------------------------------------------------------------------
@@ -341,7 +366,7 @@ class StrictMetricsEvaluator:
     ) -> None:
         self.schema = schema
         self.expr = rewrite_not(bind(schema, row_filter, case_sensitive))
-        self._test = _compile(self.expr, _strict_leaf)
+        self._test = _STRICT.compile(self.expr)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (StrictMetricsEvaluator, (self.schema, self.expr))
@@ -352,43 +377,66 @@ class StrictMetricsEvaluator:
         return self._test(_Stats.of(data_file))
 
 
-def _strict_leaf(pred: BoundPredicate) -> Test:
-    ref = pred.term
-    fid = ref.field_id
-    t = ref.field_type
-    op = pred.op
-    if len(ref.accessor) > 1:
-        # A field inside a struct is null whenever its parent is; its own counts need
-        # not show that, so nothing is certain (Iceberg-Java does the same).
-        return lambda st: False
-    floating = isinstance(t, (FloatType, DoubleType))
-    nullable = ref.produces_null
+def _never(st: _Stats) -> bool:
+    return False
 
-    def may_hold_null(st: _Stats) -> bool:
-        return nullable and st.null_count(fid) != 0
 
-    def may_hold_null_or_nan(st: _Stats) -> bool:
-        return may_hold_null(st) or (floating and st.nan_count(fid) != 0)
+def _may_hold_null(ref: BoundReference) -> Test:
+    """False only when the metrics prove the column holds no null."""
+    fid, nullable = ref.field_id, ref.produces_null
+    return lambda st: nullable and st.null_count(fid) != 0
 
-    if op is Operation.IS_NULL:
+
+def _may_hold_null_or_nan(ref: BoundReference) -> Test:
+    """False only when the metrics prove the column holds no null and no NaN."""
+    fid, may_hold_null = ref.field_id, _may_hold_null(ref)
+    floating = isinstance(ref.field_type, (FloatType, DoubleType))
+    return lambda st: may_hold_null(st) or (floating and st.nan_count(fid) != 0)
+
+
+class _StrictCompiler(ClosureCompiler[_Stats]):
+    """Per operation, "must every row of these metrics match?"; unknown means might not."""
+
+    def visit_predicate(self, pred: BoundPredicate) -> Test:
+        if len(pred.term.accessor) > 1:
+            # A field inside a struct is null whenever its parent is; its own counts need
+            # not show that, so nothing is certain (Iceberg-Java does the same).
+            return _never
+        return super().visit_predicate(pred)
+
+    def visit_is_null(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: st.nulls_only(fid)
-    if op is Operation.NOT_NULL:
+
+    def visit_not_null(self, ref: BoundReference) -> Test:
+        may_hold_null = _may_hold_null(ref)
         return lambda st: not may_hold_null(st)
-    if op is Operation.IS_NAN:
+
+    def visit_is_nan(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: st.nans_only(fid)
-    if op is Operation.NOT_NAN:
+
+    def visit_not_nan(self, ref: BoundReference) -> Test:
+        fid = ref.field_id
         return lambda st: st.nan_count(fid) == 0 or st.nulls_only(fid)
-    assert isinstance(t, PrimitiveType)
-    if op is Operation.STARTS_WITH:
-        prefix = str(pred.literal).encode("utf-8")
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> Test:
+        fid, _ = _comparable(ref)
+        may_hold_null = _may_hold_null(ref)
+        prefix = str(lit).encode("utf-8")
         return lambda st: not may_hold_null(st) and st.all_start_with(fid, prefix)
-    if op is Operation.NOT_STARTS_WITH:
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> Test:
         # Nulls satisfy not_starts_with; values do when all lie below or above the
         # prefix range.
-        prefix = str(pred.literal).encode("utf-8")
+        fid, _ = _comparable(ref)
+        prefix = str(lit).encode("utf-8")
         return lambda st: st.nulls_only(fid) or st.prefix_outside(fid, prefix)
-    if op is Operation.IN:
-        literal_set = pred.literal_set
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        fid, t = _comparable(ref)
+        may_hold_null_or_nan = _may_hold_null_or_nan(ref)
+        literal_set = frozenset(lits)
 
         def in_(st: _Stats) -> bool:
             if may_hold_null_or_nan(st):
@@ -399,13 +447,18 @@ def _strict_leaf(pred: BoundPredicate) -> Test:
             return lower in literal_set and upper in literal_set and lower == upper
 
         return in_
-    if op is Operation.NOT_IN:
-        values = pred.literals
-        return lambda st: st.no_values(fid) or not st.may_contain_any(fid, t, values)
-    lit = pred.literal
-    if op is Operation.NOT_EQ:
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Test:
+        fid, t = _comparable(ref)
+        return lambda st: st.no_values(fid) or not st.may_contain_any(fid, t, lits)
+
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> Test:
+        fid, t = _comparable(ref)
         return lambda st: st.no_values(fid) or not st.may_contain_any(fid, t, (lit,))
-    if op is Operation.EQ:
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> Test:
+        fid, t = _comparable(ref)
+        may_hold_null_or_nan = _may_hold_null_or_nan(ref)
 
         def eq(st: _Stats) -> bool:
             if may_hold_null_or_nan(st):
@@ -414,14 +467,34 @@ def _strict_leaf(pred: BoundPredicate) -> Test:
             return lower is not None and upper is not None and lower == lit and upper == lit
 
         return eq
-    holds = COMPARE[op]
-    below = op in BELOW
 
-    def compare(st: _Stats) -> bool:
-        # Every value is below lit when the upper bound is, above it when the lower one is.
-        if may_hold_null_or_nan(st):
-            return False
-        bound = st.usable_bound(fid, t, lower=not below)
-        return bound is not None and bool(holds(bound, lit))
+    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT, lit)
 
-    return compare
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT_EQ, lit)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT, lit)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT_EQ, lit)
+
+    @staticmethod
+    def _compare(ref: BoundReference, op: Operation, lit: Any) -> Test:
+        fid, t = _comparable(ref)
+        may_hold_null_or_nan = _may_hold_null_or_nan(ref)
+        holds = COMPARE[op]
+        below = op in BELOW
+
+        def compare(st: _Stats) -> bool:
+            # Every value is below lit when the upper bound is, above it when the lower one is.
+            if may_hold_null_or_nan(st):
+                return False
+            bound = st.usable_bound(fid, t, lower=not below)
+            return bound is not None and bool(holds(bound, lit))
+
+        return compare
+
+
+_STRICT = _StrictCompiler()

@@ -1,9 +1,11 @@
 """The inclusive metrics evaluator over many files at once, on arrays.
 
 Planning judges every entry of a manifest that survives partition pruning; one file
-at a time that is a few microseconds of Python each. Here the same rules as
-:func:`neve.expressions.metrics_evaluator._inclusive_leaf` run as array operations
-over all the files of a manifest (:class:`~neve.expressions.metric_arrays.MetricArrays`).
+at a time that is a few microseconds of Python each. Here the same rules as the
+inclusive metrics evaluator (:mod:`neve.expressions.metrics_evaluator`) run as array
+operations over all the files of a manifest
+(:class:`~neve.expressions.metric_arrays.MetricArrays`): a
+:class:`~neve.expressions.visitors.BoundPredicateVisitor` whose results are array tests.
 
 It covers what plans filter on most: null, NaN and comparison predicates (``=``,
 ``<``, ``<=``, ``>``, ``>=``, ``in``, and ``!=`` / ``not in``, which metrics never rule
@@ -23,16 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from neve.expressions.bounds import BELOW, COMPARE, IN_PREDICATE_LIMIT
-from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
-    BooleanExpression,
-    BoundPredicate,
-    Operation,
-    Or,
-)
+from neve.expressions.expressions import BooleanExpression, BoundReference, Operation
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
+from neve.expressions.visitors import BoundPredicateVisitor, visit
 from neve.spec.types import (
     DateType,
     DoubleType,
@@ -151,7 +146,7 @@ def compile_inclusive(expr: BooleanExpression) -> VectorTest | None:
     """The bound, NOT-free ``expr`` as an array test, or None when it uses a predicate
     or type this module does not cover."""
     try:
-        return _compile(expr)
+        return visit(expr, _VECTOR)
     except _Unsupported:
         return None
 
@@ -171,58 +166,112 @@ def eval_inclusive(
     return out
 
 
-def _compile(expr: BooleanExpression) -> VectorTest:
-    if expr is ALWAYS_TRUE:
-        return lambda fs: fs.constant(True)
-    if expr is ALWAYS_FALSE:
-        return lambda fs: fs.constant(False)
-    if isinstance(expr, And):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda fs: left(fs) & right(fs)
-    if isinstance(expr, Or):
-        left, right = _compile(expr.left), _compile(expr.right)
-        return lambda fs: left(fs) | right(fs)
-    if isinstance(expr, BoundPredicate):
-        return _leaf(expr)
-    raise _Unsupported
+def _all(fs: _Files) -> Mask:
+    return fs.constant(True)
 
 
-def _leaf(pred: BoundPredicate) -> VectorTest:
-    fid = pred.term.field_id
-    t = pred.term.field_type
-    op = pred.op
-    if op is Operation.IS_NULL:
-        return lambda fs: fs.null_count_not_zero(fid)
-    if op is Operation.NOT_NULL:
-        return lambda fs: ~fs.nulls_only(fid)
-    if op is Operation.IS_NAN:
-        return lambda fs: fs.nan_count_not_zero(fid) & ~fs.nulls_only(fid)
-    if op is Operation.NOT_NAN:
-        return lambda fs: ~fs.nans_only(fid)
-    if op in (Operation.NOT_EQ, Operation.NOT_IN):
-        return lambda fs: fs.constant(True)
+def _none(fs: _Files) -> Mask:
+    return fs.constant(False)
+
+
+def _supported(ref: BoundReference) -> tuple[int, IcebergType]:
+    """The field id and type of a predicate that reads bounds, if this module decodes
+    bounds of that type."""
+    t = ref.field_type
     if type(t) not in _INTS and type(t) not in _FLOATS:
         raise _Unsupported
-    if op is Operation.IN and len(pred.literals) > IN_PREDICATE_LIMIT:
-        return lambda fs: ~fs.no_values(fid)
-    if op in (Operation.IN, Operation.EQ):
-        values = _literals(pred.literals, t)
-        return lambda fs: ~fs.no_values(fid) & _may_contain_any(fs, fid, t, values)
-    holds = COMPARE.get(op)
-    if holds is None:  # starts_with and not_starts_with: string bounds only
+    return ref.field_id, t
+
+
+class _VectorCompiler(BoundPredicateVisitor[VectorTest]):
+    """The array tests of each operation; And and Or combine masks element-wise."""
+
+    def visit_true(self) -> VectorTest:
+        return _all
+
+    def visit_false(self) -> VectorTest:
+        return _none
+
+    def visit_and(self, left: VectorTest, right: VectorTest) -> VectorTest:
+        return lambda fs: left(fs) & right(fs)
+
+    def visit_or(self, left: VectorTest, right: VectorTest) -> VectorTest:
+        return lambda fs: left(fs) | right(fs)
+
+    def visit_is_null(self, ref: BoundReference) -> VectorTest:
+        fid = ref.field_id
+        return lambda fs: fs.null_count_not_zero(fid)
+
+    def visit_not_null(self, ref: BoundReference) -> VectorTest:
+        fid = ref.field_id
+        return lambda fs: ~fs.nulls_only(fid)
+
+    def visit_is_nan(self, ref: BoundReference) -> VectorTest:
+        fid = ref.field_id
+        return lambda fs: fs.nan_count_not_zero(fid) & ~fs.nulls_only(fid)
+
+    def visit_not_nan(self, ref: BoundReference) -> VectorTest:
+        fid = ref.field_id
+        return lambda fs: ~fs.nans_only(fid)
+
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> VectorTest:
+        return _all
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> VectorTest:
+        return _all
+
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> VectorTest:
+        fid, t = _supported(ref)
+        if len(lits) > IN_PREDICATE_LIMIT:
+            return lambda fs: ~fs.no_values(fid)
+        return self._contains_any(fid, t, lits)
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> VectorTest:
+        fid, t = _supported(ref)
+        return self._contains_any(fid, t, (lit,))
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> VectorTest:
+        raise _Unsupported  # string bounds only
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> VectorTest:
         raise _Unsupported
-    lit = _literals((pred.literal,), t)[0]
-    below = op in BELOW
 
-    def compare(fs: _Files) -> Mask:
-        # Some value is below lit when the lower bound is, above it when the upper one
-        # is; unknown and NaN bounds prove nothing.
-        known, bound = fs.bound(fid, t, lower=below)
-        usable = known & ~np.isnan(bound) if bound.dtype.kind == "f" else known
-        out: Mask = ~fs.no_values(fid) & (~usable | holds(bound, lit))
-        return out
+    def visit_lt(self, ref: BoundReference, lit: Any) -> VectorTest:
+        return self._compare(ref, Operation.LT, lit)
 
-    return compare
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> VectorTest:
+        return self._compare(ref, Operation.LT_EQ, lit)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> VectorTest:
+        return self._compare(ref, Operation.GT, lit)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> VectorTest:
+        return self._compare(ref, Operation.GT_EQ, lit)
+
+    @staticmethod
+    def _contains_any(fid: int, t: IcebergType, lits: Sequence[Any]) -> VectorTest:
+        values = _literals(lits, t)
+        return lambda fs: ~fs.no_values(fid) & _may_contain_any(fs, fid, t, values)
+
+    @staticmethod
+    def _compare(ref: BoundReference, op: Operation, lit: Any) -> VectorTest:
+        fid, t = _supported(ref)
+        holds = COMPARE[op]
+        value = _literals((lit,), t)[0]
+        below = op in BELOW
+
+        def compare(fs: _Files) -> Mask:
+            # Some value is below lit when the lower bound is, above it when the upper
+            # one is; unknown and NaN bounds prove nothing.
+            known, bound = fs.bound(fid, t, lower=below)
+            usable = known & ~np.isnan(bound) if bound.dtype.kind == "f" else known
+            out: Mask = ~fs.no_values(fid) & (~usable | holds(bound, value))
+            return out
+
+        return compare
+
+
+_VECTOR = _VectorCompiler()
 
 
 def _literals(values: Sequence[Any], t: IcebergType) -> npt.NDArray[Any]:

@@ -34,16 +34,14 @@ from neve.expressions.binding import bind
 from neve.expressions.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
-    And,
     BooleanExpression,
     BoundPredicate,
     BoundReference,
     Operation,
-    Or,
     and_,
     or_,
 )
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.visitors import BoundExpressionVisitor, rewrite_not, visit
 from neve.spec.partition import PartitionField, PartitionSpec
 from neve.spec.schema import Schema
 from neve.spec.transforms import (
@@ -472,7 +470,10 @@ def partition_struct(spec: PartitionSpec, schema: Schema) -> StructType:
     return StructType(*fields)
 
 
-class _Projection:
+class _Projection(BoundExpressionVisitor[BooleanExpression]):
+    """Projects each predicate (:meth:`predicate`); ``And`` and ``Or`` of projections
+    are simplified as they are built."""
+
     _rules: ClassVar[_Rules]
 
     def __init__(self, schema: Schema, spec: PartitionSpec, case_sensitive: bool = True) -> None:
@@ -497,20 +498,26 @@ class _Projection:
 
         The result is bound to :attr:`partition_type` and has no ``Not`` nodes.
         """
-        return self._walk(rewrite_not(bind(self.schema, expr, self.case_sensitive)))
+        return visit(rewrite_not(bind(self.schema, expr, self.case_sensitive)), self)
 
     def __call__(self, expr: BooleanExpression) -> BooleanExpression:
         """Same as :meth:`project`."""
         return self.project(expr)
 
-    def _walk(self, expr: BooleanExpression) -> BooleanExpression:
-        if isinstance(expr, And):
-            return and_(self._walk(expr.left), self._walk(expr.right))
-        if isinstance(expr, Or):
-            return or_(self._walk(expr.left), self._walk(expr.right))
-        if isinstance(expr, BoundPredicate):
-            return self.predicate(expr)
-        return expr  # ALWAYS_TRUE / ALWAYS_FALSE
+    def visit_true(self) -> BooleanExpression:
+        return ALWAYS_TRUE
+
+    def visit_false(self) -> BooleanExpression:
+        return ALWAYS_FALSE
+
+    def visit_and(self, left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return and_(left, right)
+
+    def visit_or(self, left: BooleanExpression, right: BooleanExpression) -> BooleanExpression:
+        return or_(left, right)
+
+    def visit_predicate(self, pred: BoundPredicate) -> BooleanExpression:
+        return self.predicate(pred)
 
     def predicate(self, pred: BoundPredicate) -> BooleanExpression:
         """The projection of one predicate through every partition field of its column.

@@ -12,23 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from neve.errors import ExpressionError
 from neve.expressions.binding import bind
 from neve.expressions.evaluator import compile_expression
 from neve.expressions.expressions import (
     ALWAYS_FALSE,
     ALWAYS_TRUE,
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
     BooleanExpression,
     BoundPredicate,
-    Or,
     and_,
     or_,
 )
 from neve.expressions.projection import StrictProjection, project_inclusive, project_strict
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.visitors import BoundExpressionVisitor, rewrite_not, visit
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
 
@@ -36,6 +31,7 @@ __all__ = ["ResidualEvaluator"]
 
 Partition = tuple[Any, ...]
 Residual = Callable[[Partition], BooleanExpression]
+PartitionTest = Callable[[Partition], bool]
 
 
 class ResidualEvaluator:
@@ -60,11 +56,10 @@ class ResidualEvaluator:
         #: The row filter bound to the schema, without NOT.
         self.expr = rewrite_not(bind(schema, row_filter, case_sensitive))
         if not spec.fields:
-            expr = self.expr
-            self._residual: Residual = lambda partition: expr
+            self._residual = _keep(self.expr)
         else:
-            # The projection object indexes the partition fields by source column.
-            self._residual = _compile(self.expr, StrictProjection(schema, spec, case_sensitive))
+            compiler = _ResidualCompiler(StrictProjection(schema, spec, case_sensitive))
+            self._residual = visit(self.expr, compiler)
 
     def residual_for(self, partition: Partition) -> BooleanExpression:
         return self._residual(partition)
@@ -73,50 +68,64 @@ class ResidualEvaluator:
         return (ResidualEvaluator, (self.spec, self.schema, self.expr))
 
 
-def _compile(expr: BooleanExpression, parts: StrictProjection) -> Residual:
-    if isinstance(expr, (AlwaysTrue, AlwaysFalse)):
-        return lambda p: expr
-    if isinstance(expr, And):
-        left, right = _compile(expr.left, parts), _compile(expr.right, parts)
+def _keep(expr: BooleanExpression) -> Residual:
+    return lambda p: expr
 
+
+_TRUE, _FALSE = _keep(ALWAYS_TRUE), _keep(ALWAYS_FALSE)
+
+
+class _ResidualCompiler(BoundExpressionVisitor[Residual]):
+    """Compiles a filter into ``partition -> residual``: each predicate is decided by
+    the partition values where its projections can; ``And`` and ``Or`` skip the right
+    side once the left one decides."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: StrictProjection) -> None:
+        # The projection object indexes the partition fields by source column.
+        self.parts = parts
+
+    def visit_true(self) -> Residual:
+        return _TRUE
+
+    def visit_false(self) -> Residual:
+        return _FALSE
+
+    def visit_and(self, left: Residual, right: Residual) -> Residual:
         def and_residual(p: Partition) -> BooleanExpression:
             lr = left(p)
             return ALWAYS_FALSE if lr is ALWAYS_FALSE else and_(lr, right(p))
 
         return and_residual
-    if isinstance(expr, Or):
-        left, right = _compile(expr.left, parts), _compile(expr.right, parts)
 
+    def visit_or(self, left: Residual, right: Residual) -> Residual:
         def or_residual(p: Partition) -> BooleanExpression:
             lr = left(p)
             return ALWAYS_TRUE if lr is ALWAYS_TRUE else or_(lr, right(p))
 
         return or_residual
-    if isinstance(expr, BoundPredicate):
-        return _compile_predicate(expr, parts)
-    raise ExpressionError(f"cannot compute a residual of {expr}")
 
-
-def _compile_predicate(pred: BoundPredicate, parts: StrictProjection) -> Residual:
-    checks: list[tuple[Callable[[Partition], bool] | None, Callable[[Partition], bool] | None]] = []
-    for pf, source_type, target in parts.parts(pred.term.field_id):
-        strict = project_strict(pf.transform, source_type, pred, target)
-        inclusive = project_inclusive(pf.transform, source_type, pred, target)
-        checks.append(
-            (
-                compile_expression(strict) if strict is not None else None,
-                compile_expression(inclusive) if inclusive is not None else None,
+    def visit_predicate(self, pred: BoundPredicate) -> Residual:
+        checks: list[tuple[PartitionTest | None, PartitionTest | None]] = []
+        for pf, source_type, target in self.parts.parts(pred.term.field_id):
+            strict = project_strict(pf.transform, source_type, pred, target)
+            inclusive = project_inclusive(pf.transform, source_type, pred, target)
+            checks.append(
+                (
+                    compile_expression(strict) if strict is not None else None,
+                    compile_expression(inclusive) if inclusive is not None else None,
+                )
             )
-        )
-    if not checks:
-        return lambda p: pred
+        if not checks:
+            return _keep(pred)
 
-    def residual(p: Partition) -> BooleanExpression:
-        for strict, inclusive in checks:
-            if strict is not None and strict(p):
-                return ALWAYS_TRUE
-            if inclusive is not None and not inclusive(p):
-                return ALWAYS_FALSE
-        return pred
+        def residual(p: Partition) -> BooleanExpression:
+            for strict, inclusive in checks:
+                if strict is not None and strict(p):
+                    return ALWAYS_TRUE
+                if inclusive is not None and not inclusive(p):
+                    return ALWAYS_FALSE
+            return pred
 
-    return residual
+        return residual

@@ -1,13 +1,22 @@
-"""Visiting expression trees, and pushing NOT down to the predicates.
+"""Visiting bound expression trees, and pushing NOT down to the predicates.
 
-:class:`BoundExpressionVisitor` is the base of algorithms over bound expressions: a
-subclass implements one method per node kind and per predicate operation, and
-:func:`visit` walks the tree bottom-up. :func:`rewrite_not` removes every ``Not`` node
-by negating what is below it; all evaluators in this package run on its output.
+Every algorithm over bound filters in neve (the row, partition-summary and metrics
+evaluators, residuals, projections, the pyarrow and Spark converters) is a
+:class:`BoundExpressionVisitor`, and :func:`visit` is the one walk they all share. It
+decides how the nodes compose: ``NOT`` is pushed down to the predicates first (this
+is how NOT is defined for filters, see :mod:`neve.expressions.expressions`, and why a
+visitor has no method for it: "might match" cannot be negated), the constants and the
+predicates are the leaves, and ``And``/``Or`` are built from the results of both
+children, left before right. A visitor says only what its results are for the leaves
+and how two of them combine. :class:`BoundPredicateVisitor` adds one method per
+predicate operation; :class:`ClosureCompiler` is the visitor whose results are tests
+``S -> bool``, its ``and``/``or`` short-circuiting from left to right.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from neve.errors import ExpressionError
@@ -28,36 +37,53 @@ from neve.expressions.expressions import (
     or_,
 )
 
-__all__ = ["BoundExpressionVisitor", "references", "rewrite_not", "visit"]
+__all__ = [
+    "BoundExpressionVisitor",
+    "BoundPredicateVisitor",
+    "ClosureCompiler",
+    "references",
+    "rewrite_not",
+    "visit",
+]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
-class BoundExpressionVisitor(Generic[T]):
-    """Base class of visitors over bound expressions.
+class BoundExpressionVisitor(ABC, Generic[T]):
+    """An algorithm over bound, NOT-free filters, one result per node.
 
-    Subclasses implement the node methods and the per-operation predicate methods
-    they need; :meth:`visit_predicate` dispatches on the operation. A visitor that
-    meets an unbound predicate raises :class:`ExpressionError`.
+    :func:`visit` calls :meth:`visit_true` and :meth:`visit_false` for the constants,
+    :meth:`visit_predicate` for each predicate, and :meth:`visit_and` /
+    :meth:`visit_or` with the results of both children.
     """
 
-    def visit_true(self) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_true(self) -> T: ...
 
-    def visit_false(self) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_false(self) -> T: ...
 
-    def visit_not(self, child_result: T) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_and(self, left: T, right: T) -> T: ...
 
-    def visit_and(self, left_result: T, right_result: T) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_or(self, left: T, right: T) -> T: ...
 
-    def visit_or(self, left_result: T, right_result: T) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_predicate(self, pred: BoundPredicate) -> T: ...
+
+
+class BoundPredicateVisitor(BoundExpressionVisitor[T]):
+    """A visitor with one method per predicate operation.
+
+    :meth:`visit_predicate` dispatches on the operation: unary ones get the reference,
+    comparisons and ``starts_with`` the literal, ``in``/``not_in`` the literals
+    (distinct and sorted). A subclass may still override :meth:`visit_predicate` to
+    treat some predicates alike before dispatching.
+    """
 
     def visit_predicate(self, pred: BoundPredicate) -> T:
-        """Dispatch to the method of ``pred.op`` (override to handle all at once)."""
         op = pred.op
         ref = pred.term
         if op is Operation.IS_NULL:
@@ -69,9 +95,9 @@ class BoundExpressionVisitor(Generic[T]):
         if op is Operation.NOT_NAN:
             return self.visit_not_nan(ref)
         if op is Operation.IN:
-            return self.visit_in(ref, pred.literal_set)
+            return self.visit_in(ref, pred.literals)
         if op is Operation.NOT_IN:
-            return self.visit_not_in(ref, pred.literal_set)
+            return self.visit_not_in(ref, pred.literals)
         lit = pred.literal
         if op is Operation.LT:
             return self.visit_lt(ref, lit)
@@ -89,70 +115,109 @@ class BoundExpressionVisitor(Generic[T]):
             return self.visit_starts_with(ref, lit)
         return self.visit_not_starts_with(ref, lit)
 
-    def visit_unbound_predicate(self, pred: UnboundPredicate) -> T:
-        raise ExpressionError(
-            f"the filter {pred} is not bound; bind it to a schema first (neve.expressions.bind)"
-        )
+    @abstractmethod
+    def visit_is_null(self, ref: BoundReference) -> T: ...
 
-    def visit_is_null(self, ref: BoundReference) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_not_null(self, ref: BoundReference) -> T: ...
 
-    def visit_not_null(self, ref: BoundReference) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_is_nan(self, ref: BoundReference) -> T: ...
 
-    def visit_is_nan(self, ref: BoundReference) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_not_nan(self, ref: BoundReference) -> T: ...
 
-    def visit_not_nan(self, ref: BoundReference) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_lt(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_lt(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_gt(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_gt(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_eq(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_eq(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_not_eq(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> T: ...
 
-    def visit_in(self, ref: BoundReference, lits: frozenset[Any]) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> T: ...
 
-    def visit_not_in(self, ref: BoundReference, lits: frozenset[Any]) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_starts_with(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+    @abstractmethod
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> T: ...
 
-    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> T:
-        raise NotImplementedError
+
+def _always(subject: object) -> bool:
+    return True
+
+
+def _never(subject: object) -> bool:
+    return False
+
+
+class ClosureCompiler(BoundPredicateVisitor[Callable[[S], bool]]):
+    """Compiles a filter into one test ``S -> bool`` made of nested closures.
+
+    The tree is walked once, at compile time; judging an ``S`` then costs a few calls.
+    ``And`` and ``Or`` evaluate the left test first and the right one only when it can
+    change the answer; the constants are tests that ignore their argument. A subclass
+    supplies the per-operation tests (rows, partition summaries, file metrics).
+    """
+
+    def compile(self, expr: BooleanExpression) -> Callable[[S], bool]:
+        """The test for a bound ``expr`` (NOT is pushed down by :func:`visit`)."""
+        return visit(expr, self)
+
+    def visit_true(self) -> Callable[[S], bool]:
+        return _always
+
+    def visit_false(self) -> Callable[[S], bool]:
+        return _never
+
+    def visit_and(
+        self, left: Callable[[S], bool], right: Callable[[S], bool]
+    ) -> Callable[[S], bool]:
+        return lambda subject: left(subject) and right(subject)
+
+    def visit_or(
+        self, left: Callable[[S], bool], right: Callable[[S], bool]
+    ) -> Callable[[S], bool]:
+        return lambda subject: left(subject) or right(subject)
 
 
 def visit(expr: BooleanExpression, visitor: BoundExpressionVisitor[T]) -> T:
-    """Walk ``expr`` bottom-up with ``visitor`` and return the result for the root."""
-    if expr is ALWAYS_TRUE:
-        return visitor.visit_true()
-    if expr is ALWAYS_FALSE:
-        return visitor.visit_false()
+    """Walk the bound ``expr`` with ``visitor`` and return its result for the root.
+
+    A ``Not`` is replaced by its child with NOT pushed down (:func:`rewrite_not`);
+    an unbound predicate raises :class:`ExpressionError`.
+    """
     if isinstance(expr, BoundPredicate):
         return visitor.visit_predicate(expr)
     if isinstance(expr, And):
         return visitor.visit_and(visit(expr.left, visitor), visit(expr.right, visitor))
     if isinstance(expr, Or):
         return visitor.visit_or(visit(expr.left, visitor), visit(expr.right, visitor))
+    if expr is ALWAYS_TRUE:
+        return visitor.visit_true()
+    if expr is ALWAYS_FALSE:
+        return visitor.visit_false()
     if isinstance(expr, Not):
-        return visitor.visit_not(visit(expr.child, visitor))
+        return visit(_negate(expr.child), visitor)
     if isinstance(expr, UnboundPredicate):
-        return visitor.visit_unbound_predicate(expr)
+        raise ExpressionError(
+            f"the filter {expr} is not bound; bind it to a schema first (neve.expressions.bind)"
+        )
     raise ExpressionError(f"cannot visit {type(expr).__name__} {expr!r}: not a filter expression")
 
 

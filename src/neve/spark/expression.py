@@ -1,8 +1,8 @@
 """Filters as Spark Columns, with neve's null and NaN rules.
 
 :func:`to_spark_column` converts a neve filter to a boolean ``pyspark.sql.Column`` that
-selects exactly the rows :func:`neve.arrow.expression.to_arrow_expression` selects:
-NOT is pushed down first and every predicate is made two-valued (a null never leaks
+selects exactly the rows :func:`neve.arrow.expression.to_arrow_expression` selects (a
+:class:`~neve.expressions.visitors.BoundPredicateVisitor`): NOT is pushed down first and every predicate is made two-valued (a null never leaks
 out of a comparison), so ``x != 5`` selects rows where ``x`` is null and ``x < 5`` does
 not. Spark orders NaN above every number and calls ``NaN = NaN`` true; neve follows
 IEEE 754 (every comparison with NaN is false except ``!=``), so comparisons on floating
@@ -14,7 +14,8 @@ access; values become Spark literals of exactly the column's type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -24,17 +25,8 @@ from pyspark.sql import types as T
 
 from neve.errors import ExpressionError
 from neve.expressions.binding import bind
-from neve.expressions.expressions import (
-    ALWAYS_FALSE,
-    ALWAYS_TRUE,
-    And,
-    BooleanExpression,
-    BoundPredicate,
-    BoundReference,
-    Operation,
-    Or,
-)
-from neve.expressions.visitors import rewrite_not
+from neve.expressions.expressions import BooleanExpression, BoundReference
+from neve.expressions.visitors import BoundPredicateVisitor, visit
 from neve.spec import temporal
 from neve.spec.schema import Schema
 from neve.spec.types import (
@@ -62,22 +54,7 @@ def to_spark_column(expr: BooleanExpression, schema: Schema, case_sensitive: boo
     ``expr`` is bound to ``schema`` (a bound filter is re-bound by field id, so column
     names are those of ``schema``). The Column never evaluates to null.
     """
-    bound = bind(schema, expr, case_sensitive)
-    return _convert(rewrite_not(bound))
-
-
-def _convert(expr: BooleanExpression) -> Column:
-    if expr is ALWAYS_TRUE:
-        return F.lit(True)
-    if expr is ALWAYS_FALSE:
-        return F.lit(False)
-    if isinstance(expr, And):
-        return _convert(expr.left) & _convert(expr.right)
-    if isinstance(expr, Or):
-        return _convert(expr.left) | _convert(expr.right)
-    if isinstance(expr, BoundPredicate):
-        return _predicate(expr)
-    raise ExpressionError(f"cannot convert {expr} to a Spark column")
+    return visit(bind(schema, expr, case_sensitive), _TO_SPARK)
 
 
 def column_ref(path: Sequence[str]) -> Column:
@@ -93,48 +70,83 @@ def _no_null(c: Column, if_null: bool) -> Column:
     return F.coalesce(c, F.lit(if_null))
 
 
-def _predicate(pred: BoundPredicate) -> Column:
-    ref: BoundReference = pred.term
-    c = column_ref(ref.path)
+class _SparkConverter(BoundPredicateVisitor[Column]):
+    """Each predicate as a two-valued Spark Column; And and Or as ``&`` and ``|``."""
+
+    def visit_true(self) -> Column:
+        return F.lit(True)
+
+    def visit_false(self) -> Column:
+        return F.lit(False)
+
+    def visit_and(self, left: Column, right: Column) -> Column:
+        return left & right
+
+    def visit_or(self, left: Column, right: Column) -> Column:
+        return left | right
+
+    def visit_is_null(self, ref: BoundReference) -> Column:
+        return column_ref(ref.path).isNull()
+
+    def visit_not_null(self, ref: BoundReference) -> Column:
+        return column_ref(ref.path).isNotNull()
+
+    def visit_is_nan(self, ref: BoundReference) -> Column:
+        return _no_null(F.isnan(column_ref(ref.path)), False)
+
+    def visit_not_nan(self, ref: BoundReference) -> Column:
+        return _no_null(~F.isnan(column_ref(ref.path)), True)
+
+    # NaN is never a literal, and Spark's NaN IN (...) is false like neve's
+    def visit_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Column:
+        return _no_null(_member(ref, lits), False)
+
+    def visit_not_in(self, ref: BoundReference, lits: tuple[Any, ...]) -> Column:
+        return _no_null(~_member(ref, lits), True)
+
+    def visit_starts_with(self, ref: BoundReference, lit: Any) -> Column:
+        return _no_null(column_ref(ref.path).startswith(F.lit(lit)), False)
+
+    def visit_not_starts_with(self, ref: BoundReference, lit: Any) -> Column:
+        return _no_null(~column_ref(ref.path).startswith(F.lit(lit)), True)
+
+    def visit_not_eq(self, ref: BoundReference, lit: Any) -> Column:
+        c = column_ref(ref.path)
+        return _no_null(c != to_spark_literal(lit, ref.field_type), True)  # NaN != x holds in both
+
+    def visit_lt(self, ref: BoundReference, lit: Any) -> Column:
+        return _compare(ref, lit, operator.lt)
+
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Column:
+        return _compare(ref, lit, operator.le)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> Column:
+        return _compare(ref, lit, operator.gt)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Column:
+        return _compare(ref, lit, operator.ge)
+
+    def visit_eq(self, ref: BoundReference, lit: Any) -> Column:
+        return _compare(ref, lit, operator.eq)
+
+
+_TO_SPARK = _SparkConverter()
+
+
+def _member(ref: BoundReference, lits: tuple[Any, ...]) -> Column:
+    """Whether the column's value is one of ``lits`` (null for a null value)."""
     t = ref.field_type
-    op = pred.op
-    floating = isinstance(t, (FloatType, DoubleType))
-    if op is Operation.IS_NULL:
-        return c.isNull()
-    if op is Operation.NOT_NULL:
-        return c.isNotNull()
-    if op is Operation.IS_NAN:
-        return _no_null(F.isnan(c), False)
-    if op is Operation.NOT_NAN:
-        return _no_null(~F.isnan(c), True)
-    if op in (Operation.IN, Operation.NOT_IN):
-        values = list(pred.literals)
-        if floating and any(v == 0.0 for v in values):
-            values = [v for v in values if v != 0.0] + [0.0, -0.0]
-        member = c.isin([to_spark_literal(v, t) for v in values])
-        # NaN is never a literal, and Spark's NaN IN (...) is false like neve's
-        return _no_null(member, False) if op is Operation.IN else _no_null(~member, True)
-    lit = pred.literal
-    if op is Operation.STARTS_WITH:
-        return _no_null(c.startswith(F.lit(lit)), False)
-    if op is Operation.NOT_STARTS_WITH:
-        return _no_null(~c.startswith(F.lit(lit)), True)
-    s = to_spark_literal(lit, t)
-    if op is Operation.NOT_EQ:
-        return _no_null(c != s, True)  # NaN != x is true in Spark as in neve
-    if op is Operation.LT:
-        cmp = c < s
-    elif op is Operation.LT_EQ:
-        cmp = c <= s
-    elif op is Operation.GT:
-        cmp = c > s
-    elif op is Operation.GT_EQ:
-        cmp = c >= s
-    elif op is Operation.EQ:
-        cmp = c == s
-    else:
-        raise ExpressionError(f"cannot convert operation {op.value} to a Spark column")
-    if floating:
+    values = list(lits)
+    if isinstance(t, (FloatType, DoubleType)) and any(v == 0.0 for v in values):
+        values = [v for v in values if v != 0.0] + [0.0, -0.0]
+    return column_ref(ref.path).isin([to_spark_literal(v, t) for v in values])
+
+
+def _compare(ref: BoundReference, lit: Any, holds: Callable[[Column, Column], Column]) -> Column:
+    """A comparison that never holds for null, nor (unlike Spark's) for NaN."""
+    c = column_ref(ref.path)
+    cmp = holds(c, to_spark_literal(lit, ref.field_type))
+    if isinstance(ref.field_type, (FloatType, DoubleType)):
         cmp = cmp & ~F.isnan(c)  # Spark orders NaN above every number
     return _no_null(cmp, False)
 

@@ -21,6 +21,7 @@ from neve.errors import ValidationError
 from neve.io.fileio import FileIO
 from neve.spec import avro_schemas as _schemas
 from neve.spec.manifest import (
+    DataFile,
     DataFileContent,
     FieldSummary,
     ManifestContent,
@@ -298,55 +299,16 @@ def write_manifest(
             "snapshot_id": snapshot_id if e.snapshot_id is None else e.snapshot_id,
         }
         if not v1:
-            if e.status is _ADDED:
-                data_seq = e.sequence_number
-                rec["sequence_number"] = data_seq
-                rec["file_sequence_number"] = None  # always the committing snapshot's
-                if data_seq is None:
-                    data_seq = sequence_number
-            else:
-                data_seq = e.sequence_number
-                rec["sequence_number"] = data_seq
-                rec["file_sequence_number"] = e.file_sequence_number
+            data_seq = _put_sequence_numbers(rec, e, sequence_number)
             if e.status is not _DELETED and data_seq is not None:
                 min_seq = data_seq if min_seq is None else min(min_seq, data_seq)
-        rec["data_file"] = {
-            "content": int(f.content),
-            "file_path": f.file_path,
-            "file_format": f.file_format.value,
-            "partition": part,
-            "record_count": f.record_count,
-            "file_size_in_bytes": f.file_size_in_bytes,
-            "block_size_in_bytes": _V1_BLOCK_SIZE,
-            "column_sizes": _kv(f.column_sizes),
-            "value_counts": _kv(f.value_counts),
-            "null_value_counts": _kv(f.null_value_counts),
-            "nan_value_counts": _kv(f.nan_value_counts),
-            "lower_bounds": _kv(f.lower_bounds),
-            "upper_bounds": _kv(f.upper_bounds),
-            "key_metadata": f.key_metadata,
-            "split_offsets": None if f.split_offsets is None else list(f.split_offsets),
-            "equality_ids": None if f.equality_ids is None else list(f.equality_ids),
-            "sort_order_id": f.sort_order_id,
-            "first_row_id": f.first_row_id if f.content is DataFileContent.DATA else None,
-            "referenced_data_file": f.referenced_data_file,
-            "content_offset": f.content_offset,
-            "content_size_in_bytes": f.content_size_in_bytes,
-        }
+        rec["data_file"] = _data_file_record(f, part)
         records.append(rec)
 
-    metadata = {
-        "schema": json.dumps(schema_to_json(schema), separators=(",", ":")),
-        "schema-id": str(schema.schema_id),
-        "partition-spec": json.dumps(partition_fields_to_json(spec), separators=(",", ":")),
-        "partition-spec-id": str(spec.spec_id),
-        "format-version": str(format_version),
-        "content": "data" if content is ManifestContent.DATA else "deletes",
-    }
     data = _encode(
         _schemas.parsed_manifest_entry_schema(format_version, partition_type),
         records,
-        metadata,
+        _manifest_metadata(schema, spec, format_version, content),
         path,
     )
     io.write_bytes(path, data)
@@ -377,6 +339,63 @@ def write_manifest(
         deleted_rows_count=deleted[1],
         partitions=tuple(st.summary() for st in stats),
     )
+
+
+def _put_sequence_numbers(
+    rec: dict[str, Any], e: ManifestEntry, sequence_number: int | None
+) -> int | None:
+    """Set the v2+ sequence numbers of an entry's record; return its data sequence
+    number (the manifest's ``sequence_number`` for an ADDED entry that has none)."""
+    data_seq = e.sequence_number
+    rec["sequence_number"] = data_seq
+    if e.status is _ADDED:
+        rec["file_sequence_number"] = None  # always the committing snapshot's
+        if data_seq is None:
+            data_seq = sequence_number
+    else:
+        rec["file_sequence_number"] = e.file_sequence_number
+    return data_seq
+
+
+def _data_file_record(f: DataFile, part: dict[str, Any]) -> dict[str, Any]:
+    """The Avro record of a data or delete file, its partition already encoded."""
+    return {
+        "content": int(f.content),
+        "file_path": f.file_path,
+        "file_format": f.file_format.value,
+        "partition": part,
+        "record_count": f.record_count,
+        "file_size_in_bytes": f.file_size_in_bytes,
+        "block_size_in_bytes": _V1_BLOCK_SIZE,
+        "column_sizes": _kv(f.column_sizes),
+        "value_counts": _kv(f.value_counts),
+        "null_value_counts": _kv(f.null_value_counts),
+        "nan_value_counts": _kv(f.nan_value_counts),
+        "lower_bounds": _kv(f.lower_bounds),
+        "upper_bounds": _kv(f.upper_bounds),
+        "key_metadata": f.key_metadata,
+        "split_offsets": None if f.split_offsets is None else list(f.split_offsets),
+        "equality_ids": None if f.equality_ids is None else list(f.equality_ids),
+        "sort_order_id": f.sort_order_id,
+        "first_row_id": f.first_row_id if f.content is DataFileContent.DATA else None,
+        "referenced_data_file": f.referenced_data_file,
+        "content_offset": f.content_offset,
+        "content_size_in_bytes": f.content_size_in_bytes,
+    }
+
+
+def _manifest_metadata(
+    schema: Schema, spec: PartitionSpec, format_version: int, content: ManifestContent
+) -> dict[str, str]:
+    """The key-value metadata of a manifest file's Avro header."""
+    return {
+        "schema": json.dumps(schema_to_json(schema), separators=(",", ":")),
+        "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps(partition_fields_to_json(spec), separators=(",", ":")),
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": str(format_version),
+        "content": "data" if content is ManifestContent.DATA else "deletes",
+    }
 
 
 def _encode(

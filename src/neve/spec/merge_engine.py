@@ -197,38 +197,7 @@ def merge_engine(properties: Mapping[str, str], schema: Schema) -> MergeEngine:
             f"table property merge-engine={raw_kind!r} is not a merge engine; use one of "
             f"{', '.join(MERGE_ENGINES)}"
         )
-
-    sequence: tuple[str, ...] = ()
-    raw_seq = properties.get("sequence.field")
-    if raw_seq is not None:
-        sequence = tuple(s.strip() for s in raw_seq.split(","))
-        if not all(sequence) or len(set(sequence)) != len(sequence):
-            raise MergeEngineError(
-                f"table property sequence.field={raw_seq!r} is not a comma-separated list of "
-                "distinct column names"
-            )
-        for s in sequence:
-            f = schema.find_field_or_none(s)
-            if f is None or s not in names:
-                raise MergeEngineError(
-                    f"sequence.field names {s!r}, which is not a top-level column of the "
-                    f"table (columns: {', '.join(names)})"
-                )
-            if s in pk:
-                raise MergeEngineError(
-                    f"sequence.field names the primary-key column {s!r}; a sequence orders the "
-                    "rows of one key, so name another column"
-                )
-            if not isinstance(f.field_type, _SEQUENCE_TYPES):
-                raise MergeEngineError(
-                    f"sequence.field column {s!r} is {f.field_type}; a sequence is a numeric, "
-                    "date, time or timestamp column"
-                )
-        if kind == "first-row":
-            raise MergeEngineError(
-                "merge-engine=first-row keeps the first row to arrive and takes no "
-                "sequence.field; remove sequence.field or choose another engine"
-            )
+    sequence = _sequence_fields(properties, schema, kind)
     raw_order = properties.get("sequence.field.sort-order", "ascending")
     order = raw_order.strip().lower()
     if order not in ("ascending", "descending"):
@@ -236,22 +205,81 @@ def merge_engine(properties: Mapping[str, str], schema: Schema) -> MergeEngine:
             f"table property sequence.field.sort-order={raw_order!r} is not valid: it takes "
             "ascending or descending"
         )
-
-    rowkind = properties.get("rowkind.field")
-    if rowkind is not None:
-        rowkind = rowkind.strip()
-        if not rowkind:
-            raise MergeEngineError("table property rowkind.field needs a column name")
-        if rowkind in names:
-            raise MergeEngineError(
-                f"rowkind.field names {rowkind!r}, a column of the table; the row kind is "
-                "read from the incoming rows and never stored, so name a column only the "
-                "incoming rows have (e.g. 'op')"
-            )
-
+    rowkind = _rowkind_field(properties, names)
     ignore_delete = _boolean(properties, "ignore-delete")
-    aggregates: dict[str, FieldAggregate] = {}
     default = _function(properties, "fields.default-aggregate-function")
+    _check_field_properties(keys, schema, sequence)
+    aggregates: dict[str, FieldAggregate] = {}
+    if kind == "aggregation":
+        aggregates = _aggregates(properties, schema, sequence, default)
+    return MergeEngine(
+        kind=kind,
+        sequence_fields=sequence,
+        descending=order == "descending",
+        rowkind_field=rowkind,
+        ignore_delete=ignore_delete,
+        aggregates=aggregates,
+    )
+
+
+def _sequence_fields(properties: Mapping[str, str], schema: Schema, kind: str) -> tuple[str, ...]:
+    """The columns ``sequence.field`` names, checked against the schema and the engine."""
+    raw_seq = properties.get("sequence.field")
+    if raw_seq is None:
+        return ()
+    names, pk = [f.name for f in schema.fields], schema.identifier_field_names
+    sequence = tuple(s.strip() for s in raw_seq.split(","))
+    if not all(sequence) or len(set(sequence)) != len(sequence):
+        raise MergeEngineError(
+            f"table property sequence.field={raw_seq!r} is not a comma-separated list of "
+            "distinct column names"
+        )
+    for s in sequence:
+        f = schema.find_field_or_none(s)
+        if f is None or s not in names:
+            raise MergeEngineError(
+                f"sequence.field names {s!r}, which is not a top-level column of the "
+                f"table (columns: {', '.join(names)})"
+            )
+        if s in pk:
+            raise MergeEngineError(
+                f"sequence.field names the primary-key column {s!r}; a sequence orders the "
+                "rows of one key, so name another column"
+            )
+        if not isinstance(f.field_type, _SEQUENCE_TYPES):
+            raise MergeEngineError(
+                f"sequence.field column {s!r} is {f.field_type}; a sequence is a numeric, "
+                "date, time or timestamp column"
+            )
+    if kind == "first-row":
+        raise MergeEngineError(
+            "merge-engine=first-row keeps the first row to arrive and takes no "
+            "sequence.field; remove sequence.field or choose another engine"
+        )
+    return sequence
+
+
+def _rowkind_field(properties: Mapping[str, str], names: list[str]) -> str | None:
+    """The column of the incoming rows ``rowkind.field`` names, if any."""
+    rowkind = properties.get("rowkind.field")
+    if rowkind is None:
+        return None
+    rowkind = rowkind.strip()
+    if not rowkind:
+        raise MergeEngineError("table property rowkind.field needs a column name")
+    if rowkind in names:
+        raise MergeEngineError(
+            f"rowkind.field names {rowkind!r}, a column of the table; the row kind is "
+            "read from the incoming rows and never stored, so name a column only the "
+            "incoming rows have (e.g. 'op')"
+        )
+    return rowkind
+
+
+def _check_field_properties(keys: list[str], schema: Schema, sequence: tuple[str, ...]) -> None:
+    """Refuse ``fields.<column>.*`` properties of a column that is not merged."""
+    names = [f.name for f in schema.fields]
+    pk = schema.identifier_field_names
     for k in keys:
         if not k.startswith("fields.") or k == "fields.default-aggregate-function":
             continue
@@ -272,33 +300,33 @@ def merge_engine(properties: Mapping[str, str], schema: Schema) -> MergeEngine:
                 f"table property {k} configures the sequence column {column!r}; a sequence "
                 "column keeps the highest sequence and is never aggregated, so remove it"
             )
-    if kind == "aggregation":
-        for f in schema.fields:
-            if f.name in pk or f.name in sequence:
-                continue
-            prefix = f"fields.{f.name}."
-            fn = _function(properties, prefix + "aggregate-function") or default
-            fn = fn or _DEFAULT_FUNCTION
-            types, accepts = AGGREGATE_FUNCTIONS[fn]
-            if types is not None and not isinstance(f.field_type, types):
-                raise MergeEngineError(
-                    f"aggregate function {fn} of column {f.name!r} takes {accepts}, and "
-                    f"{f.name!r} is {f.field_type}; set fields.{f.name}.aggregate-function to a "
-                    "function that fits (e.g. last_non_null_value)"
-                )
-            aggregates[f.name] = FieldAggregate(
-                fn,
-                properties.get(prefix + "list-agg-delimiter", ","),
-                _boolean(properties, prefix + "ignore-retract"),
+
+
+def _aggregates(
+    properties: Mapping[str, str], schema: Schema, sequence: tuple[str, ...], default: str | None
+) -> dict[str, FieldAggregate]:
+    """The aggregate of each column that is neither key nor sequence (aggregation engine)."""
+    pk = schema.identifier_field_names
+    aggregates: dict[str, FieldAggregate] = {}
+    for f in schema.fields:
+        if f.name in pk or f.name in sequence:
+            continue
+        prefix = f"fields.{f.name}."
+        fn = _function(properties, prefix + "aggregate-function") or default
+        fn = fn or _DEFAULT_FUNCTION
+        types, accepts = AGGREGATE_FUNCTIONS[fn]
+        if types is not None and not isinstance(f.field_type, types):
+            raise MergeEngineError(
+                f"aggregate function {fn} of column {f.name!r} takes {accepts}, and "
+                f"{f.name!r} is {f.field_type}; set fields.{f.name}.aggregate-function to a "
+                "function that fits (e.g. last_non_null_value)"
             )
-    return MergeEngine(
-        kind=kind,
-        sequence_fields=sequence,
-        descending=order == "descending",
-        rowkind_field=rowkind,
-        ignore_delete=ignore_delete,
-        aggregates=aggregates,
-    )
+        aggregates[f.name] = FieldAggregate(
+            fn,
+            properties.get(prefix + "list-agg-delimiter", ","),
+            _boolean(properties, prefix + "ignore-retract"),
+        )
+    return aggregates
 
 
 def check_merge_properties(properties: Mapping[str, str], schema: Schema) -> None:
