@@ -43,9 +43,7 @@ class SqlNamespaces:
 
         def writing(self, action: str) -> AbstractContextManager[Connection]: ...
 
-        def insert_if_absent(
-            self, conn: Connection, table: Table, row: dict[str, Any]
-        ) -> bool: ...
+        def insert_if_absent(self, conn: Connection, table: Table, row: dict[str, Any]) -> bool: ...
 
     def _namespace_exists(self, conn: Connection, dotted: str) -> bool:
         for col, table_col in (
