@@ -5,6 +5,11 @@
   apt-get when missing); its tests fail, never skip, when it cannot start.
 - ``catalog``: a fresh catalog per test, once for each kind (SQLite, filesystem,
   PostgreSQL).
+- ``sqlite_catalog``: one fresh SQLite catalog per test with the namespace ``db``, for
+  tests that need a catalog but test nothing about its kind. Its database and
+  warehouse are ``sqlite_catalog.uri`` and ``sqlite_catalog.warehouse`` (for a second
+  connection, e.g. from another process).
+- ``catalog_factory``: fresh catalogs by kind, for tests that need several.
 """
 
 from __future__ import annotations
@@ -231,6 +236,16 @@ def catalog_factory(
 def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
     """A fresh catalog per test, for each catalog kind."""
     return catalog_factory(request.param)
+
+
+@pytest.fixture
+def sqlite_catalog(catalog_factory: Callable[[str], Catalog]) -> SqlCatalog:
+    """A fresh SQLite catalog with the namespace ``db`` (its engine is disposed of after
+    the test)."""
+    cat = catalog_factory("sqlite")
+    assert isinstance(cat, SqlCatalog)
+    cat.create_namespace("db")
+    return cat
 
 
 # -- Spark ---------------------------------------------------------------------------

@@ -28,13 +28,6 @@ def rows(start: int, n: int = 3) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "s": [str(i) for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture
-def sqlite_catalog(catalog_factory: Callable[[str], Catalog]) -> Catalog:
-    cat = catalog_factory("sqlite")
-    cat.create_namespace("db")
-    return cat
-
-
 def files_under(root: str) -> set[str]:
     return {str(p) for p in Path(root).rglob("*") if p.is_file()}
 

@@ -8,15 +8,13 @@ use only the public API, so they run against any version of neve.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from neve.catalog import Catalog, connect
+from neve.catalog import Catalog
 from neve.spec.schema import Schema
 from neve.spec.types import (
     DATE,
@@ -32,13 +30,6 @@ from neve.table.table import Table
 
 NAN = math.nan
 INT_MIN, LONG_MIN, LONG_MAX = -(2**31), -(2**63), 2**63 - 1
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    c = connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    c.create_namespace("db")
-    yield c
 
 
 def _table(
@@ -60,13 +51,13 @@ def ids(table: Table, text: str | None = None) -> list[int]:
 
 @pytest.mark.parametrize(("column_type", "minimum"), [(INT, INT_MIN), (LONG, LONG_MIN)])
 def test_defect5_rows_of_the_integer_minimum_are_found_and_deleted(
-    catalog: Catalog, column_type: Any, minimum: int
+    sqlite_catalog: Catalog, column_type: Any, minimum: int
 ) -> None:
     """truncate(100) of the minimum wraps to a large positive partition value (as
     Iceberg-Java writes it); planning must still find and delete that row."""
     arrow = pa.int32() if column_type == INT else pa.int64()
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "i", column_type)],
         {"i": pa.array([minimum, minimum + 47, 5, -7, None], arrow)},
         ["truncate(100, i)"],
@@ -82,11 +73,11 @@ def test_defect5_rows_of_the_integer_minimum_are_found_and_deleted(
     assert ids(table.refresh()) == [5]
 
 
-def test_defect5_hours_beyond_an_int_are_found(catalog: Catalog) -> None:
+def test_defect5_hours_beyond_an_int_are_found(sqlite_catalog: Catalog) -> None:
     """hour() of timestamps 245,000 years from 1970 wraps like Iceberg-Java's int cast."""
     values = [LONG_MAX, LONG_MIN + 1, 0, 2**31 * 3_600_000_000]
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "ts", TIMESTAMP)],
         {"ts": pa.array(values, pa.int64()).cast(pa.timestamp("us"))},
         ["hour(ts)"],
@@ -101,11 +92,13 @@ def test_defect5_hours_beyond_an_int_are_found(catalog: Catalog) -> None:
 # -- defect 3: NaN rows vanished in the reader's row-group pruning -----------------------
 
 
-def test_defect3_scans_return_the_nan_rows_of_single_value_row_groups(catalog: Catalog) -> None:
+def test_defect3_scans_return_the_nan_rows_of_single_value_row_groups(
+    sqlite_catalog: Catalog,
+) -> None:
     """The issue's examples: a row group of 1.0, NaN, 1.0 has Parquet min = max = 1.0;
     pyarrow's statistics pruning dropped it for these filters and the NaN row vanished."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "d", DOUBLE), NestedField(3, "f", FLOAT)],
         {"d": pa.array([1.0, NAN, 1.0]), "f": pa.array([-0.0, NAN, -0.0], pa.float32())},
         [],
@@ -121,11 +114,13 @@ def test_defect3_scans_return_the_nan_rows_of_single_value_row_groups(catalog: C
 # -- defect 2: pruning dropped (and binding took) rows ------------------------------------
 
 
-def test_defect2_far_dates_and_timestamps_in_year_and_month_partitions(catalog: Catalog) -> None:
+def test_defect2_far_dates_and_timestamps_in_year_and_month_partitions(
+    sqlite_catalog: Catalog,
+) -> None:
     """pyarrow's year/month kernels were wrong beyond 100 million days from 1970, so
     the partition values written disagreed with what projections expect."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "dt", DATE), NestedField(3, "ts", TIMESTAMP)],
         {
             "dt": pa.array([2**31 - 1, INT_MIN, 0], pa.int32()).cast(pa.date32()),
@@ -140,13 +135,13 @@ def test_defect2_far_dates_and_timestamps_in_year_and_month_partitions(catalog: 
 
 
 def test_defect2_comparisons_beyond_the_range_of_a_column_select_no_nulls(
-    catalog: Catalog,
+    sqlite_catalog: Catalog,
 ) -> None:
     """A null satisfies no comparison: ``i < 2**40`` holds for every value of an int
     column but not for its nulls (it was simplified to true), and its negation holds
     for nothing (it was simplified to ``NOT false``)."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "i", INT), NestedField(3, "dec", DecimalType(4, 2))],
         {
             "i": pa.array([1, None, -5], pa.int32()),
@@ -165,7 +160,7 @@ def test_defect2_comparisons_beyond_the_range_of_a_column_select_no_nulls(
     assert ids(table.refresh()) == [2]
 
 
-def test_defect2_issue_examples_nan_and_negative_zero(catalog: Catalog) -> None:
+def test_defect2_issue_examples_nan_and_negative_zero(sqlite_catalog: Catalog) -> None:
     """``d IS NaN`` and ``f NOT IN (-7.0, -0.0)`` over a partitioned table whose files
     hold NaN next to a single value (the issue's 102 rows instead of 105)."""
     d_by_k: dict[int, list[float | None]] = {0: [1.0, NAN], 1: [NAN, None], 2: [2.0, NAN, 3.0]}
@@ -174,7 +169,7 @@ def test_defect2_issue_examples_nan_and_negative_zero(catalog: Catalog) -> None:
     d = [d_by_k[kn][(n // 3) % len(d_by_k[kn])] for n, kn in enumerate(k)]
     f = [f_by_k[kn][(n // 3) % len(f_by_k[kn])] for n, kn in enumerate(k)]
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "d", DOUBLE), NestedField(3, "f", FLOAT), NestedField(4, "k", INT)],
         {"d": pa.array(d), "f": pa.array(f, pa.float32()), "k": pa.array(k, pa.int32())},
         ["k"],

@@ -102,9 +102,10 @@ def same(spark: Any, table: neve.Table, **kwargs: Any) -> pa.Table:
     return got
 
 
+# A variant of the shared ``sqlite_catalog``: every file of its tables lies under a
+# path Spark must URI-encode (spaces, '+', '%', non-ASCII), which each read here checks.
 @pytest.fixture()
-def catalog(tmp_path: Path) -> neve.Catalog:
-    # a warehouse path Spark must URI-encode: spaces, '+', '%', non-ASCII
+def odd_path_catalog(tmp_path: Path) -> neve.Catalog:
     wh = tmp_path / "wh a+b%20c é"
     cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(wh))
     cat.create_namespace("db")
@@ -163,8 +164,8 @@ def test_projection_and_case_insensitive(spark: Any, plain: neve.Table) -> None:
     assert got.column_names == ["id"]
 
 
-def test_time_travel(spark: Any, catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.tt", SCHEMA)
+def test_time_travel(spark: Any, odd_path_catalog: neve.Catalog) -> None:
+    t = odd_path_catalog.create_table("db.tt", SCHEMA)
     t.append(rows(0, 10))
     first = t.current_snapshot()
     assert first is not None
@@ -179,8 +180,8 @@ def test_time_travel(spark: Any, catalog: neve.Catalog) -> None:
     assert same(spark, t, ref="dev").num_rows == 15
 
 
-def test_empty_table_and_empty_result(spark: Any, catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.empty", SCHEMA)
+def test_empty_table_and_empty_result(spark: Any, odd_path_catalog: neve.Catalog) -> None:
+    t = odd_path_catalog.create_table("db.empty", SCHEMA)
     df = read(spark, t, columns=["name", "id"])
     assert df.count() == 0
     assert df.columns == ["name", "id"]
@@ -194,8 +195,8 @@ def test_empty_table_and_empty_result(spark: Any, catalog: neve.Catalog) -> None
 @pytest.mark.parametrize(
     "partition_by", [["cat"], ["day(ts)"], ["bucket(3, id)"], ["truncate(2, name)", "cat"]]
 )
-def test_partitioned(spark: Any, catalog: neve.Catalog, partition_by: list[str]) -> None:
-    t = catalog.create_table("db.parts", SCHEMA, partition_by=partition_by)
+def test_partitioned(spark: Any, odd_path_catalog: neve.Catalog, partition_by: list[str]) -> None:
+    t = odd_path_catalog.create_table("db.parts", SCHEMA, partition_by=partition_by)
     t.append(rows(0, 40))
     same(spark, t)
     same(spark, t, filter="cat = 'a' AND id > 5")
@@ -203,15 +204,15 @@ def test_partitioned(spark: Any, catalog: neve.Catalog, partition_by: list[str])
 
 
 def test_identity_partition_value_fills_missing_column(
-    spark: Any, catalog: neve.Catalog, tmp_path: Path
+    spark: Any, odd_path_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.fill", SCHEMA, partition_by=["cat"])
+    t = odd_path_catalog.create_table("db.fill", SCHEMA, partition_by=["cat"])
     t.append(rows(0, 6))
     # a file written without the partition column, registered with its partition value
     schema = t.schema()
     without = Schema(*[f for f in schema.fields if f.name != "cat"])
     data = rows(100, 4).drop_columns(["cat"])
-    path = str(tmp_path / "wh a+b%20c é" / "extra" / "no cat.parquet")
+    path = f"{odd_path_catalog.warehouse}/extra/no cat.parquet"
     os.makedirs(os.path.dirname(path), exist_ok=True)
     f = write_parquet_file(t.io, path, without, data, partition=("z z",), spec_id=0)
     with t.transaction() as tx:
@@ -225,7 +226,7 @@ def test_identity_partition_value_fills_missing_column(
 # -- schema evolution -----------------------------------------------------------------------
 
 
-def test_schema_evolution(spark: Any, catalog: neve.Catalog) -> None:
+def test_schema_evolution(spark: Any, odd_path_catalog: neve.Catalog) -> None:
     schema = Schema(
         NestedField(1, "id", LONG, True),
         NestedField(2, "small", INT, False),
@@ -234,7 +235,7 @@ def test_schema_evolution(spark: Any, catalog: neve.Catalog) -> None:
         NestedField(5, "old", STRING, False),
         NestedField(6, "gone", STRING, False),
     )
-    t = catalog.create_table("db.evo", schema)
+    t = odd_path_catalog.create_table("db.evo", schema)
     t.append(
         pa.table(
             {
@@ -273,9 +274,11 @@ def test_schema_evolution(spark: Any, catalog: neve.Catalog) -> None:
     same(spark, t, filter="ratio > 0.1")
 
 
-def test_reused_name_does_not_prune_by_the_old_column(spark: Any, catalog: neve.Catalog) -> None:
+def test_reused_name_does_not_prune_by_the_old_column(
+    spark: Any, odd_path_catalog: neve.Catalog
+) -> None:
     schema = Schema(NestedField(1, "id", LONG, True), NestedField(2, "a", INT, False))
-    t = catalog.create_table("db.reuse", schema)
+    t = odd_path_catalog.create_table("db.reuse", schema)
     t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "a": pa.array([1, 2], pa.int32())}))
     with t.update_schema() as u:
         u.rename_column("a", "b")
@@ -287,13 +290,11 @@ def test_reused_name_does_not_prune_by_the_old_column(spark: Any, catalog: neve.
     assert same(spark, t, filter="b = 2").num_rows == 1
 
 
-def test_name_mapped_files_without_field_ids(
-    spark: Any, catalog: neve.Catalog, tmp_path: Path
-) -> None:
-    t = catalog.create_table("db.mapped", SCHEMA)
+def test_name_mapped_files_without_field_ids(spark: Any, odd_path_catalog: neve.Catalog) -> None:
+    t = odd_path_catalog.create_table("db.mapped", SCHEMA)
     t.set_properties({NAME_MAPPING_PROPERTY: _mapping_json(t.schema())})
     t.append(rows(0, 5))
-    path = str(tmp_path / "wh a+b%20c é" / "imported.parquet")
+    path = f"{odd_path_catalog.warehouse}/imported.parquet"
     plain_rows = rows(50, 6).drop_columns(["cat"]).rename_columns(["id", "name", "ts", "amount"])
     pq.write_table(plain_rows, path)
     size = os.path.getsize(path)
@@ -317,8 +318,8 @@ def _mapping_json(schema: Schema) -> str:
 # -- deletes --------------------------------------------------------------------------------
 
 
-def test_position_deletes(spark: Any, catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.posdel", SCHEMA, partition_by=["cat"])
+def test_position_deletes(spark: Any, odd_path_catalog: neve.Catalog) -> None:
+    t = odd_path_catalog.create_table("db.posdel", SCHEMA, partition_by=["cat"])
     t.append(rows(0, 30))
     files = sorted((task.file for task in t.scan().plan_files()), key=lambda f: -f.record_count)
     target, other = files[0], files[1]
@@ -335,8 +336,8 @@ def test_position_deletes(spark: Any, catalog: neve.Catalog) -> None:
     same(spark, t, filter="id > 3", columns=["id", "name"])
 
 
-def test_deletion_vectors(spark: Any, catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.dv", SCHEMA, partition_by=["cat"], format_version=3)
+def test_deletion_vectors(spark: Any, odd_path_catalog: neve.Catalog) -> None:
+    t = odd_path_catalog.create_table("db.dv", SCHEMA, partition_by=["cat"], format_version=3)
     t.append(rows(0, 30))
     files = {task.file.file_path: task.file for task in t.scan().plan_files()}
     picked = sorted(files)[:2]
@@ -352,9 +353,9 @@ def test_deletion_vectors(spark: Any, catalog: neve.Catalog) -> None:
 
 
 def test_equality_deletes_follow_sequence_numbers_and_partitions(
-    spark: Any, catalog: neve.Catalog
+    spark: Any, odd_path_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.eqdel", SCHEMA, partition_by=["cat"])
+    t = odd_path_catalog.create_table("db.eqdel", SCHEMA, partition_by=["cat"])
     t.append(rows(0, 33))
     schema = t.schema()
     cat_id = schema.find_field("cat").field_id
@@ -396,9 +397,9 @@ def test_equality_deletes_follow_sequence_numbers_and_partitions(
 
 
 def test_all_delete_kinds_together_with_identity_fill(
-    spark: Any, catalog: neve.Catalog, tmp_path: Path
+    spark: Any, odd_path_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.mix", SCHEMA, partition_by=["cat"])
+    t = odd_path_catalog.create_table("db.mix", SCHEMA, partition_by=["cat"])
     t.append(rows(0, 12))
     schema = t.schema()
     without = Schema(*[f for f in schema.fields if f.name != "cat"])
@@ -465,7 +466,7 @@ def test_spark_file_uri_matches_metadata_file_path(spark: Any, tmp_path: Path, n
         assert spark_file_uri(given) == got
 
 
-def test_nested_types_and_nested_evolution(spark: Any, catalog: neve.Catalog) -> None:
+def test_nested_types_and_nested_evolution(spark: Any, odd_path_catalog: neve.Catalog) -> None:
     point = pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.string())])
     schema = pa.schema(
         [
@@ -475,7 +476,7 @@ def test_nested_types_and_nested_evolution(spark: Any, catalog: neve.Catalog) ->
             pa.field("attrs", pa.map_(pa.string(), pa.int64())),
         ]
     )
-    t = catalog.create_table("db.nested", schema, partition_by=["pt.y"])
+    t = odd_path_catalog.create_table("db.nested", schema, partition_by=["pt.y"])
     t.append(
         pa.table(
             {
@@ -497,9 +498,9 @@ def test_nested_types_and_nested_evolution(spark: Any, catalog: neve.Catalog) ->
 
 
 def test_reads_without_deletes_or_missing_columns_need_no_join(
-    spark: Any, catalog: neve.Catalog
+    spark: Any, odd_path_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.nojoin", SCHEMA, partition_by=["cat"])
+    t = odd_path_catalog.create_table("db.nojoin", SCHEMA, partition_by=["cat"])
     t.append(rows(0, 20))
     df = read(spark, t, filter="cat = 'a' AND id > 2")
     plan = df._jdf.queryExecution().optimizedPlan().toString()
@@ -508,11 +509,11 @@ def test_reads_without_deletes_or_missing_columns_need_no_join(
 
 
 def test_unmatched_spark_file_path_fails_instead_of_keeping_deleted_rows(
-    spark: Any, catalog: neve.Catalog, monkeypatch: pytest.MonkeyPatch
+    spark: Any, odd_path_catalog: neve.Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import neve.spark.reader as reader
 
-    t = catalog.create_table("db.guard", SCHEMA)
+    t = odd_path_catalog.create_table("db.guard", SCHEMA)
     t.append(rows(0, 5))
     f = t.scan().plan_files()[0].file
     pd = write_position_delete_file(t.io, f"{t.location}/data/g.parquet", {f.file_path: [1]})
@@ -524,9 +525,9 @@ def test_unmatched_spark_file_path_fails_instead_of_keeping_deleted_rows(
 
 
 def test_equality_deletes_on_a_dropped_column_still_apply(
-    spark: Any, catalog: neve.Catalog
+    spark: Any, odd_path_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.eqdrop", SCHEMA)
+    t = odd_path_catalog.create_table("db.eqdrop", SCHEMA)
     t.append(rows(0, 12))
     schema = t.schema()
     eq = write_equality_delete_file(

@@ -7,7 +7,6 @@ gives the rows with no columns (item 13)."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -68,13 +67,6 @@ def without(data: list[Row], drop: object) -> Counter[Row]:
     return Counter(r for r in data if not drop(r))  # type: ignore[operator]
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def split_table(catalog: neve.Catalog, version: int = 2, **kwargs: object) -> neve.Table:
     t = catalog.create_table(
         "db.t",
@@ -94,9 +86,9 @@ def split_table(catalog: neve.Catalog, version: int = 2, **kwargs: object) -> ne
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_delete_and_overwrite_of_split_files(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = split_table(catalog, version)
+    t = split_table(sqlite_catalog, version)
     delete(spark, t, "id = 5 or (id > 1000 and id < 1010)")
     model = without(rows(0, ROWS), lambda r: r[0] == 5 or 1000 < r[0] < 1010)
     assert content(t) == model
@@ -109,18 +101,18 @@ def test_spark_delete_and_overwrite_of_split_files(
 
 
 def test_spark_overwrite_partitions_of_split_files(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog, partition_by=["grp"])
+    t = split_table(sqlite_catalog, partition_by=["grp"])
     new = [r for r in rows(20_000, 12) if r[1] == 2]
     overwrite_partitions(to_df(spark, new), t)
     assert content(t) == without(rows(0, ROWS), lambda r: r[1] == 2) + Counter(new)
 
 
-def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_spark_rewrites_in_a_transaction(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     from neve.spark.commands import spark_rewriter
 
-    t = split_table(catalog, 3)
+    t = split_table(sqlite_catalog, 3)
     before = lineage(t)
     appended = rows(30_000, 20)
     with cleanup_on_failure(t.io, []) as written:
@@ -139,9 +131,9 @@ def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Cata
 
 
 def test_spark_rewriter_reads_with_the_current_schema(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog)
+    t = split_table(sqlite_catalog)
     with t.update_schema() as u:
         u.add_column("extra", "long")
     t = t.refresh()
@@ -153,10 +145,10 @@ def test_spark_rewriter_reads_with_the_current_schema(
 
 
 def test_spark_writes_files_of_many_row_groups_that_rewrite_once(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
     # files as Spark writes them: parquet.block.size from the table's row-group size
-    t = catalog.create_table(
+    t = sqlite_catalog.create_table(
         "db.s", arrow(rows(0, 1)).schema, properties=SPLIT_PROPS, format_version=3
     )
     data = rows(0, 4000)
@@ -198,8 +190,10 @@ def unique_ids(found: dict[int, tuple[int, int]]) -> bool:
     return None not in ids and len(set(ids)) == len(ids)
 
 
-def test_spark_reads_the_lineage_pyarrow_reads(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = split_table(catalog, 3, partition_by=["grp"])
+def test_spark_reads_the_lineage_pyarrow_reads(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
+    t = split_table(sqlite_catalog, 3, partition_by=["grp"])
     t.append(arrow(rows(ROWS, 40)))
     t.refresh().delete("id < 30")  # pyarrow copy-on-write: stored lineage in new files
     found = lineage(t)
@@ -213,8 +207,10 @@ def test_spark_reads_the_lineage_pyarrow_reads(spark: SparkSession, catalog: nev
     assert read(spark, t).columns == ["id", "grp", "payload"]
 
 
-def test_spark_copy_on_write_keeps_lineage(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = split_table(catalog, 3)
+def test_spark_copy_on_write_keeps_lineage(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
+    t = split_table(sqlite_catalog, 3)
     before = lineage(t)
     next_id = t.refresh().metadata.next_row_id
     assert next_id is not None
@@ -240,9 +236,9 @@ def test_spark_copy_on_write_keeps_lineage(spark: SparkSession, catalog: neve.Ca
 
 
 def test_spark_lineage_on_a_v2_table_is_a_schema_error(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.v2", arrow(rows(0, 1)).schema)
+    t = sqlite_catalog.create_table("db.v2", arrow(rows(0, 1)).schema)
     t.append(arrow(rows(0, 3)))
     with pytest.raises(SchemaError, match="v3"):
         read(spark, t, columns=["id", ROW_ID])
@@ -252,9 +248,9 @@ def test_spark_lineage_on_a_v2_table_is_a_schema_error(
 
 
 def test_spark_read_with_no_columns_keeps_the_rows(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog, partition_by=["grp"])
+    t = split_table(sqlite_catalog, partition_by=["grp"])
     df = read(spark, t, columns=[])
     assert df.columns == []
     assert df.count() == ROWS

@@ -23,18 +23,11 @@ from test_expire_snapshots import canon, history_table, needed, on_disk, rows
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_expire_matches_the_pyarrow_plan(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = history_table(catalog, version)
+    t = history_table(sqlite_catalog, version)
     snaps = t.snapshots()
     before = {s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in snaps}
     cutoff = snaps[4].timestamp_ms
@@ -46,14 +39,14 @@ def test_spark_expire_matches_the_pyarrow_plan(
 
     done = maintenance.expire_snapshots(spark, t, older_than=cutoff)
     assert done.files == plan.files and not done.failed and len(done.files) > 0
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert on_disk(t) == needed(t)
     for s in t.snapshots():
         assert canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) == before[s.snapshot_id]
 
 
-def test_spark_removes_orphans(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
+def test_spark_removes_orphans(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
     root = Path(t.location.removeprefix("file://"))
     stray = []
     for i in range(5):
@@ -69,4 +62,4 @@ def test_spark_removes_orphans(spark: SparkSession, catalog: neve.Catalog) -> No
     done = maintenance.remove_orphan_files(spark, t)
     assert done.orphan_file_locations == dry.orphan_file_locations and not done.failed
     assert not any(os.path.exists(p) for p in stray)
-    assert canon(catalog.load_table("db.t").scan().to_arrow()) == want
+    assert canon(sqlite_catalog.load_table("db.t").scan().to_arrow()) == want

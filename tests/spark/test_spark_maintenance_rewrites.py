@@ -33,13 +33,6 @@ pytestmark = pytest.mark.spark
 LINEAGE = ["id", "_row_id", "_last_updated_sequence_number"]
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def every_snapshot(t: Table) -> dict[int, list[tuple[Any, ...]]]:
     return {
         s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in t.snapshots()
@@ -56,11 +49,11 @@ def delete_files_of(t: Table) -> list[Any]:
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_compaction_then_expiration(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
     """A merge-on-read history (position deletes on v2, DVs on v3; an upsert into the
     primary key) compacted on Spark, then expired on Spark."""
-    t = history_table(catalog, version)
+    t = history_table(sqlite_catalog, version)
     assert delete_files_of(t)
     before = every_snapshot(t)
     lineage = canon(t.scan(columns=LINEAGE).to_arrow()) if version >= 3 else None
@@ -71,14 +64,14 @@ def test_spark_compaction_then_expiration(
 
     dry = maintenance.rewrite_data_files(spark, t, options=opts, dry_run=True)
     assert dry == plan
-    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
     assert on_disk(t) == listing
 
     done = maintenance.rewrite_data_files(spark, t, options=opts)
     assert done.rewritten_data_files_count == plan.rewritten_data_files_count
     assert done.file_groups == plan.file_groups
     assert done.added_data_files_count == plan.file_groups  # one target-size file each
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     head = t.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     assert not delete_files_of(t)  # every file was rewritten with its deletes applied
@@ -101,7 +94,7 @@ def test_spark_compaction_then_expiration(
     # expire everything but the head: the rewritten files go, nothing the head needs
     gone = maintenance.expire_snapshots(spark, t, retain_last=1, older_than=head.timestamp_ms + 1)
     assert not gone.failed and gone.deleted["data_files"] >= done.rewritten_data_files_count
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert [s.snapshot_id for s in t.snapshots()] == [head.snapshot_id]
     assert on_disk(t) == needed(t)
     assert listing - on_disk(t)  # the rewritten files are gone now
@@ -112,15 +105,15 @@ def test_spark_compaction_then_expiration(
 
 
 def test_spark_compaction_of_an_unpartitioned_table_writes_target_size_files(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = history_table(catalog, 3)
+    t = history_table(sqlite_catalog, 3)
     with t.update_spec() as spec:
         spec.remove_field("cat")
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     want = canon(t.scan().to_arrow())
     done = maintenance.rewrite_data_files(spark, t, options={"rewrite-all": "true"})
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     files = [task.file for task in t.scan().plan_files()]
     assert done.added_data_files_count == len(files) == 1  # unpartitioned now: one file
     assert files[0].spec_id == t.metadata.default_spec_id
@@ -128,40 +121,40 @@ def test_spark_compaction_of_an_unpartitioned_table_writes_target_size_files(
 
 
 def test_spark_compaction_of_a_stale_handle_rebases(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
     """The Spark engine records where every row went, so a delete that landed on a
     file being compacted is carried over to the new files (the races themselves are in
     test_spark_compaction_rebase.py)."""
-    t = history_table(catalog, 3)
-    stale = catalog.load_table("db.t")
+    t = history_table(sqlite_catalog, 3)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 15")
-    want = canon(catalog.load_table("db.t").scan().to_arrow())
+    want = canon(sqlite_catalog.load_table("db.t").scan().to_arrow())
     maintenance.rewrite_data_files(spark, stale, options={"min-input-files": "2"})
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert after.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     assert canon(after.scan().to_arrow()) == want
     assert 15 not in {r["id"] for r in after.scan().to_arrow().to_pylist()}
 
 
-def test_spark_position_delete_rewrite(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_spark_position_delete_rewrite(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     """v2 position deletes covering several data files each become one file-scoped
     delete file per data file; dangling ones go; then on v3 they become DVs."""
-    t = scattered(catalog)
+    t = scattered(sqlite_catalog)
     before = every_snapshot(t)
     plan = t.maintenance.rewrite_position_delete_files(dry_run=True)
     listing = on_disk(t)
     dry = maintenance.rewrite_position_delete_files(spark, t, dry_run=True)
     assert dry == plan and plan.data_files > 0 and plan.dangling_delete_files > 0
     assert on_disk(t) == listing
-    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
 
     done = maintenance.rewrite_position_delete_files(spark, t)
     assert (done.data_files, done.removed_delete_files) == (
         plan.data_files,
         plan.removed_delete_files,
     )
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert t.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     for task in t.scan().plan_files():
         assert len(task.delete_files) <= 1
@@ -171,23 +164,23 @@ def test_spark_position_delete_rewrite(spark: SparkSession, catalog: neve.Catalo
     assert listing <= on_disk(t)
 
     t.upgrade_format_version(3)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     maintenance.rewrite_position_delete_files(spark, t)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     deletes = delete_files_of(t)
     assert deletes and all(d.is_deletion_vector for d in deletes)
     assert all(d.content is DataFileContent.POSITION_DELETES for d in deletes)
     assert canon(t.scan().to_arrow()) == before[next(reversed(before))]
 
 
-def test_spark_rewrite_manifests(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
+def test_spark_rewrite_manifests(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
     before = every_snapshot(t)
     lineage = canon(t.scan(columns=LINEAGE).to_arrow())
     listing = on_disk(t)
     done = maintenance.rewrite_manifests(spark, t)
     assert done.rewritten_manifests_count > done.added_manifests_count > 0
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert t.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     for sid, want in before.items():
         assert canon(t.scan(snapshot_id=sid).to_arrow()) == want
@@ -195,17 +188,17 @@ def test_spark_rewrite_manifests(spark: SparkSession, catalog: neve.Catalog) -> 
     assert listing <= on_disk(t)
 
 
-def test_spark_sort_strategy(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_spark_sort_strategy(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     """The sort strategy on Spark writes each partition's rows in the order given; an
     order that is not the table's is recorded by no file (z-order:
     test_spark_zorder.py)."""
-    t = history_table(catalog, 3)
+    t = history_table(sqlite_catalog, 3)
     want = canon(t.scan().to_arrow())
     done = maintenance.rewrite_data_files(
         spark, t, options={"rewrite-all": "true"}, strategy="sort", sort_order="v desc"
     )
     assert done.rewritten_data_files_count > 0
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert canon(t.scan().to_arrow()) == want
     for task in t.scan().plan_files():
         assert task.file.sort_order_id is None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -70,13 +69,6 @@ def tick() -> None:
     time.sleep(0.005)  # distinct commit timestamps
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def history_table(
     catalog: neve.Catalog, version: int, mode: str = "merge-on-read", name: str = "db.t"
 ) -> Table:
@@ -116,9 +108,9 @@ def rows_at_every_snapshot(t: Table) -> dict[int, list[tuple[Any, ...]]]:
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
 def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
-    catalog: neve.Catalog, version: int, mode: str
+    sqlite_catalog: neve.Catalog, version: int, mode: str
 ) -> None:
-    t = history_table(catalog, version, mode)
+    t = history_table(sqlite_catalog, version, mode)
     before = rows_at_every_snapshot(t)
     snaps = t.snapshots()
     assert len(snaps) == 8
@@ -126,7 +118,7 @@ def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
 
     listing, location = on_disk(t), t.metadata_location
     dry = t.maintenance.expire_snapshots(older_than=cutoff, dry_run=True)
-    assert on_disk(t) == listing and catalog.load_table("db.t").metadata_location == location
+    assert on_disk(t) == listing and sqlite_catalog.load_table("db.t").metadata_location == location
     assert dry.dry_run and dry.expired_snapshot_ids == tuple(
         sorted(s.snapshot_id for s in snaps[:5])
     )
@@ -138,7 +130,7 @@ def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
         dry.files,
     )
     assert not result.failed
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert [s.snapshot_id for s in t.snapshots()] == [s.snapshot_id for s in snaps[5:]]
     for s in t.snapshots():  # time travel to every kept snapshot reads as before
         assert canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) == before[s.snapshot_id]
@@ -157,8 +149,8 @@ def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
     assert again.expired_snapshot_ids == () and sum(again.deleted.values()) == 0
 
 
-def test_refs_keep_their_snapshots_and_expire_by_age(catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
+def test_refs_keep_their_snapshots_and_expire_by_age(sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
     snaps = t.snapshots()
     t.create_tag("first", snaps[0].snapshot_id)
     t.create_tag("old", snaps[1].snapshot_id, max_ref_age_ms=1)
@@ -166,10 +158,10 @@ def test_refs_keep_their_snapshots_and_expire_by_age(catalog: neve.Catalog) -> N
     tagged = canon(t.scan(ref="first").to_arrow())
     dev = canon(t.scan(ref="dev").to_arrow())
     time.sleep(0.01)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     result = t.maintenance.expire_snapshots(older_than=int(time.time() * 1000))
     assert result.removed_refs == ("old",)  # older than its max-ref-age
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     kept = {s.snapshot_id for s in t.snapshots()}
     # main keeps its head (min-snapshots-to-keep 1), the tag its snapshot, dev two
     expected = {
@@ -185,30 +177,30 @@ def test_refs_keep_their_snapshots_and_expire_by_age(catalog: neve.Catalog) -> N
     assert on_disk(t) == needed(t)
 
 
-def test_retain_last_explicit_ids_and_table_defaults(catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 2)
+def test_retain_last_explicit_ids_and_table_defaults(sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 2)
     snaps = [s.snapshot_id for s in t.snapshots()]
     # default cut-off is 5 days: nothing is old enough; explicit ids still expire
     result = t.maintenance.expire_snapshots(snapshot_ids=[snaps[1], snaps[2]])
     assert result.expired_snapshot_ids == (min(snaps[1], snaps[2]), max(snaps[1], snaps[2]))
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert len(t.snapshots()) == 6
     # retain_last keeps that many ancestors of main, whatever their age
     now = int(time.time() * 1000) + 1
     t.maintenance.expire_snapshots(older_than=now, retain_last=3)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert [s.snapshot_id for s in t.snapshots()] == snaps[-3:]
     # the table's history.expire.* properties are the defaults
     t.set_properties({"history.expire.max-snapshot-age-ms": "0"})
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     t.maintenance.expire_snapshots()
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert [s.snapshot_id for s in t.snapshots()] == snaps[-1:]
     assert on_disk(t) == needed(t)
 
 
-def test_bad_requests_change_nothing(catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 2)
+def test_bad_requests_change_nothing(sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 2)
     head = t.current_snapshot()
     assert head is not None
     listing, location = on_disk(t), t.metadata_location
@@ -221,16 +213,16 @@ def test_bad_requests_change_nothing(catalog: neve.Catalog) -> None:
     with pytest.raises(ValidationError):
         t.set_properties({"history.expire.min-snapshots-to-keep": "0"})
     assert on_disk(t) == listing
-    assert catalog.load_table("db.t").metadata_location == location
+    assert sqlite_catalog.load_table("db.t").metadata_location == location
 
 
-def test_expire_rebases_over_a_concurrent_append(catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
-    stale = catalog.load_table("db.t")
+def test_expire_rebases_over_a_concurrent_append(sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
+    stale = sqlite_catalog.load_table("db.t")
     t.append(rows(range(100, 103)))  # lands after `stale` was loaded
     now = int(time.time() * 1000) + 1
     stale.maintenance.expire_snapshots(older_than=now)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert len(t.snapshots()) == 1  # the concurrent append is the head and stays
     assert sorted(r["id"] for r in t.scan(filter="id >= 100").to_arrow().to_pylist()) == [
         100,
@@ -241,18 +233,18 @@ def test_expire_rebases_over_a_concurrent_append(catalog: neve.Catalog) -> None:
 
 
 def test_clean_expired_metadata_removes_specs_and_schemas_only_expired_snapshots_used(
-    catalog: neve.Catalog,
+    sqlite_catalog: neve.Catalog,
 ) -> None:
-    t = catalog.create_table("db.t", SCHEMA, partition_by=["cat"], format_version=2)
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"], format_version=2)
     t.append(rows(range(0, 12)))
     with t.update_spec() as u:
         u.add_field("bucket(2, id)")
     with t.update_schema() as s:
         s.add_column("extra", "long")
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     t.overwrite(rows(range(20, 26)))  # every old file replaced under the new spec
     t.append(rows(range(30, 33)))
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert sorted(t.specs()) == [0, 1] and sorted(t.schemas()) == [0, 1]
     want = canon(t.scan().to_arrow())
     now = int(time.time() * 1000) + 1
@@ -264,14 +256,14 @@ def test_clean_expired_metadata_removes_specs_and_schemas_only_expired_snapshots
         older_than=now, retain_last=1, clean_expired_metadata=True, dry_run=True
     )
     assert (dry.removed_spec_ids, dry.removed_schema_ids) == ((0,), (0,))
-    assert sorted(catalog.load_table("db.t").specs()) == [0, 1]  # a dry run changes nothing
+    assert sorted(sqlite_catalog.load_table("db.t").specs()) == [0, 1]  # a dry run changes nothing
 
     done = t.maintenance.expire_snapshots(
         older_than=now, retain_last=1, clean_expired_metadata=True
     )
     assert (done.removed_spec_ids, done.removed_schema_ids) == ((0,), (0,))
     assert "removed specs" in str(done)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert sorted(t.specs()) == [1] and sorted(t.schemas()) == [1]
     assert canon(t.scan().to_arrow()) == want
     assert on_disk(t) == needed(t)

@@ -7,7 +7,6 @@ file being compacted is carried over to the new files (more in test_compaction_r
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -50,13 +49,6 @@ def data_files_per_partition(t: Table) -> dict[Any, int]:
     return out
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def small_files(catalog: neve.Catalog, version: int) -> Table:
     t = catalog.create_table(
         "db.t", SCHEMA, partition_by=["day"], primary_key=["id"], format_version=version
@@ -68,8 +60,8 @@ def small_files(catalog: neve.Catalog, version: int) -> Table:
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_small_files_become_one_per_partition(catalog: neve.Catalog, version: int) -> None:
-    t = small_files(catalog, version)
+def test_small_files_become_one_per_partition(sqlite_catalog: neve.Catalog, version: int) -> None:
+    t = small_files(sqlite_catalog, version)
     before = {
         s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in t.snapshots()
     }
@@ -79,12 +71,12 @@ def test_small_files_become_one_per_partition(catalog: neve.Catalog, version: in
 
     dry = t.maintenance.rewrite_data_files(dry_run=True)
     assert dry.dry_run and dry.rewritten_data_files_count == 24 and dry.file_groups == 3
-    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
 
     done = t.maintenance.rewrite_data_files()
     assert (done.rewritten_data_files_count, done.added_data_files_count) == (24, 3)
     assert done.removed_delete_files_count > 0
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     head = t.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     assert set(data_files_per_partition(t).values()) == {1}
@@ -98,8 +90,8 @@ def test_small_files_become_one_per_partition(catalog: neve.Catalog, version: in
     assert t.maintenance.rewrite_data_files().rewritten_data_files_count == 0
 
 
-def test_options_decide_what_is_rewritten(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 2)
+def test_options_decide_what_is_rewritten(sqlite_catalog: neve.Catalog) -> None:
+    t = small_files(sqlite_catalog, 2)
     few = t.maintenance.rewrite_data_files(options={"min-input-files": "9"}, dry_run=True)
     assert few.rewritten_data_files_count == 0  # 8 files per partition are not enough
     one = t.maintenance.rewrite_data_files(where="day = 1", dry_run=True)
@@ -116,30 +108,32 @@ def test_options_decide_what_is_rewritten(catalog: neve.Catalog) -> None:
         t.maintenance.rewrite_data_files(options={"min-file-size-bytes": str(1 << 40)})
 
 
-def test_a_file_with_many_deleted_rows_is_rewritten_alone(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, format_version=3)
+def test_a_file_with_many_deleted_rows_is_rewritten_alone(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, format_version=3)
     t.append(rows(range(100)))
     t.delete("id < 40")  # 40% of the one file
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     # the file is within the size limits: only its deleted rows make it qualify
     big = {"min-file-size-bytes": "1", "max-file-size-bytes": str(1 << 40)}
     assert t.maintenance.rewrite_data_files(options=big, dry_run=True).file_groups == 1
     lenient = {**big, "delete-ratio-threshold": "0.5"}
     assert t.maintenance.rewrite_data_files(options=lenient, dry_run=True).file_groups == 0
     t.maintenance.rewrite_data_files(options=big)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     (task,) = t.scan().plan_files()
     assert task.file.record_count == 60 and not task.delete_files
 
 
-def test_a_concurrent_delete_on_a_compacted_file_is_carried_over(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 3)
-    stale = catalog.load_table("db.t")
+def test_a_concurrent_delete_on_a_compacted_file_is_carried_over(
+    sqlite_catalog: neve.Catalog,
+) -> None:
+    t = small_files(sqlite_catalog, 3)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 100")
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     want = canon(after.scan().to_arrow())
     stale.maintenance.rewrite_data_files()
-    done = catalog.load_table("db.t")
+    done = sqlite_catalog.load_table("db.t")
     assert done.current_snapshot().parent_snapshot_id == after.current_snapshot().snapshot_id
     assert canon(done.scan().to_arrow()) == want
     assert 100 not in {r["id"] for r in done.scan().to_arrow().to_pylist()}

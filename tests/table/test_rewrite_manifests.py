@@ -4,7 +4,6 @@ the commit is a ``replace``; a concurrent append during the rewrite is kept."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -40,22 +39,15 @@ def fingerprint(t: Table) -> list[tuple[Any, ...]]:
     return sorted(out)
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 @pytest.mark.parametrize("version", [2, 3])
-def test_many_small_manifests_become_few(catalog: neve.Catalog, version: int) -> None:
-    t = catalog.create_table(
+def test_many_small_manifests_become_few(sqlite_catalog: neve.Catalog, version: int) -> None:
+    t = sqlite_catalog.create_table(
         "db.t", SCHEMA, partition_by=["day"], format_version=version, properties=NO_MERGE
     )
     for i in range(12):
         t.append(rows(range(i * 10, i * 10 + 10)))
     t.delete("id < 15")
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     before = {
         s.snapshot_id: sorted(t.scan(snapshot_id=s.snapshot_id).to_arrow().to_pylist(), key=str)
         for s in t.snapshots()
@@ -74,7 +66,7 @@ def test_many_small_manifests_become_few(catalog: neve.Catalog, version: int) ->
     assert len(data_manifests(t)) >= 12
 
     result = t.maintenance.rewrite_manifests()
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert result.rewritten_manifests_count >= 12 and result.added_manifests_count == 1
     assert len(data_manifests(t)) == 1
     head = t.current_snapshot()
@@ -91,14 +83,14 @@ def test_many_small_manifests_become_few(catalog: neve.Catalog, version: int) ->
     )
 
 
-def test_small_target_clusters_by_partition(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, partition_by=["day"], properties=NO_MERGE)
+def test_small_target_clusters_by_partition(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["day"], properties=NO_MERGE)
     for i in range(10):
         t.append(rows(range(i * 10, i * 10 + 10)))
     t.set_properties({"commit.manifest.target-size-bytes": "1"})  # one entry per manifest
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     t.maintenance.rewrite_manifests()
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     manifests = data_manifests(t)
     assert len(manifests) == 50  # 10 appends x 5 days, one file each
     for m in manifests:
@@ -106,13 +98,13 @@ def test_small_target_clusters_by_partition(catalog: neve.Catalog) -> None:
         assert summary.lower_bound == summary.upper_bound  # one partition per manifest
 
 
-def test_a_concurrent_append_is_kept(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, partition_by=["day"], properties=NO_MERGE)
+def test_a_concurrent_append_is_kept(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["day"], properties=NO_MERGE)
     for i in range(4):
         t.append(rows(range(i * 10, i * 10 + 10)))
-    stale = catalog.load_table("db.t")
+    stale = sqlite_catalog.load_table("db.t")
     t.append(rows(range(100, 103)))
     stale.maintenance.rewrite_manifests()
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert sorted(r["id"] for r in t.scan().to_arrow().to_pylist()) == [*range(40), 100, 101, 102]
     assert len(data_manifests(t)) == 1

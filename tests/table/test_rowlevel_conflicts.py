@@ -25,13 +25,6 @@ def files_under(path: Path) -> set[str]:
     return {os.path.join(r, n) for r, _, ns in os.walk(path) for n in ns}
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def make(
     catalog: neve.Catalog, version: int, isolation: str, mode: str = "merge-on-read"
 ) -> neve.Table:
@@ -48,17 +41,15 @@ def ids(t: neve.Table) -> list[int]:
     return sorted(t.refresh().scan().to_arrow().column("id").to_pylist())
 
 
-def assert_loses(
-    catalog: neve.Catalog, tmp_path: Path, stale: neve.Table, change: object, match: str
-) -> None:
+def assert_loses(catalog: neve.Catalog, stale: neve.Table, change: object, match: str) -> None:
     """``change(stale)`` fails with a conflict; the table and its files stay as the
     concurrent winner left them."""
     fresh = catalog.load_table("db.t")
-    before_files, before_md = files_under(tmp_path / "wh"), fresh.metadata_location
+    before_files, before_md = files_under(Path(catalog.warehouse)), fresh.metadata_location
     with pytest.raises(CommitConflictError, match=match):
         change(stale)  # type: ignore[operator]
     assert catalog.load_table("db.t").metadata_location == before_md
-    assert files_under(tmp_path / "wh") == before_files
+    assert files_under(Path(catalog.warehouse)) == before_files
 
 
 def live_delete_files(t: neve.Table) -> list[tuple[str, str | None]]:
@@ -75,13 +66,13 @@ def live_delete_files(t: neve.Table) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
 def test_deletes_of_the_same_file_rebase(
-    catalog: neve.Catalog, tmp_path: Path, version: int, isolation: str
+    sqlite_catalog: neve.Catalog, version: int, isolation: str
 ) -> None:
     """A concurrent delete file for a data file this change marks: the two are unioned
     into one that replaces the concurrent one (Iceberg-Java fails here), under both
     isolation levels; the losing attempt's own delete file is not left behind."""
-    t = make(catalog, version, isolation)
-    stale = catalog.load_table("db.t")
+    t = make(sqlite_catalog, version, isolation)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id < 10")
     winner = live_delete_files(t)
     stale.delete("id >= 90")  # planned on the old version; rebased, not refused
@@ -91,12 +82,12 @@ def test_deletes_of_the_same_file_rebase(
     referenced = {p for p, _ in after} | {
         f.file_path for task in t.scan().plan_files() for f in [task.file]
     }
-    deletes_on_disk = {p for p in files_under(tmp_path / "wh") if "-deletes." in p}
+    deletes_on_disk = {p for p in files_under(Path(sqlite_catalog.warehouse)) if "-deletes." in p}
     # the winner's file is kept for time travel; the loser's first attempt is gone
     assert deletes_on_disk == {p for p, _ in winner} | {p for p, _ in after}
     assert {p for p, _ in after} <= referenced
     # deleting rows another commit deleted too is no conflict either
-    stale2 = catalog.load_table("db.t")
+    stale2 = sqlite_catalog.load_table("db.t")
     t.delete("id < 20")
     stale2.delete("id < 15")
     assert ids(t) == list(range(20, 90))
@@ -104,20 +95,19 @@ def test_deletes_of_the_same_file_rebase(
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_updates_of_the_same_rows_conflict_and_of_other_rows_rebase(
-    catalog: neve.Catalog, tmp_path: Path, version: int
+    sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = make(catalog, version, "snapshot")
-    stale = catalog.load_table("db.t")
+    t = make(sqlite_catalog, version, "snapshot")
+    stale = sqlite_catalog.load_table("db.t")
     t.update({"v": "first"}, "id < 10")
     assert_loses(
-        catalog,
-        tmp_path,
+        sqlite_catalog,
         stale,
         lambda s: s.update({"v": "second"}, "id >= 5 and id < 15"),
         "changed 5 of the rows",
     )
     stale.refresh()
-    other = catalog.load_table("db.t")
+    other = sqlite_catalog.load_table("db.t")
     t.update({"v": "third"}, "id >= 50 and id < 60")
     other.update({"v": "fourth"}, "id >= 60 and id < 70")  # same file, other rows
     got = {r["id"]: r["v"] for r in t.refresh().scan().to_arrow().to_pylist()}
@@ -128,21 +118,18 @@ def test_updates_of_the_same_rows_conflict_and_of_other_rows_rebase(
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_a_data_file_deleted_whole_concurrently(
-    catalog: neve.Catalog, tmp_path: Path, version: int
-) -> None:
+def test_a_data_file_deleted_whole_concurrently(sqlite_catalog: neve.Catalog, version: int) -> None:
     """The data file this change marks rows in is gone (a concurrent delete of all of
     it): a delete of its rows has nothing left to do and goes through; an update of them
     would bring an updated version of a deleted row back, so it conflicts."""
-    t = make(catalog, version, "snapshot")
-    deleting, updating = catalog.load_table("db.t"), catalog.load_table("db.t")
+    t = make(sqlite_catalog, version, "snapshot")
+    deleting, updating = sqlite_catalog.load_table("db.t"), sqlite_catalog.load_table("db.t")
     t.delete("true")
     deleting.delete("id = 5")
     assert ids(t) == []
-    assert not [p for p in files_under(tmp_path / "wh") if "-deletes." in p]
+    assert not [p for p in files_under(Path(sqlite_catalog.warehouse)) if "-deletes." in p]
     assert_loses(
-        catalog,
-        tmp_path,
+        sqlite_catalog,
         updating,
         lambda s: s.update({"v": "u"}, "id = 5"),
         "removed by a concurrent commit",
@@ -152,17 +139,17 @@ def test_a_data_file_deleted_whole_concurrently(
 
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
 def test_data_added_in_the_range_conflicts_only_when_serializable(
-    catalog: neve.Catalog, tmp_path: Path, isolation: str
+    sqlite_catalog: neve.Catalog, isolation: str
 ) -> None:
-    t = make(catalog, 3, isolation)
-    stale = catalog.load_table("db.t")
+    t = make(sqlite_catalog, 3, isolation)
+    stale = sqlite_catalog.load_table("db.t")
     t.append(rows([500, 501], "new"))  # inside the range the update reads
 
     def change(s: neve.Table) -> int:
         return s.update({"v": "u"}, "id >= 50")
 
     if isolation == "serializable":
-        assert_loses(catalog, tmp_path, stale, change, "serializable")
+        assert_loses(sqlite_catalog, stale, change, "serializable")
         assert ids(t) == [*range(100), 500, 501]
     else:
         change(stale)
@@ -173,12 +160,12 @@ def test_data_added_in_the_range_conflicts_only_when_serializable(
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
 def test_upsert_against_a_concurrent_insert_or_update_of_its_keys_rebases(
-    catalog: neve.Catalog, version: int, isolation: str
+    sqlite_catalog: neve.Catalog, version: int, isolation: str
 ) -> None:
     """The later committer re-locates its keys in the rows the concurrent commit added
     and marks them too: each key keeps one live row, the later committer's."""
-    t = make(catalog, version, isolation)
-    stale = catalog.load_table("db.t")
+    t = make(sqlite_catalog, version, isolation)
+    stale = sqlite_catalog.load_table("db.t")
     t.append(rows([300], "other"))  # a key the upsert below also inserts
     t.upsert(rows([5, 6], "winner"))  # keys the upsert below also updates
     stale.upsert(rows([5, 300, 301], "up"))
@@ -191,34 +178,32 @@ def test_upsert_against_a_concurrent_insert_or_update_of_its_keys_rebases(
 
 
 def test_copy_on_write_rewrite_refuses_a_concurrent_merge_on_read_delete(
-    catalog: neve.Catalog, tmp_path: Path
+    sqlite_catalog: neve.Catalog,
 ) -> None:
     """Rewriting a file whose rows a concurrent DV deleted would bring them back."""
-    t = make(catalog, 3, "serializable")
-    other = catalog.load_table("db.t")  # still merge-on-read
+    t = make(sqlite_catalog, 3, "serializable")
+    other = sqlite_catalog.load_table("db.t")  # still merge-on-read
     t.set_properties({"write.delete.mode": "copy-on-write"})
-    stale = catalog.load_table("db.t")
+    stale = sqlite_catalog.load_table("db.t")
     other.delete("id < 3")  # a DV for the file the stale handle rewrites
-    assert_loses(catalog, tmp_path, stale, lambda s: s.delete("id = 50"), "delete file")
+    assert_loses(sqlite_catalog, stale, lambda s: s.delete("id = 50"), "delete file")
     assert ids(t) == list(range(3, 100))
 
 
-def test_two_source_rows_for_one_target_row_are_refused(
-    catalog: neve.Catalog, tmp_path: Path
-) -> None:
-    t = make(catalog, 3, "serializable")
-    before_files, before_md = files_under(tmp_path / "wh"), t.metadata_location
+def test_two_source_rows_for_one_target_row_are_refused(sqlite_catalog: neve.Catalog) -> None:
+    t = make(sqlite_catalog, 3, "serializable")
+    before_files, before_md = files_under(Path(sqlite_catalog.warehouse)), t.metadata_location
     # an upsert on the primary key resolves repeated keys by the merge engine
     # (tests/table/test_merge_engines.py); other merges refuse them
     with pytest.raises(ValidationError, match="more than one source row"):
         t.merge(rows([7, 7, 8], "dup")).when_matched_delete().execute()
     assert t.refresh().metadata_location == before_md
-    assert files_under(tmp_path / "wh") == before_files
+    assert files_under(Path(sqlite_catalog.warehouse)) == before_files
 
 
-def test_bad_merge_input_is_refused_before_writing(catalog: neve.Catalog, tmp_path: Path) -> None:
-    t = make(catalog, 2, "serializable")
-    before = files_under(tmp_path / "wh")
+def test_bad_merge_input_is_refused_before_writing(sqlite_catalog: neve.Catalog) -> None:
+    t = make(sqlite_catalog, 2, "serializable")
+    before = files_under(Path(sqlite_catalog.warehouse))
     with pytest.raises(ValidationError, match="no clause"):
         t.merge(rows([1])).execute()
     with pytest.raises(ValidationError, match="no key column"):
@@ -231,16 +216,16 @@ def test_bad_merge_input_is_refused_before_writing(catalog: neve.Catalog, tmp_pa
         t.update({"id": None}, "id = 1")
     with pytest.raises(ValidationError, match="isolation"):
         t.set_properties({"write.merge.isolation-level": "strict"})
-    assert files_under(tmp_path / "wh") == before
+    assert files_under(Path(sqlite_catalog.warehouse)) == before
     assert ids(t) == list(range(100))
 
 
-def test_primary_key_rules(catalog: neve.Catalog) -> None:
+def test_primary_key_rules(sqlite_catalog: neve.Catalog) -> None:
     with pytest.raises(neve.errors.SchemaError, match="float or double"):
-        catalog.create_table("db.f", pa.schema([("x", pa.float64())]), primary_key=["x"])
+        sqlite_catalog.create_table("db.f", pa.schema([("x", pa.float64())]), primary_key=["x"])
     with pytest.raises(neve.errors.SchemaError, match="not in the schema"):
-        catalog.create_table("db.g", SCHEMA, primary_key=["nope"])
-    t = catalog.create_table(
+        sqlite_catalog.create_table("db.g", SCHEMA, primary_key=["nope"])
+    t = sqlite_catalog.create_table(
         "db.k", pa.schema([("k", pa.int32()), ("v", pa.string())]), primary_key=["k"]
     )
     assert t.schema().identifier_field_ids == (1,)
@@ -249,7 +234,7 @@ def test_primary_key_rules(catalog: neve.Catalog) -> None:
 
 @pytest.mark.parametrize("late_sequence", [3, 30])
 def test_with_a_sequence_field_the_higher_sequence_wins_whichever_commits_last(
-    catalog: neve.Catalog, late_sequence: int
+    sqlite_catalog: neve.Catalog, late_sequence: int
 ) -> None:
     schema = pa.schema(
         [
@@ -258,7 +243,7 @@ def test_with_a_sequence_field_the_higher_sequence_wins_whichever_commits_last(
             ("seq", pa.int64()),
         ]
     )
-    t = catalog.create_table(
+    t = sqlite_catalog.create_table(
         "db.s",
         schema,
         format_version=3,
@@ -266,7 +251,7 @@ def test_with_a_sequence_field_the_higher_sequence_wins_whichever_commits_last(
         properties={"write.merge.mode": "merge-on-read", "sequence.field": "seq"},
     )
     t.append(pa.table({"id": [1, 2], "v": ["a", "b"], "seq": [1, 1]}, schema=schema))
-    stale = catalog.load_table("db.s")
+    stale = sqlite_catalog.load_table("db.s")
     t.upsert(pa.table({"id": [1, 5], "v": ["early", "early"], "seq": [10, 10]}, schema=schema))
     stale.upsert(
         pa.table({"id": [1, 5], "v": ["late", "late"], "seq": [late_sequence] * 2}, schema=schema)
