@@ -1,6 +1,6 @@
 """Copy-on-write rewrites with pyarrow copy each surviving row exactly once, also when
-planning splits a data file into several scan tasks (issue 9, defect 1: a file split
-into n tasks was rewritten n times, whole, multiplying its rows).
+planning splits a data file into several scan tasks (a file split into n tasks must
+be rewritten once, not n times whole, which would multiply its rows).
 
 Every table here has files of many row groups and a split size of one byte, so each
 file is planned as one task per row group; results are compared as row multisets with

@@ -1,8 +1,8 @@
-"""v3 row lineage with pyarrow (issue 9, defect 7): ``_row_id`` and
-``_last_updated_sequence_number`` are readable metadata columns, inherited from the
-data file (``first_row_id`` + position, data sequence number) unless stored; rows a
-copy-on-write delete or overwrite copies keep both values, stored in the new files;
-new rows get fresh ids and the sequence number of the commit that added them."""
+"""v3 row lineage with pyarrow: ``_row_id`` and ``_last_updated_sequence_number`` are
+readable metadata columns, inherited from the data file (``first_row_id`` + position,
+data sequence number) unless stored; rows a copy-on-write delete or overwrite copies
+keep both values, stored in the new files; new rows get fresh ids and the sequence
+number of the commit that added them."""
 
 from __future__ import annotations
 

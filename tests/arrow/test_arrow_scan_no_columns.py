@@ -1,5 +1,5 @@
-"""``scan(columns=[])`` returns the rows with no columns (issue 9, item 13: it returned
-no rows), whatever has to be read to find them: filters, deletes, splits."""
+"""``scan(columns=[])`` returns the rows with no columns (as many rows as a scan of
+every column, not none), whatever has to be read to find them: filters, deletes, splits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``drop_table(purge=True)`` removes everything of the table, and nothing else
-(issue 9, defect 12)."""
+"""``drop_table(purge=True)`` removes everything of the table, and nothing else."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Eight writer processes on one table, on SQLite, PostgreSQL and the filesystem catalog
-(issue 9's test net): appends, deletes and overwrites on disjoint and overlapping key
-ranges. Afterwards no acknowledged append is lost, no row is duplicated, no append
-failed, every delete or overwrite either committed or failed without a trace, and the
-table's rows equal a replay of the committed operations in commit order."""
+"""Eight writer processes on one table, on SQLite, PostgreSQL and the filesystem
+catalog: appends, deletes and overwrites on disjoint and overlapping key ranges.
+Afterwards no acknowledged append is lost, no row is duplicated, no append failed, every
+delete or overwrite either committed or failed without a trace, and the table's rows
+equal a replay of the committed operations in commit order."""
 
 from __future__ import annotations
 

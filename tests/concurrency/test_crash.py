@@ -1,7 +1,7 @@
 """``kill -9`` of a writer at points of its commit, on SQLite, PostgreSQL and the
-filesystem catalog (issue 9's test net). Afterwards the table loads at a committed
-snapshot holding every acknowledged row (and no row of an unacknowledged append other
-than the one that was in flight), and a later writer commits fine.
+filesystem catalog. Afterwards the table loads at a committed snapshot holding every
+acknowledged row (and no row of an unacknowledged append other than the one that was in
+flight), and a later writer commits fine.
 
 The points: before the new metadata file is written, halfway through writing it, after
 it is written but before the pointer swap, inside the database transaction just before

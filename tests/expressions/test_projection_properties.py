@@ -63,7 +63,7 @@ def _edges(lo: int, hi: int, *marks: int) -> st.SearchStrategy[int]:
 
 # The "*_edge" kinds reach the limits of int and long, where Iceberg-Java's truncate
 # and hour wrap around (neve writes the same values): projections must still hold
-# for the stored values (issue 9, defect 5).
+# for the stored values.
 _VALUES: dict[str, tuple[IcebergType, st.SearchStrategy[Any]]] = {
     "int_edge": (INT, _edges(*_I32, 2**30, -(2**30))),
     "long_edge": (LONG, _edges(*_I64, 2**31, -(2**31))),

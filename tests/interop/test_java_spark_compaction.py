@@ -1,8 +1,8 @@
-"""Cross-engine reads of a table neve maintained on Spark (issue 13): neve compacts a
-merge-on-read history (v2 position deletes, v3 deletion vectors) with
-``neve.spark.maintenance.rewrite_data_files``, then expires the superseded snapshots
-on Spark; Iceberg-Java 1.10.2 and pyiceberg read every kept snapshot with neve's rows
-(and, in v3, Java reads the same row ids and sequence numbers); Java reads a v3 Spark
+"""Cross-engine reads of a table neve maintained on Spark: neve compacts a merge-on-read
+history (v2 position deletes, v3 deletion vectors) with
+``neve.spark.maintenance.rewrite_data_files``, then expires the superseded snapshots on
+Spark; Iceberg-Java 1.10.2 and pyiceberg read every kept snapshot with neve's rows (and,
+in v3, Java reads the same row ids and sequence numbers); Java reads a v3 Spark
 compaction that rebased over a delete committed meanwhile (DVs on the new files)."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Copy-on-write rewrites with Spark copy each surviving row once, also from files that
-planning splits into several tasks (issue 9, defect 1), and keep v3 row lineage
-(defect 7): ``_row_id`` and ``_last_updated_sequence_number`` read the same through
-Spark and pyarrow, and survive Spark's deletes and overwrites. ``read(columns=[])``
-gives the rows with no columns (item 13)."""
+planning splits into several tasks, and keep v3 row lineage: ``_row_id`` and
+``_last_updated_sequence_number`` read the same through Spark and pyarrow, and survive
+Spark's deletes and overwrites. ``read(columns=[])`` gives the rows with no columns."""
 
 from __future__ import annotations
 
@@ -81,7 +80,7 @@ def split_table(catalog: neve.Catalog, version: int = 2, **kwargs: object) -> ne
     return t
 
 
-# -- defect 1: each row copied once ------------------------------------------------------
+# -- each row copied once ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -163,7 +162,7 @@ def test_spark_writes_files_of_many_row_groups_that_rewrite_once(
     assert content(t) == without(data, lambda r: r[0] in (5, 6))
 
 
-# -- defect 7: row lineage -----------------------------------------------------------------
+# -- row lineage ---------------------------------------------------------------------------
 
 
 def lineage(t: neve.Table) -> dict[int, tuple[int, int]]:
@@ -244,7 +243,7 @@ def test_spark_lineage_on_a_v2_table_is_a_schema_error(
         read(spark, t, columns=["id", ROW_ID])
 
 
-# -- item 13: no columns -------------------------------------------------------------------
+# -- no columns ----------------------------------------------------------------------------
 
 
 def test_spark_read_with_no_columns_keeps_the_rows(

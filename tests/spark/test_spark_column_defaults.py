@@ -1,4 +1,4 @@
-"""v3 column defaults on the Spark engine (spec "Default values"; issue 14, item 4).
+"""v3 column defaults on the Spark engine (spec "Default values").
 
 The same history as ``tests/table/test_column_defaults.py`` (``tests/default_values.py``)
 written through ``neve.spark.write`` and the ``neve`` DataSource, read back through

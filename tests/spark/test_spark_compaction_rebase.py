@@ -1,4 +1,4 @@
-"""Compaction on Spark racing other writers (issue 13), as the pyarrow engine's
+"""Compaction on Spark racing other writers, as the pyarrow engine's
 ``tests/table/test_compaction_rebase.py``: the Spark writer tells where every row it
 wrote came from, so a position delete (v2) or deletion vector (v3) committed while the
 compaction runs is carried over to the new files, on bin-packed and sorted rewrites

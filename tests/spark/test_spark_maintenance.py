@@ -1,4 +1,4 @@
-"""Maintenance on Spark (issue 13): ``neve.spark.maintenance`` plans and commits as
+"""Maintenance on Spark: ``neve.spark.maintenance`` plans and commits as
 ``table.maintenance`` does and deletes the files in Spark tasks; the table folder ends
 holding exactly what the kept snapshots need, rows read the same, dry runs change
 nothing."""

@@ -1,4 +1,4 @@
-"""Rewrites on Spark (issue 13): ``neve.spark.maintenance.rewrite_data_files``,
+"""Rewrites on Spark: ``neve.spark.maintenance.rewrite_data_files``,
 ``rewrite_position_delete_files`` and ``rewrite_manifests`` plan what the pyarrow
 actions plan, read and write the rows with Spark, and commit one ``replace`` snapshot.
 Rows read the same at every snapshot, v3 rows keep their row ids, a primary-key table

@@ -1,6 +1,6 @@
-"""Spark appends to a primary-key table keep keys unique, as pyarrow appends do
-(issue 12): keys the batch holds twice, the table holds, or a concurrent commit added
-are refused with DuplicateKeyError naming them, and nothing is written."""
+"""Spark appends to a primary-key table keep keys unique, as pyarrow appends do: keys
+the batch holds twice, the table holds, or a concurrent commit added are refused with
+DuplicateKeyError naming them, and nothing is written."""
 
 from __future__ import annotations
 

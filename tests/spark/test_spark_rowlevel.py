@@ -1,7 +1,7 @@
-"""Merge-on-read row-level changes on Spark (issue 11): the delete files the executors
-write are the ones the pyarrow engine writes (v3: one DV per data file, merged and
-replaced; v2: file-scoped position deletes), pyiceberg reads the same rows, and a
-refused MERGE leaves nothing behind."""
+"""Merge-on-read row-level changes on Spark: the delete files the executors write are
+the ones the pyarrow engine writes (v3: one DV per data file, merged and replaced; v2:
+file-scoped position deletes), pyiceberg reads the same rows, and a refused MERGE leaves
+nothing behind."""
 
 from __future__ import annotations
 

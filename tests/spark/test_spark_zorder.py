@@ -1,8 +1,8 @@
-"""Z-order rewrites on Spark (issue 13): ``strategy="sort"`` with ``zorder(...)``
-computes each row's z-value in Spark tasks with the pyarrow engine's function
+"""Z-order rewrites on Spark: ``strategy="sort"`` with ``zorder(...)`` computes each
+row's z-value in Spark tasks with the pyarrow engine's function
 (:func:`neve.arrow.sorting.zorder_key`), ranges and sorts by it and drops it. Checked
-against the keys computed independently from the written files, and against the
-pyarrow engine's z-order of the same table; bad input is refused before any job."""
+against the keys computed independently from the written files, and against the pyarrow
+engine's z-order of the same table; bad input is refused before any job."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Bad input gets a typed error (a :class:`neve.NeveError`) that says what to do, and
-leaves the table exactly as it was: same metadata version, no files left behind
-(issue 9, defect 13)."""
+leaves the table exactly as it was: same metadata version, no files left behind."""
 
 from __future__ import annotations
 

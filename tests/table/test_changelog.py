@@ -1,7 +1,7 @@
-"""Changelog reads on the pyarrow engine (issue 15): the range rules, replace
-snapshots, delete files written by other engines (equality deletes, position deletes
-scoped to a partition), pairing with and without a key, projections and filters,
-planning only the manifests of the range, and the errors."""
+"""Changelog reads on the pyarrow engine: the range rules, replace snapshots, delete
+files written by other engines (equality deletes, position deletes scoped to a
+partition), pairing with and without a key, projections and filters, planning only the
+manifests of the range, and the errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""v3 column defaults on the pyarrow engine (spec "Default values"; issue 14, item 4).
+"""v3 column defaults on the pyarrow engine (spec "Default values").
 
 ``initial-default`` is what rows written before a column existed read as;
 ``write-default`` is what a write that omits the column stores, and

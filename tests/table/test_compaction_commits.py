@@ -1,7 +1,7 @@
-"""How rewrite_data_files commits (issue 13): partial progress (groups in several
-``replace`` commits; a failed one removes only its own files), the data sequence number
-of the new files (use-starting-sequence-number), remove-dangling-deletes, automatic
-compaction after appends and upserts, and the progress callback."""
+"""How rewrite_data_files commits: partial progress (groups in several ``replace``
+commits; a failed one removes only its own files), the data sequence number of the new
+files (use-starting-sequence-number), remove-dangling-deletes, automatic compaction
+after appends and upserts, and the progress callback."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""rewrite_data_files racing other writers (issue 13): a position delete (v2) or
-deletion vector (v3) committed while the compaction runs is carried over to the files
-it wrote (rows equal to the concurrent writer's result, one live row per key), a
-concurrent copy-on-write rewrite of a file being compacted fails with a typed conflict,
-and either way the table folder holds exactly what the table reaches.
+"""rewrite_data_files racing other writers: a position delete (v2) or deletion vector
+(v3) committed while the compaction runs is carried over to the files it wrote (rows
+equal to the concurrent writer's result, one live row per key), a concurrent
+copy-on-write rewrite of a file being compacted fails with a typed conflict, and either
+way the table folder holds exactly what the table reaches.
 
 The race is staged deterministically: the compaction's progress callback runs after a
 file group was read and written, before the commit, and there the other writer commits

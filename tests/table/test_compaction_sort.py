@@ -1,7 +1,7 @@
-"""rewrite_data_files(strategy="sort") (issue 13): each file group's rows are written
-in the given order (Iceberg-Java's sort_order strings), or the table's, or z-order; the
-written files' rows are checked against orders computed here independently (Python
-sorting; z-order keys built bit by bit from the values). Bad requests change nothing."""
+"""rewrite_data_files(strategy="sort"): each file group's rows are written in the given
+order (Iceberg-Java's sort_order strings), or the table's, or z-order; the written
+files' rows are checked against orders computed here independently (Python sorting;
+z-order keys built bit by bit from the values). Bad requests change nothing."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Snapshot expiration (issue 13): the retention rules of Iceberg-Java (refs, ages,
-minimum counts, explicit ids), and the files it deletes: after it, the table folder
-holds exactly the files the kept snapshots need (checked by listing the folder), rows
-read the same at every kept snapshot, and a dry run changes nothing."""
+"""Snapshot expiration: the retention rules of Iceberg-Java (refs, ages, minimum counts,
+explicit ids), and the files it deletes: after it, the table folder holds exactly the
+files the kept snapshots need (checked by listing the folder), rows read the same at
+every kept snapshot, and a dry run changes nothing."""
 
 from __future__ import annotations
 

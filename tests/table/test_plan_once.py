@@ -1,8 +1,7 @@
 """A filtered copy-on-write delete plans the table once, on the pyarrow engine and on
 Spark: planning reads only the manifests the filter may match, once each, and hands
-the engine the tasks it planned; the engine plans nothing. (Before the house issue,
-the delete planned every manifest for the filter, then planned the whole table again
-to find the tasks of the files to rewrite.)
+the engine the tasks it planned; the engine plans nothing (no second planning of the
+whole table to find the tasks of the files to rewrite).
 
 Reads are counted on the real FileIO with the process-wide manifest cache turned off,
 so that every planning pass shows up as reads. The commit itself still reads each data

@@ -1,7 +1,7 @@
-"""Appends to a primary-key table keep keys unique (issue 12): a key the table or the
-batch holds already is refused with a typed error naming it, nothing written; also
-when a concurrent commit added the key first. ``write.primary-key.check=false`` turns
-the check off for trusted loads."""
+"""Appends to a primary-key table keep keys unique: a key the table or the batch holds
+already is refused with a typed error naming it, nothing written; also when a concurrent
+commit added the key first. ``write.primary-key.check=false`` turns the check off for
+trusted loads."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Orphan file removal (issue 13): files below the table's location that nothing of the
-table reaches and that are older than the cut-off go; everything reachable, everything
-younger, another table nested below, and the filesystem catalog's version files stay;
-a dry run deletes nothing; a writer in another process commits while removal runs."""
+"""Orphan file removal: files below the table's location that nothing of the table
+reaches and that are older than the cut-off go; everything reachable, everything
+younger, another table nested below, and the filesystem catalog's version files stay; a
+dry run deletes nothing; a writer in another process commits while removal runs."""
 
 from __future__ import annotations
 

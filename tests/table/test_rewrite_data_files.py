@@ -1,8 +1,8 @@
-"""Bin-pack compaction, rewrite_data_files (issue 13): small files and files with many
-deleted rows are rewritten per partition into target-size files with their deletes
-applied, as one ``replace`` snapshot; rows read the same at every snapshot, row ids
-stay (v3), Iceberg-Java's options decide what qualifies, and a concurrent delete on a
-file being compacted is carried over to the new files (more in test_compaction_rebase.py)."""
+"""Bin-pack compaction, rewrite_data_files: small files and files with many deleted rows
+are rewritten per partition into target-size files with their deletes applied, as one
+``replace`` snapshot; rows read the same at every snapshot, row ids stay (v3),
+Iceberg-Java's options decide what qualifies, and a concurrent delete on a file being
+compacted is carried over to the new files (more in test_compaction_rebase.py)."""
 
 from __future__ import annotations
 

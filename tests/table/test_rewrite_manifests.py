@@ -1,6 +1,6 @@
-"""rewrite_manifests (issue 13): many small data manifests become few, clustered by
-partition; rows, time travel, data sequence numbers and row ids read exactly as before;
-the commit is a ``replace``; a concurrent append during the rewrite is kept."""
+"""rewrite_manifests: many small data manifests become few, clustered by partition;
+rows, time travel, data sequence numbers and row ids read exactly as before; the commit
+is a ``replace``; a concurrent append during the rewrite is kept."""
 
 from __future__ import annotations
 

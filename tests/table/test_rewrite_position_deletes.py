@@ -1,8 +1,8 @@
-"""rewrite_position_delete_files (issue 13): every data file ends with at most one
-position delete file of its own (a DV in v3, a file-scoped Parquet file in v2), Parquet
-position deletes of a table upgraded to v3 become DVs, dangling position deletes go,
-rows are the same at every snapshot, the commit is a ``replace``, and a concurrent
-delete on a merged file makes it fail with nothing left behind."""
+"""rewrite_position_delete_files: every data file ends with at most one position delete
+file of its own (a DV in v3, a file-scoped Parquet file in v2), Parquet position deletes
+of a table upgraded to v3 become DVs, dangling position deletes go, rows are the same at
+every snapshot, the commit is a ``replace``, and a concurrent delete on a merged file
+makes it fail with nothing left behind."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Concurrent row-level changes (issue 11): each validation rule of a merge-on-read
-change, under both isolation levels, with a typed error and the table exactly as the
-winning commit left it (no files of the losing change left behind); and bad MERGE input
-refused before anything is written."""
+"""Concurrent row-level changes: each validation rule of a merge-on-read change, under
+both isolation levels, with a typed error and the table exactly as the winning commit
+left it (no files of the losing change left behind); and bad MERGE input refused before
+anything is written."""
 
 from __future__ import annotations
 
