@@ -39,13 +39,6 @@ def changes(t: neve.Table, **kwargs: Any) -> list[tuple[str, int, int, int | Non
     return sorted((r["_change_type"], r["_change_ordinal"], r["id"], r["v"]) for r in out)
 
 
-@pytest.fixture
-def cat(tmp_path: Path) -> neve.Catalog:
-    c = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=f"{tmp_path}/wh")
-    c.create_namespace("db")
-    return c
-
-
 def keyed(cat: neve.Catalog, version: int = 2, **kwargs: Any) -> neve.Table:
     return cat.create_table(
         f"db.t{uuid.uuid4().hex[:6]}",
@@ -56,8 +49,8 @@ def keyed(cat: neve.Catalog, version: int = 2, **kwargs: Any) -> neve.Table:
     )
 
 
-def test_range_is_start_exclusive_end_inclusive(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_range_is_start_exclusive_end_inclusive(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     t.append(rows([1, 2]))
     t.append(rows([3]))
     t.delete("id = 1")
@@ -82,8 +75,8 @@ def test_range_is_start_exclusive_end_inclusive(cat: neve.Catalog) -> None:
     ]
 
 
-def test_time_range(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_time_range(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     t.append(rows([1]))
     time.sleep(0.01)
     t.append(rows([2]))
@@ -98,8 +91,8 @@ def test_time_range(cat: neve.Catalog) -> None:
     assert [c[2] for c in changes(t, end_time=snaps[1].timestamp_ms)] == [1, 2]
 
 
-def test_replace_snapshots_contribute_nothing(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_replace_snapshots_contribute_nothing(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     for i in range(4):
         t.append(rows([i]))
     t.delete("id = 0")
@@ -112,8 +105,10 @@ def test_replace_snapshots_contribute_nothing(cat: neve.Catalog) -> None:
     assert changes(t, start_snapshot_id=before) == [("INSERT", 0, 9, 9)]
 
 
-def test_equality_and_partition_position_deletes_of_other_engines(cat: neve.Catalog) -> None:
-    t = cat.create_table("db.eq", SCHEMA, partition_by=["cat"], format_version=2)
+def test_equality_and_partition_position_deletes_of_other_engines(
+    sqlite_catalog: neve.Catalog,
+) -> None:
+    t = sqlite_catalog.create_table("db.eq", SCHEMA, partition_by=["cat"], format_version=2)
     t.append(pa.concat_tables([rows([1, 2, 3], cat="a"), rows([4, 5], cat="b")]))
     t.append(rows([6, 7], cat="a"))
     files = {task.file.file_path: task for task in t.scan().plan_files()}
@@ -155,8 +150,8 @@ def test_equality_and_partition_position_deletes_of_other_engines(cat: neve.Cata
     assert got  # the delete file did delete something new
 
 
-def test_pairing_needs_a_key(cat: neve.Catalog) -> None:
-    t = cat.create_table("db.nokey", SCHEMA, format_version=2)
+def test_pairing_needs_a_key(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.nokey", SCHEMA, format_version=2)
     t.append(rows([1, 2]))
     t.update({"v": 100}, "id = 1")
     # no identifier fields: a delete and an insert, as Iceberg-Java without a key
@@ -177,8 +172,8 @@ def test_pairing_needs_a_key(cat: neve.Catalog) -> None:
         t.changes(identifier_columns=["nope"])
 
 
-def test_net_changes_by_key_and_by_row(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_net_changes_by_key_and_by_row(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     t.append(rows([1, 2, 3]))
     start = t.current_snapshot().snapshot_id
     t.append(rows([4]))
@@ -199,7 +194,7 @@ def test_net_changes_by_key_and_by_row(cat: neve.Catalog) -> None:
         ("INSERT", 5, 3, 31),
     ]
     # without a key, identical rows cancel across the range (Iceberg-Java's net_changes)
-    nokey = cat.create_table("db.nk", SCHEMA, format_version=2)
+    nokey = sqlite_catalog.create_table("db.nk", SCHEMA, format_version=2)
     nokey.append(rows([1]))
     s0 = nokey.current_snapshot().snapshot_id
     nokey.update({"v": 5}, "id = 1")
@@ -208,8 +203,8 @@ def test_net_changes_by_key_and_by_row(cat: neve.Catalog) -> None:
     assert changes(nokey, start_snapshot_id=s0, net_changes=True) == [("INSERT", 2, 8, 8)]
 
 
-def test_columns_and_filter(cat: neve.Catalog) -> None:
-    t = cat.create_table(
+def test_columns_and_filter(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
         "db.part", SCHEMA, partition_by=["cat"], primary_key=["id"], format_version=3
     )
     t.append(pa.concat_tables([rows([1, 2], cat="a"), rows([3, 4], cat="b")]))
@@ -233,8 +228,8 @@ def test_columns_and_filter(cat: neve.Catalog) -> None:
     assert [b.column("_change_ordinal")[0].as_py() for b in batches] == [0, 1]
 
 
-def test_merge_on_read_rows_are_read_back_by_position(cat: neve.Catalog) -> None:
-    t = keyed(cat, version=3)
+def test_merge_on_read_rows_are_read_back_by_position(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog, version=3)
     t.append(rows(list(range(100))))
     start = t.current_snapshot().snapshot_id
     t.delete("id IN (3, 50)")
@@ -248,8 +243,8 @@ def test_merge_on_read_rows_are_read_back_by_position(cat: neve.Catalog) -> None
     ]
 
 
-def test_plans_only_the_manifests_of_the_range(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_plans_only_the_manifests_of_the_range(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     t.append(rows([1, 2]))
     first = t.current_snapshot()
     old = [
@@ -269,8 +264,8 @@ def test_plans_only_the_manifests_of_the_range(cat: neve.Catalog) -> None:
     ]
 
 
-def test_bad_ranges_are_refused(cat: neve.Catalog) -> None:
-    t = keyed(cat)
+def test_bad_ranges_are_refused(sqlite_catalog: neve.Catalog) -> None:
+    t = keyed(sqlite_catalog)
     assert t.changes().num_rows == 0  # no snapshots yet: an empty changelog
     t.append(rows([1]))
     t.append(rows([2]))
@@ -291,12 +286,12 @@ def test_bad_ranges_are_refused(cat: neve.Catalog) -> None:
 
 
 def test_a_snapshot_whose_parent_expired_reads_its_parent_deletes_from_itself(
-    cat: neve.Catalog,
+    sqlite_catalog: neve.Catalog,
 ) -> None:
     # after expiration the range starts at a snapshot whose parent is gone; rows the
     # parent had deleted already (by a delete file still live: another engine's v2
     # position deletes, added beside the older ones) are no change of it
-    t = cat.create_table("db.expired_parent", SCHEMA, format_version=2)
+    t = sqlite_catalog.create_table("db.expired_parent", SCHEMA, format_version=2)
     t.append(rows(list(range(10))))
     (path,) = {task.file.file_path for task in t.scan().plan_files()}
 
@@ -321,13 +316,13 @@ def test_a_snapshot_whose_parent_expired_reads_its_parent_deletes_from_itself(
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_range_starts_after_a_snapshot_whose_parent_took_its_baseline_along(
-    cat: neve.Catalog, version: int
+    sqlite_catalog: neve.Catalog, version: int
 ) -> None:
     # neve's merge-on-read deletes replace a file's delete file (a DV, or the merged
     # position deletes): expiring the parent deletes the replaced one, so the rows the
     # parent had deleted cannot be told apart any more; that snapshot becomes the
     # range's starting state
-    t = keyed(cat, version, properties={"write.delete.mode": "merge-on-read"})
+    t = keyed(sqlite_catalog, version, properties={"write.delete.mode": "merge-on-read"})
     t.append(rows(list(range(10))))
     t.refresh().delete("id < 3")
     t.refresh().delete("id = 7")  # the file's delete file is replaced

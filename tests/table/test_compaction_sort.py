@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -52,10 +51,8 @@ def canon(t: pa.Table) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA, partition_by=["part"], format_version=2)
+def table(sqlite_catalog: neve.Catalog) -> Table:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["part"], format_version=2)
     rng = random.Random(7)
     for i in range(6):
         t.append(batch(list(range(i * 40, i * 40 + 40)), rng))

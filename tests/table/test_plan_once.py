@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -28,11 +27,9 @@ GROUPS = 8
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
     schema = pa.schema([("id", pa.int64()), ("grp", pa.int32())])
-    t = cat.create_table(
+    t = sqlite_catalog.create_table(
         "db.t",
         schema,
         partition_by=["grp"],
