@@ -170,7 +170,6 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[str, Transform, BoundPredicate, A
     ref = BoundReference(NestedField(1, "x", t), (0,), ("x",), True)
     pred = make_bound_predicate(op, ref, lits)
     assume(isinstance(pred, BoundPredicate))
-    assert isinstance(pred, BoundPredicate)
     return kind, transform, pred, v
 
 

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 import neve
 from neve.spark import maintenance
+from reference_reader import local_path, reached_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "table"))
 from test_expire_snapshots import canon, history_table, needed, on_disk, rows
@@ -31,6 +32,11 @@ def test_spark_expire_matches_the_pyarrow_plan(
     snaps = t.snapshots()
     before = {s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in snaps}
     cutoff = snaps[4].timestamp_ms
+    # the files only the four snapshots older than the cut-off reach, read from the
+    # metadata apart from neve
+    only_expired = reached_files(t.metadata_location, [s.snapshot_id for s in snaps[:4]])
+    still_kept = reached_files(t.metadata_location, [s.snapshot_id for s in snaps[4:]])
+    doomed = set().union(*(only_expired[k] - still_kept[k] for k in only_expired))
     plan = t.maintenance.expire_snapshots(older_than=cutoff, dry_run=True)
     listing = on_disk(t)
     dry = maintenance.expire_snapshots(spark, t, older_than=cutoff, dry_run=True)
@@ -38,7 +44,9 @@ def test_spark_expire_matches_the_pyarrow_plan(
     assert on_disk(t) == listing
 
     done = maintenance.expire_snapshots(spark, t, older_than=cutoff)
-    assert done.files == plan.files and not done.failed and len(done.files) > 0
+    assert done.files == plan.files and not done.failed
+    assert done.expired_snapshot_ids == tuple(sorted(s.snapshot_id for s in snaps[:4]))
+    assert {local_path(p) for p in done.files} == {local_path(p) for p in doomed}
     t = sqlite_catalog.load_table("db.t")
     assert on_disk(t) == needed(t)
     for s in t.snapshots():

@@ -9,6 +9,7 @@ removes the snapshots that need them, and dry runs change nothing."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from neve.spec.manifest import DataFileContent
 from neve.spec.snapshot import Operation
 from neve.table.maintenance import reachable_files
 from neve.table.table import Table
+from reference_reader import live_entries, manifest_list
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "table"))
 from test_expire_snapshots import canon, history_table, needed, on_disk
@@ -59,7 +61,11 @@ def test_spark_compaction_then_expiration(
     lineage = canon(t.scan(columns=LINEAGE).to_arrow()) if version >= 3 else None
     opts = {"min-input-files": "2"}
     plan = t.maintenance.rewrite_data_files(options=opts, dry_run=True)
-    assert plan.rewritten_data_files_count > 0
+    # min-input-files=2: the data files of every partition holding two or more go
+    per_partition = Counter(
+        e.partition for e in live_entries(t.metadata_location) if e.content == 0
+    )
+    assert plan.rewritten_data_files_count == sum(n for n in per_partition.values() if n >= 2)
     listing = on_disk(t)
 
     dry = maintenance.rewrite_data_files(spark, t, options=opts, dry_run=True)
@@ -145,7 +151,8 @@ def test_spark_position_delete_rewrite(spark: SparkSession, sqlite_catalog: neve
     plan = t.maintenance.rewrite_position_delete_files(dry_run=True)
     listing = on_disk(t)
     dry = maintenance.rewrite_position_delete_files(spark, t, dry_run=True)
-    assert dry == plan and plan.data_files > 0 and plan.dangling_delete_files > 0
+    # four data files have position deletes; those of the dropped z file dangle
+    assert dry == plan and plan.data_files == 4 and plan.dangling_delete_files == 1
     assert on_disk(t) == listing
     assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
 
@@ -178,9 +185,19 @@ def test_spark_rewrite_manifests(spark: SparkSession, sqlite_catalog: neve.Catal
     before = every_snapshot(t)
     lineage = canon(t.scan(columns=LINEAGE).to_arrow())
     listing = on_disk(t)
+    data_manifests = [m for m in manifest_list(t.metadata_location) if m["content"] == 0]
     done = maintenance.rewrite_manifests(spark, t)
-    assert done.rewritten_manifests_count > done.added_manifests_count > 0
     t = sqlite_catalog.load_table("db.t")
+    # every data manifest is rewritten into the new snapshot's own data manifests
+    head = t.current_snapshot()
+    assert head is not None
+    added = [
+        m
+        for m in manifest_list(t.metadata_location)
+        if m["content"] == 0 and m["added_snapshot_id"] == head.snapshot_id
+    ]
+    assert done.rewritten_manifests_count == len(data_manifests)
+    assert done.added_manifests_count == len(added) < len(data_manifests)
     assert t.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     for sid, want in before.items():
         assert canon(t.scan(snapshot_id=sid).to_arrow()) == want
@@ -194,10 +211,11 @@ def test_spark_sort_strategy(spark: SparkSession, sqlite_catalog: neve.Catalog) 
     test_spark_zorder.py)."""
     t = history_table(sqlite_catalog, 3)
     want = canon(t.scan().to_arrow())
+    live = [e for e in live_entries(t.metadata_location) if e.content == 0]
     done = maintenance.rewrite_data_files(
         spark, t, options={"rewrite-all": "true"}, strategy="sort", sort_order="v desc"
     )
-    assert done.rewritten_data_files_count > 0
+    assert done.rewritten_data_files_count == len(live)  # rewrite-all: every data file
     t = sqlite_catalog.load_table("db.t")
     assert canon(t.scan().to_arrow()) == want
     for task in t.scan().plan_files():

@@ -19,6 +19,7 @@ from neve.errors import NoSuchSnapshotError
 from neve.spec.manifest import DataFile
 from neve.spec.snapshot import Snapshot
 from neve.spec.values import civil_to_days
+from reference_reader import manifest_list
 
 UTC = dt.timezone.utc
 SCHEMA = pa.schema(
@@ -322,7 +323,9 @@ def test_files_entries_manifests_and_partitions_of_a_partitioned_table(
 
     # manifests: counts agree with the entries of each manifest
     manifests = t.inspect.manifests()
-    assert manifests.num_rows >= 1
+    listed = manifest_list(t.metadata_location)  # read apart from neve
+    assert manifests.num_rows == len(listed)
+    assert set(manifests.column("path").to_pylist()) == {m["manifest_path"] for m in listed}
     assert sum(manifests.column("added_data_files_count").to_pylist()) == status[1]
     assert sum(manifests.column("existing_data_files_count").to_pylist()) == status[0]
     assert sum(manifests.column("deleted_data_files_count").to_pylist()) == status[2]
