@@ -6,6 +6,11 @@
 - ``catalog``: a fresh catalog per test, once for each kind (SQLite, filesystem,
   PostgreSQL, and REST: neve's REST client against a real ``neve serve`` on a loopback
   port, backed by SQLite; one server per test process, a warehouse per catalog).
+- ``sqlite_catalog``: one fresh SQLite catalog per test with the namespace ``db``, for
+  tests that need a catalog but test nothing about its kind. Its database and
+  warehouse are ``sqlite_catalog.uri`` and ``sqlite_catalog.warehouse`` (for a second
+  connection, e.g. from another process).
+- ``catalog_factory``: fresh catalogs by kind, for tests that need several.
 - ``rest_server``: that server.
 - ``s3_server``: the S3-protocol test server (moto behind a logging, fault-injecting
   front; ``tests/s3server``) for the session; ``s3_warehouse``: a fresh bucket on it
@@ -310,6 +315,16 @@ def secured(tmp_path_factory: pytest.TempPathFactory, idp_key: object) -> Iterat
     work = tmp_path_factory.mktemp("secured")
     with NeveServer.start(work, config=secured_config(work, idp_key)) as server:  # type: ignore[arg-type]
         yield server
+
+
+@pytest.fixture
+def sqlite_catalog(catalog_factory: Callable[[str], Catalog]) -> SqlCatalog:
+    """A fresh SQLite catalog with the namespace ``db`` (its engine is disposed of after
+    the test)."""
+    cat = catalog_factory("sqlite")
+    assert isinstance(cat, SqlCatalog)
+    cat.create_namespace("db")
+    return cat
 
 
 # -- Spark ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Column defaults shared by the pyarrow, Spark and cross-engine tests (issue 14, item 4).
+"""Column defaults shared by the pyarrow, Spark and cross-engine tests.
 
 A format v3 table ``id`` (long, required) gains one column per type in :data:`CASES`,
 each with an ``initial-default`` and a different ``write-default``. :func:`build` then

@@ -1,6 +1,6 @@
 """Copy-on-write rewrites with pyarrow copy each surviving row exactly once, also when
-planning splits a data file into several scan tasks (issue 9, defect 1: a file split
-into n tasks was rewritten n times, whole, multiplying its rows).
+planning splits a data file into several scan tasks (a file split into n tasks must
+be rewritten once, not n times whole, which would multiply its rows).
 
 Every table here has files of many row groups and a split size of one byte, so each
 file is planned as one task per row group; results are compared as row multisets with
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -67,16 +66,9 @@ def tasks_per_file(t: neve.Table) -> Counter[str]:
     return Counter(task.file.file_path for task in t.refresh().scan().plan_files())
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 @pytest.fixture(params=[2, 3], ids=["v2", "v3"])
-def table(request: pytest.FixtureRequest, catalog: neve.Catalog) -> neve.Table:
-    t = catalog.create_table(
+def table(request: pytest.FixtureRequest, sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table(
         "db.t", arrow(rows(0, 1)).schema, properties=SPLIT_PROPS, format_version=request.param
     )
     t.append(arrow(rows(0, ROWS)))
@@ -111,8 +103,8 @@ def test_overwrite_by_filter_copies_each_row_once(table: neve.Table) -> None:
     assert content(table) == model
 
 
-def test_dynamic_partition_overwrite_of_split_files(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_dynamic_partition_overwrite_of_split_files(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
         "db.p", arrow(rows(0, 1)).schema, partition_by=["grp"], properties=SPLIT_PROPS
     )
     t.append(arrow(rows(0, 8000)))

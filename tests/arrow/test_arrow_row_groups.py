@@ -2,8 +2,8 @@
 
 Real Parquet files with several row groups; a filter keeps exactly the groups where a
 row may match. NaN is invisible to Parquet statistics, so NaN rows must never be
-pruned (issue 9, defect 3; the scans of the issue's examples are in
-tests/differential/test_issue9_defects.py).
+pruned (whole-table scans of such files are in
+tests/differential/test_edge_value_scans.py).
 """
 
 from __future__ import annotations
@@ -79,9 +79,7 @@ FLOAT_ROWS = pa.table(
         ("f < 0.0", [1, 2]),  # -0.0 is not below 0.0; -7.0 is
     ],
 )
-def test_defect3_float_row_groups_keep_their_nan_rows(
-    tmp_path: Path, text: str, kept: list[int]
-) -> None:
+def test_float_row_groups_keep_their_nan_rows(tmp_path: Path, text: str, kept: list[int]) -> None:
     assert _kept(tmp_path, FLOATS, FLOAT_ROWS, 2, text) == kept
 
 

@@ -1,12 +1,10 @@
-"""v3 row lineage with pyarrow (issue 9, defect 7): ``_row_id`` and
-``_last_updated_sequence_number`` are readable metadata columns, inherited from the
-data file (``first_row_id`` + position, data sequence number) unless stored; rows a
-copy-on-write delete or overwrite copies keep both values, stored in the new files;
-new rows get fresh ids and the sequence number of the commit that added them."""
+"""v3 row lineage with pyarrow: ``_row_id`` and ``_last_updated_sequence_number`` are
+readable metadata columns, inherited from the data file (``first_row_id`` + position,
+data sequence number) unless stored; rows a copy-on-write delete or overwrite copies
+keep both values, stored in the new files; new rows get fresh ids and the sequence
+number of the commit that added them."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -85,15 +83,8 @@ def seq(t: neve.Table) -> int:
     return snap.sequence_number
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
-def test_lineage_columns_are_inherited_from_the_files(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
+def test_lineage_columns_are_inherited_from_the_files(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
     t.append(rows(0, 30))
     t.append(rows(30, 20))
     # one file per append, rows in order: ids count from next-row-id 0
@@ -103,8 +94,8 @@ def test_lineage_columns_are_inherited_from_the_files(catalog: neve.Catalog) -> 
     assert set(stored_lineage(t).values()) == {None}
 
 
-def test_select_star_leaves_the_lineage_columns_out(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
+def test_select_star_leaves_the_lineage_columns_out(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
     t.append(rows(0, 5))
     assert t.scan().to_arrow().column_names == ["id", "grp", "payload"]
     out = t.scan(columns=[SEQ, "grp"], filter="id >= 3").to_arrow()
@@ -115,9 +106,9 @@ def test_select_star_leaves_the_lineage_columns_out(catalog: neve.Catalog) -> No
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_lineage_columns_on_older_tables_are_a_schema_error(
-    catalog: neve.Catalog, version: int
+    sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, format_version=version)
+    t = sqlite_catalog.create_table("db.t", rows(0, 1).schema, format_version=version)
     t.append(rows(0, 5))
     with pytest.raises(SchemaError, match="v3"):
         t.scan(columns=["id", ROW_ID]).to_arrow()
@@ -127,9 +118,9 @@ def test_lineage_columns_on_older_tables_are_a_schema_error(
 
 @pytest.mark.parametrize("partition_by", [None, ["grp"]], ids=["unpartitioned", "by-grp"])
 def test_copy_on_write_delete_keeps_lineage(
-    catalog: neve.Catalog, partition_by: list[str] | None
+    sqlite_catalog: neve.Catalog, partition_by: list[str] | None
 ) -> None:
-    t = catalog.create_table(
+    t = sqlite_catalog.create_table(
         "db.t",
         rows(0, 1).schema,
         partition_by=partition_by,
@@ -157,8 +148,10 @@ def test_copy_on_write_delete_keeps_lineage(
     assert lineage(t, snapshot_id=t.snapshots()[-2].snapshot_id) == after
 
 
-def test_overwrite_keeps_lineage_and_new_rows_get_fresh_ids(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, properties=SPLIT_PROPS, format_version=3)
+def test_overwrite_keeps_lineage_and_new_rows_get_fresh_ids(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
+        "db.t", rows(0, 1).schema, properties=SPLIT_PROPS, format_version=3
+    )
     t.append(rows(0, 1000))
     before = lineage(t)
     next_id = t.refresh().metadata.next_row_id
@@ -183,8 +176,10 @@ def test_overwrite_keeps_lineage_and_new_rows_get_fresh_ids(catalog: neve.Catalo
     assert_unique_ids(lineage(t))
 
 
-def test_changes_in_one_transaction_keep_lineage(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, properties=SPLIT_PROPS, format_version=3)
+def test_changes_in_one_transaction_keep_lineage(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
+        "db.t", rows(0, 1).schema, properties=SPLIT_PROPS, format_version=3
+    )
     t.append(rows(0, 500))
     before = lineage(t)
     with t.transaction() as tx:
@@ -197,8 +192,8 @@ def test_changes_in_one_transaction_keep_lineage(catalog: neve.Catalog) -> None:
     assert_unique_ids(after)
 
 
-def test_deleted_rows_do_not_shift_the_ids_of_the_others(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
+def test_deleted_rows_do_not_shift_the_ids_of_the_others(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", rows(0, 1).schema, format_version=3)
     t.append(rows(0, 100))
     (task,) = t.scan().plan_files()
     dv = write_deletion_vector_puffin(
@@ -211,8 +206,8 @@ def test_deleted_rows_do_not_shift_the_ids_of_the_others(catalog: neve.Catalog) 
     assert lineage(t.refresh()) == {i: (i, 1) for i in range(100) if i not in (0, 10, 11, 20, 50)}
 
 
-def test_rows_of_a_table_upgraded_to_v3(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", rows(0, 1).schema, format_version=2)
+def test_rows_of_a_table_upgraded_to_v3(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", rows(0, 1).schema, format_version=2)
     t.append(rows(0, 10))
     t.upgrade_format_version(3)
     t = t.refresh()
@@ -227,9 +222,9 @@ def test_rows_of_a_table_upgraded_to_v3(catalog: neve.Catalog) -> None:
     assert lineage(t.refresh()) == {k: v for k, v in after.items() if k != 4}
 
 
-def test_a_table_column_named_like_a_lineage_column(catalog: neve.Catalog) -> None:
+def test_a_table_column_named_like_a_lineage_column(sqlite_catalog: neve.Catalog) -> None:
     schema = pa.schema([("id", pa.int64()), ("_ROW_ID", pa.string())])
-    t = catalog.create_table("db.t", schema, format_version=3, properties=COPY_ON_WRITE)
+    t = sqlite_catalog.create_table("db.t", schema, format_version=3, properties=COPY_ON_WRITE)
     data = pa.table({"id": pa.array(range(6), pa.int64()), "_ROW_ID": [f"r{i}" for i in range(6)]})
     t.append(data)
     before = t.scan(columns=["id", SEQ]).to_arrow()

@@ -1,9 +1,7 @@
-"""``scan(columns=[])`` returns the rows with no columns (issue 9, item 13: it returned
-no rows), whatever has to be read to find them: filters, deletes, splits."""
+"""``scan(columns=[])`` returns the rows with no columns (as many rows as a scan of
+every column, not none), whatever has to be read to find them: filters, deletes, splits."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -27,10 +25,8 @@ def data(start: int, n: int) -> pa.Table:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table(
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table(
         "db.t",
         data(0, 1).schema,
         partition_by=["grp"],
@@ -75,8 +71,6 @@ def test_no_columns_over_splits_and_deletes(table: neve.Table) -> None:
     assert no_columns(t, filter="grp = 2").num_rows == sum(1 for i in IDS if i % 4 == 2) - 3
 
 
-def test_no_columns_of_an_empty_table(tmp_path: Path) -> None:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.e", data(0, 1).schema)
+def test_no_columns_of_an_empty_table(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.e", data(0, 1).schema)
     assert no_columns(t).num_rows == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -26,10 +25,8 @@ def data(n: int) -> pa.Table:
 
 
 @pytest.fixture()
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table(
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table(
         "db.t",
         data(1).schema,
         properties={"write.parquet.row-group-size-bytes": "16384"},

@@ -207,7 +207,7 @@ def test_time_transforms_match_scalar_over_the_whole_range(
 ) -> None:
     """Years and months of dates 5.8 million years away and timestamps 290,000 years
     away (pyarrow's calendar kernels were wrong beyond 100 million days, so neve wrote
-    partition values its projections did not expect; issue 9, defect 2), and hours
+    partition values its projections did not expect), and hours
     beyond 2**31 wrapping as Iceberg-Java's int cast does."""
     source, arrow_type, edges = case
     bits = 32 if source == DATE else 64

@@ -1,5 +1,7 @@
 """Commits that never land in the wrong table, never poison a catalog connection and do
-not give up early (issue 9, defects 4, 8 and 14), on real catalogs."""
+not give up early, on real catalogs: a stale writer never commits into a re-created
+table, appends keep rebasing while validating changes keep the retry count, and a busy
+SQLite database is waited for, then retried cleanly."""
 
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ def ids(table: Table) -> list[int]:
     return sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
 
 
-# -- defect 4: a stale writer never commits into a re-created table ------------------------
+# -- a stale writer never commits into a re-created table ----------------------------------
 
 
 def test_stale_handle_cannot_commit_into_a_recreated_table(catalog: Catalog) -> None:
@@ -121,7 +123,7 @@ def test_lost_swap_retry_notices_the_recreated_table(catalog: Catalog) -> None:
     }
 
 
-# -- defect 14: appends keep rebasing; validating changes keep the retry count ---------------
+# -- appends keep rebasing; validating changes keep the retry count --------------------------
 
 
 @pytest.fixture
@@ -201,7 +203,7 @@ def test_append_gives_up_at_the_total_timeout(
     assert data_files(catalog.warehouse) == live_data_files(table)
 
 
-# -- defect 8: a busy SQLite database is waited for, then retried cleanly ------------------
+# -- a busy SQLite database is waited for, then retried cleanly ----------------------------
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Table properties: reserved ones (``format-version``) act instead of being stored,
-known ones are checked when set, and a bad stored value never blocks the commit that
-repairs it (issue 9, defects 6, 11 and the property part of 13)."""
+known ones are checked when set, keys and values that are not strings are typed errors,
+and a bad stored value never blocks the commit that repairs it."""
 
 from __future__ import annotations
 
@@ -28,18 +28,11 @@ def rows(start: int, n: int = 3) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "s": [str(i) for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture
-def sqlite_catalog(catalog_factory: Callable[[str], Catalog]) -> Catalog:
-    cat = catalog_factory("sqlite")
-    cat.create_namespace("db")
-    return cat
-
-
 def files_under(root: str) -> set[str]:
     return {str(p) for p in Path(root).rglob("*") if p.is_file()}
 
 
-# -- defect 6: format-version is reserved -------------------------------------------------
+# -- format-version is reserved -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -111,7 +104,7 @@ def test_a_stored_format_version_property_can_be_removed(sqlite_catalog: Catalog
     assert dict(sqlite_catalog.load_table("db.t").properties) == {"k": "v"}
 
 
-# -- defect 11: known properties are checked when set ----------------------------------------
+# -- known properties are checked when set ---------------------------------------------------
 
 BAD_VALUES = [
     ("commit.retry.num-retries", "abc"),
@@ -203,7 +196,7 @@ def test_good_values_and_unknown_properties_are_stored(sqlite_catalog: Catalog) 
     assert sqlite_catalog.load_table("db.t").properties["commit.retry.num-retries"] == "7"
 
 
-# -- defect 13 (properties): non-string keys and values are typed errors ----------------------
+# -- non-string keys and values are typed errors ----------------------------------------------
 
 NOT_STRINGS: list[tuple[str, Callable[[Catalog, Table], Any]]] = [
     ("int value", lambda c, t: t.set_properties({"a": 1})),
@@ -233,7 +226,7 @@ def test_non_string_properties_are_typed_errors(
     assert not sqlite_catalog.table_exists("db.u")
 
 
-# -- defect 11: a bad stored value never bricks the table -------------------------------------
+# -- a bad stored value never bricks the table ------------------------------------------------
 
 STORED_BAD = {
     "commit.retry.num-retries": "abc",
@@ -284,9 +277,9 @@ def test_bad_stored_values_fall_back_to_defaults_in_the_commit_path(catalog: Cat
 
 @pytest.mark.primitives
 def test_repair_commit_of_a_bad_value_goes_through(catalog: Catalog) -> None:
-    """Issue 9's reproduction: an unusable retry count stored by another engine; the
-    set_properties (or remove_properties) that fixes it commits, and an append commits
-    meanwhile without leaving files behind."""
+    """An unusable retry count stored by another engine: the set_properties (or
+    remove_properties) that fixes it commits, and an append commits meanwhile without
+    leaving files behind."""
     catalog.create_namespace("db")
     t = catalog.create_table("db.t", SCHEMA)
     bricked = store_as_another_engine(catalog, t, {"commit.retry.num-retries": "abc"})

@@ -1,5 +1,5 @@
-"""What the writer processes of the primary-key rebase test run (issue 12), and the
-model the parent replays their committed operations through.
+"""What the writer processes of the primary-key rebase test run, and the model the
+parent replays their committed operations through.
 
 A primary-key table ``(k, v)``: writers upsert small batches of keys from one shared
 range (some keys existing, some new, so two writers insert the same new key) and

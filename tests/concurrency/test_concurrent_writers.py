@@ -1,10 +1,9 @@
-"""Eight writer processes on one table, on SQLite, PostgreSQL and the filesystem catalog
-(issue 9's test net), and on the filesystem catalog on s3 (the test server; issue 24):
-appends, deletes and overwrites on disjoint and overlapping key ranges. Afterwards no
-acknowledged append is lost, no row is duplicated, no append failed, every delete or
-overwrite either committed or failed without a trace, and the table's rows equal a
-replay of the committed operations in commit order. On s3 the version files also form
-one chain."""
+"""Eight writer processes on one table, on SQLite, PostgreSQL and the filesystem catalog,
+and on the filesystem catalog on s3 (the test server): appends, deletes and overwrites
+on disjoint and overlapping key ranges. Afterwards no acknowledged append is lost, no
+row is duplicated, no append failed, every delete or overwrite either committed or
+failed without a trace, and the table's rows equal a replay of the committed operations
+in commit order. On s3 the version files also form one chain."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``kill -9`` of a writer at points of its commit, on SQLite, PostgreSQL and the
-filesystem catalog (issue 9's test net), and on the filesystem catalog on s3 (the test
-server; issue 24: there the writer also dies while its put is in flight). Afterwards the table loads at a committed
+filesystem catalog, and on the filesystem catalog on s3 (the test server: there the
+writer also dies while its put is in flight). Afterwards the table loads at a committed
 snapshot holding every acknowledged row (and no row of an unacknowledged append other
 than the one that was in flight), and a later writer commits fine.
 

@@ -1,8 +1,8 @@
 """Eight writer processes upserting overlapping keys of one primary-key table, and
 deleting keys from the same data files, on SQLite, PostgreSQL and the filesystem
-catalog (issue 12): every operation commits (the rebase matrix says these rebase, so
-no conflict error and no give-up), no key is held twice, and the table equals a replay
-of the committed operations in commit order (no lost update, no lost delete)."""
+catalog: every operation commits (the rebase matrix says these rebase, so no conflict
+error and no give-up), no key is held twice, and the table equals a replay of the
+committed operations in commit order (no lost update, no lost delete)."""
 
 from __future__ import annotations
 

@@ -14,12 +14,13 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap64
 
 from budget import examples
 from differential.tables import Case, arrow_table, cases, create, rows_by_id
+from differential.test_scan_arrow import decimal_truncate_overflow
 from neve.arrow.reader import DeleteCache, read_data_file
 from neve.catalog import Catalog
 from neve.errors import ValidationError
@@ -47,8 +48,10 @@ def test_rows_at_positions_equal_a_whole_read(
     try:
         if case.rows_a:
             table.append(arrow_table(case.cols, case.rows_a))
-    except ValidationError:
-        return  # a value the partition transform cannot store (see test_scan_arrow)
+    except ValidationError as exc:
+        # only a value the partition transform cannot store may refuse the append
+        assume(not decimal_truncate_overflow(exc))
+        raise
     if case.version >= 2 and case.rows_a and data.draw(st.booleans(), label="delete"):
         cut = data.draw(st.integers(0, len(case.rows_a)), label="delete ids below")
         table.refresh().delete(f"id < {cut}")

@@ -1,4 +1,4 @@
-"""Differential scan tests on the pyarrow engine (issue 9, the test net).
+"""Differential scan tests on the pyarrow engine.
 
 For random tables (:mod:`differential.tables`) and random filters
 (:mod:`differential.model`), a scan returns exactly the rows the row-by-row oracle

@@ -1,4 +1,4 @@
-"""Differential scan tests through Spark (issue 9, the test net).
+"""Differential scan tests through Spark.
 
 The same random tables and oracle as :mod:`differential.test_scan_arrow`, restricted
 to the types Spark holds: rows of spec A are written with pyarrow, rows of spec B with

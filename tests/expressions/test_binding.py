@@ -138,7 +138,7 @@ def test_nan_tests_simplify_on_non_floating_columns() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        # Every value compares true, but a null satisfies no comparison (issue 9):
+        # Every value compares true, but a null satisfies no comparison:
         # Iceberg-Java's ALWAYS_TRUE would select the null rows too.
         ("small < 3000000000", "small not null"),
         ("small <= 3000000000", "small not null"),

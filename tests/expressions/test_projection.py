@@ -70,7 +70,7 @@ def check(
 # {W} is the partition value Iceberg-Java's wrapping arithmetic stores for the lowest
 # values of the type (truncate[10] of -2147483648 is 2147483646 in int arithmetic):
 # comparisons those values satisfy must admit it, the others must not claim it
-# (issue 9, defect 5; before, these projections pruned such rows).
+# (rows such projections prune would be lost).
 @pytest.mark.parametrize(
     ("text", "inclusive", "strict"),
     [
@@ -111,13 +111,13 @@ _WRAPPING = [
 
 
 @pytest.mark.parametrize(("source", "transform", "values"), _WRAPPING)
-def test_defect5_wrapped_partition_values_are_never_pruned_nor_claimed(
+def test_wrapped_partition_values_are_never_pruned_nor_claimed(
     source: IcebergType, transform: Transform, values: list[int]
 ) -> None:
     """Where Iceberg-Java's arithmetic wraps (truncate[100] of -2147483648 is stored
     as 2147483596), the inclusive projection of every predicate a value satisfies
     holds on its stored partition value, and a strict projection holding on it means
-    the value satisfies the predicate (issue 9, defect 5)."""
+    the value satisfies the predicate."""
     schema = Schema(NestedField(1, "x", source))
     target = BoundReference(
         NestedField(1000, "p", transform.result_type(source), False), (0,), ("p",), True
@@ -142,7 +142,7 @@ def test_defect5_wrapped_partition_values_are_never_pruned_nor_claimed(
                 assert row_test((v,)), f"{text} claims {v} ({strict})"
 
 
-def test_defect5_residuals_of_the_wrapped_partition() -> None:
+def test_residuals_of_a_wrapped_partition_value_keep_the_row_filter() -> None:
     schema = Schema(NestedField(1, "x", INT))
     spec = PartitionSpec(0, (PartitionField(1, 1000, TruncateTransform(100), "p"),))
     stored = (TruncateTransform(100).apply(INT, -(2**31)),)

@@ -63,7 +63,7 @@ def _edges(lo: int, hi: int, *marks: int) -> st.SearchStrategy[int]:
 
 # The "*_edge" kinds reach the limits of int and long, where Iceberg-Java's truncate
 # and hour wrap around (neve writes the same values): projections must still hold
-# for the stored values (issue 9, defect 5).
+# for the stored values.
 _VALUES: dict[str, tuple[IcebergType, st.SearchStrategy[Any]]] = {
     "int_edge": (INT, _edges(*_I32, 2**30, -(2**30))),
     "long_edge": (LONG, _edges(*_I64, 2**31, -(2**31))),
@@ -170,7 +170,6 @@ def cases(draw: st.DrawFn, kind: str) -> tuple[str, Transform, BoundPredicate, A
     ref = BoundReference(NestedField(1, "x", t), (0,), ("x",), True)
     pred = make_bound_predicate(op, ref, lits)
     assume(isinstance(pred, BoundPredicate))
-    assert isinstance(pred, BoundPredicate)
     return kind, transform, pred, v
 
 

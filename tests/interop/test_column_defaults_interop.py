@@ -1,4 +1,4 @@
-"""v3 column defaults across engines (spec "Default values"; issue 14, item 4).
+"""v3 column defaults across engines (spec "Default values").
 
 - A table whose ``initial-default`` and ``write-default`` differ, written by neve
   (``tests/default_values.py``), reads as the same rows in Iceberg-Java 1.10.2 (Spark

@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-import neve
 from neve.catalog import Catalog
 from neve.spec.types import parse_type
 from neve.table.table import Table
@@ -84,19 +83,12 @@ def _newest_metadata(root: Path) -> Path:
     return max(found, key=lambda p: int(p.name.split("-", 1)[0]))
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("verification")
-    return cat
-
-
 def open_case(catalog: Catalog, case: str) -> tuple[Table, Path, dict[str, Any]]:
     case_dir = FIXTURES / case
     assert case_dir.is_dir(), f"fixture {case_dir} is missing"
     root = materialize(case_dir)
     metadata = _newest_metadata(root)
-    table = catalog.register_table(("verification", case), str(metadata))
+    table = catalog.register_table(("db", case), str(metadata))
     expected = json.loads((case_dir / "expected.json").read_text())
     return table, metadata, expected
 
@@ -199,8 +191,8 @@ def _snapshot_at(table: Table, at: str | int) -> int:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_rows_match_golden(catalog: Catalog, case: str) -> None:
-    table, _, expected = open_case(catalog, case)
+def test_rows_match_golden(sqlite_catalog: Catalog, case: str) -> None:
+    table, _, expected = open_case(sqlite_catalog, case)
     assert expected["accept"] is True
     observations = expected["observations"]
     assert [str(o["at"]) for o in observations] == _observation_points(case)
@@ -215,9 +207,9 @@ def test_rows_match_golden(catalog: Catalog, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_projection_and_filter_agree_with_golden(catalog: Catalog, case: str) -> None:
+def test_projection_and_filter_agree_with_golden(sqlite_catalog: Catalog, case: str) -> None:
     """A projected, filtered scan returns the golden's rows restricted the same way."""
-    table, _, expected = open_case(catalog, case)
+    table, _, expected = open_case(sqlite_catalog, case)
     obs = expected["observations"][-1]
     types, want = expected_rows(obs)
     names = [n for n in types if n != "__rowkey"]
@@ -230,11 +222,11 @@ def test_projection_and_filter_agree_with_golden(catalog: Catalog, case: str) ->
         assert canonical_rows(got.to_pylist(), types) == expect
 
 
-def test_time_travel_to_first_append(catalog: Catalog) -> None:
+def test_time_travel_to_first_append(sqlite_catalog: Catalog) -> None:
     """iceberg-go's two appends: the first snapshot holds the rows of the first data
     file only (checked against pyiceberg and against the Parquet file itself), by
     snapshot id and by timestamp."""
-    table, metadata, expected = open_case(catalog, "v2_read_append_timetravel")
+    table, metadata, expected = open_case(sqlite_catalog, "v2_read_append_timetravel")
     first, second = sorted(table.snapshots(), key=lambda s: s.sequence_number)
     assert second.parent_snapshot_id == first.snapshot_id
     types, latest = expected_rows(expected["observations"][0])

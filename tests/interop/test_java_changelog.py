@@ -1,4 +1,4 @@
-"""Changelog reads against Iceberg-Java 1.10.2's ``create_changelog_view`` (issue 15).
+"""Changelog reads against Iceberg-Java 1.10.2's ``create_changelog_view``.
 
 On tables Java can read a changelog of (appends and copy-on-write rewrites, written by
 Java or by neve) neve's ``table.changes`` returns the same rows: with update pairing by

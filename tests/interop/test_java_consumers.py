@@ -1,8 +1,8 @@
-"""Streaming consumers and Iceberg-Java 1.10.2 (issue 15 item 6): a consumer is a tag,
-so Java's ``expire_snapshots`` procedure keeps the snapshot a live consumer has read up
-to and, by the tag's ``max-ref-age-ms`` (the consumer's expiration time), forgets a
-consumer that stopped, as neve's expiration does. neve also keeps the snapshots after
-a consumer's tag; Java keeps only the tagged one (docs/STREAMING.md)."""
+"""Streaming consumers and Iceberg-Java 1.10.2: a consumer is a tag, so Java's
+``expire_snapshots`` procedure keeps the snapshot a live consumer has read up to and, by
+the tag's ``max-ref-age-ms`` (the consumer's expiration time), forgets a consumer that
+stopped, as neve's expiration does. neve also keeps the snapshots after a consumer's
+tag; Java keeps only the tagged one (docs/STREAMING.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""v3 row lineage through copy-on-write, as Iceberg-Java 1.10.2 does it (issue 9,
-defect 7).
+"""v3 row lineage through copy-on-write, as Iceberg-Java 1.10.2 does it.
 
 What Java does (pinned by the first test): a copy-on-write ``DELETE FROM`` on a v3
 table rewrites the affected data file with two extra Parquet columns, ``_row_id``

@@ -1,11 +1,11 @@
-"""Edge values, differential against Iceberg-Java 1.10.2 (issue 9, defects 2 and 3).
+"""Edge values, differential against Iceberg-Java 1.10.2.
 
 One set of rows full of edge values (NaN, -0.0, +-inf, nulls, integer extremes,
 pre-1970 and far dates and timestamps, decimals at their precision limits, empty
 strings and binaries) is written twice: by Iceberg-Java (several INSERTs, so several
 files, each of several Parquet row groups) and by neve (several appends, small row
 groups, partitioned by ``day(ts)``). Runs of NaN next to one value make row groups whose
-Parquet statistics have min == max (defect 3).
+Parquet statistics have min == max, which must not hide their NaN rows.
 
 For each of a fixed list of filters (every predicate kind, ``IS NaN``, ``!=``,
 ``NOT IN`` with -0.0, ``NOT (x = v)``, ranges over the extremes) the rows of both engines
@@ -95,7 +95,7 @@ def make_rows() -> list[dict[str, Any]]:
         for col, edges in EDGES.items():
             row[col] = edges[(r * STEPS[col] + r // len(edges)) % len(edges)]
         rows.append(row)
-    # Batch 0: NaN next to one value (Parquet min == max, defect 3); batch 1: all NaN;
+    # Batch 0: NaN next to one value (Parquet min == max); batch 1: all NaN;
     # batch 2: -0.0 and 0.0 only; batch 3: +-inf and NaN. Each batch has one timestamp,
     # so that neve's table (partitioned by day(ts)) keeps it in one file.
     for r in range(0, 40):

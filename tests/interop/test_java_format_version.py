@@ -1,5 +1,4 @@
-"""``format-version`` as a table property, as Iceberg-Java 1.10.2 handles it (issue 9,
-defect 6).
+"""``format-version`` as a table property, as Iceberg-Java 1.10.2 handles it.
 
 What Java does (checked here on its own tables, next to neve's):
 

@@ -1,7 +1,7 @@
-"""Snapshot expiration agrees with Iceberg-Java 1.10.2 (issue 13): on the same
-merge-on-read history, Java's ``expire_snapshots`` procedure keeps the snapshots neve's
-plan keeps and deletes as many files of each kind as neve's dry run says; after neve
-expires a table, Java and pyiceberg read every kept snapshot with neve's rows."""
+"""Snapshot expiration agrees with Iceberg-Java 1.10.2: on the same merge-on-read
+history, Java's ``expire_snapshots`` procedure keeps the snapshots neve's plan keeps and
+deletes as many files of each kind as neve's dry run says; after neve expires a table,
+Java and pyiceberg read every kept snapshot with neve's rows."""
 
 from __future__ import annotations
 

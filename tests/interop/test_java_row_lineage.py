@@ -1,7 +1,7 @@
-"""v3 row lineage against Iceberg-Java 1.10.2 (issue 9, defect 7): after neve's
-copy-on-write delete and overwrite, Iceberg-Java reads the ``_row_id`` and
-``_last_updated_sequence_number`` neve reads; after Iceberg-Java's own copy-on-write
-delete, neve reads the values Iceberg-Java reads."""
+"""v3 row lineage against Iceberg-Java 1.10.2: after neve's copy-on-write delete and
+overwrite, Iceberg-Java reads the ``_row_id`` and ``_last_updated_sequence_number`` neve
+reads; after Iceberg-Java's own copy-on-write delete, neve reads the values Iceberg-Java
+reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``truncate`` at the integer limits against Iceberg-Java 1.10.2 (issue 9, defect 5).
+"""``truncate`` at the integer limits against Iceberg-Java 1.10.2.
 
 Iceberg-Java computes ``truncate(W, v)`` as ``v - (((v % W) + W) % W)`` in Java's
 wrapping int (long) arithmetic, so near the minimum the partition value wraps around:

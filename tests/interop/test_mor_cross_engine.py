@@ -1,5 +1,5 @@
 """Merge-on-read tables cross engines: what neve writes, Iceberg-Java 1.10.2 and
-pyiceberg 0.12 read; what Iceberg-Java writes, neve reads (issue 11).
+pyiceberg 0.12 read; what Iceberg-Java writes, neve reads.
 
 One sequence of row-level changes (append, a partial delete, an update, an upsert, a
 second delete, a conditional merge) runs against a Python model keyed by ``id`` and

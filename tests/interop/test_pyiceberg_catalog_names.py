@@ -1,6 +1,6 @@
-"""A database that pyiceberg wrote under its own catalog name (issue 14): neve, opened
-under another name, says where the tables are and how to connect, instead of only that
-they do not exist; opened under that name, it reads them."""
+"""A database that pyiceberg wrote under its own catalog name: neve, opened under
+another name, says where the tables are and how to connect, instead of only that they do
+not exist; opened under that name, it reads them."""
 
 from __future__ import annotations
 

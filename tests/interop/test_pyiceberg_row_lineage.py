@@ -1,4 +1,4 @@
-"""v3 row lineage as pyiceberg 0.12 sees neve's tables (issue 9, defect 7).
+"""v3 row lineage as pyiceberg 0.12 sees neve's tables.
 
 What pyiceberg 0.12 can do: it has no ``_row_id`` / ``_last_updated_sequence_number``
 metadata columns (its scans return the table's columns only), and its manifest and

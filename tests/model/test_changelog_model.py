@@ -1,10 +1,9 @@
-"""Model-based test of changelog reads (issue 15): the row-level machine's random
-sequences of appends, merge-on-read and copy-on-write deletes, updates, merges and
-upserts, plus overwrites by filter and compactions (``replace`` snapshots), on a
-merge-on-read and a copy-on-write table; after each step the changelog between two
-random snapshots of the history equals the difference of the model's states there
-(updates paired by the primary key; with and without ``compute_updates``,
-``net_changes`` and a row filter)."""
+"""Model-based test of changelog reads: the row-level machine's random sequences of
+appends, merge-on-read and copy-on-write deletes, updates, merges and upserts, plus
+overwrites by filter and compactions (``replace`` snapshots), on a merge-on-read and a
+copy-on-write table; after each step the changelog between two random snapshots of the
+history equals the difference of the model's states there (updates paired by the primary
+key; with and without ``compute_updates``, ``net_changes`` and a row filter)."""
 
 from __future__ import annotations
 

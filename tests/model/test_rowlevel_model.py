@@ -1,10 +1,9 @@
-"""Model-based test of row-level changes on primary-key tables (issue 11): random
-sequences of append, delete, update, merge and upsert run on two tables at once, one
-merge-on-read and one copy-on-write, checked after every step against a Python model
-keyed by the primary key. Every run draws its format version (2 or 3), partition
-layout, split size and row-group size, so rows spread over many files, row groups and
-splits, and deletion vectors / position delete files are merged and replaced again and
-again.
+"""Model-based test of row-level changes on primary-key tables: random sequences of
+append, delete, update, merge and upsert run on two tables at once, one merge-on-read
+and one copy-on-write, checked after every step against a Python model keyed by the
+primary key. Every run draws its format version (2 or 3), partition layout, split size
+and row-group size, so rows spread over many files, row groups and splits, and deletion
+vectors / position delete files are merged and replaced again and again.
 
 The model's semantics are written independently of neve: a comparison is false for a
 null, also under ``NOT`` (Iceberg rewrites ``NOT a < k`` to ``a >= k``); SQL conditions of a merge are false when they

@@ -1,7 +1,6 @@
-"""Model-based table tests (issue 9's test net): random sequences of appends, deletes,
-overwrites, dynamic partition overwrites, schema and partition evolution, branches,
-rollbacks and transactions, checked after every step against a plain Python model of
-the table's rows.
+"""Model-based table tests: random sequences of appends, deletes, overwrites, dynamic
+partition overwrites, schema and partition evolution, branches, rollbacks and
+transactions, checked after every step against a plain Python model of the table's rows.
 
 The model knows nothing of files, manifests or snapshots' layout: it is a list of row
 dicts per branch, and a record of the rows each snapshot held. Filters are evaluated

@@ -253,13 +253,11 @@ def test_unrepresentable_types_are_refused() -> None:
         to_spark_column(equal("u", "f79c3e09-677c-4bbd-a479-3f349cb785e7"), schema)
 
 
-def test_defect3_spark_reads_the_nan_rows_of_single_value_row_groups(
-    spark: Any, tmp_path: Any
-) -> None:
-    """Spark must not lose the NaN rows of a row group whose Parquet min = max (issue 9,
-    defect 3), in files written by pyarrow and by Spark (parquet-mr). neve's Spark
-    filter never reaches parquet-mr's statistics filter: its predicates are made
-    null-free with coalesce, which Spark does not push down."""
+def test_spark_reads_the_nan_rows_of_single_value_row_groups(spark: Any, tmp_path: Any) -> None:
+    """Spark must not lose the NaN rows of a row group whose Parquet min = max, in
+    files written by pyarrow and by Spark (parquet-mr). neve's Spark filter never
+    reaches parquet-mr's statistics filter: its predicates are made null-free with
+    coalesce, which Spark does not push down."""
     import math
 
     import pyarrow as pa

@@ -1,13 +1,11 @@
 """Copy-on-write rewrites with Spark copy each surviving row once, also from files that
-planning splits into several tasks (issue 9, defect 1), and keep v3 row lineage
-(defect 7): ``_row_id`` and ``_last_updated_sequence_number`` read the same through
-Spark and pyarrow, and survive Spark's deletes and overwrites. ``read(columns=[])``
-gives the rows with no columns (item 13)."""
+planning splits into several tasks, and keep v3 row lineage: ``_row_id`` and
+``_last_updated_sequence_number`` read the same through Spark and pyarrow, and survive
+Spark's deletes and overwrites. ``read(columns=[])`` gives the rows with no columns."""
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -67,13 +65,6 @@ def without(data: list[Row], drop: object) -> Counter[Row]:
     return Counter(r for r in data if not drop(r))  # type: ignore[operator]
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def split_table(catalog: neve.Catalog, version: int = 2, **kwargs: object) -> neve.Table:
     t = catalog.create_table(
         "db.t",
@@ -88,14 +79,14 @@ def split_table(catalog: neve.Catalog, version: int = 2, **kwargs: object) -> ne
     return t
 
 
-# -- defect 1: each row copied once ------------------------------------------------------
+# -- each row copied once ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_delete_and_overwrite_of_split_files(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = split_table(catalog, version)
+    t = split_table(sqlite_catalog, version)
     delete(spark, t, "id = 5 or (id > 1000 and id < 1010)")
     model = without(rows(0, ROWS), lambda r: r[0] == 5 or 1000 < r[0] < 1010)
     assert content(t) == model
@@ -108,16 +99,16 @@ def test_spark_delete_and_overwrite_of_split_files(
 
 
 def test_spark_overwrite_partitions_of_split_files(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog, partition_by=["grp"])
+    t = split_table(sqlite_catalog, partition_by=["grp"])
     new = [r for r in rows(20_000, 12) if r[1] == 2]
     overwrite_partitions(to_df(spark, new), t)
     assert content(t) == without(rows(0, ROWS), lambda r: r[1] == 2) + Counter(new)
 
 
-def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = split_table(catalog, 3)
+def test_spark_rewrites_in_a_transaction(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    t = split_table(sqlite_catalog, 3)
     before = lineage(t)
     appended = rows(30_000, 20)
     with t.transaction(SparkEngine(spark)) as tx:
@@ -133,9 +124,9 @@ def test_spark_rewrites_in_a_transaction(spark: SparkSession, catalog: neve.Cata
 
 
 def test_spark_rewriter_reads_with_the_current_schema(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog)
+    t = split_table(sqlite_catalog)
     with t.update_schema() as u:
         u.add_column("extra", "long")
     t = t.refresh()
@@ -147,10 +138,10 @@ def test_spark_rewriter_reads_with_the_current_schema(
 
 
 def test_spark_writes_files_of_many_row_groups_that_rewrite_once(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
     # files as Spark writes them: parquet.block.size from the table's row-group size
-    t = catalog.create_table(
+    t = sqlite_catalog.create_table(
         "db.s", arrow(rows(0, 1)).schema, properties=SPLIT_PROPS, format_version=3
     )
     data = rows(0, 4000)
@@ -165,7 +156,7 @@ def test_spark_writes_files_of_many_row_groups_that_rewrite_once(
     assert content(t) == without(data, lambda r: r[0] in (5, 6))
 
 
-# -- defect 7: row lineage -----------------------------------------------------------------
+# -- row lineage ---------------------------------------------------------------------------
 
 
 def lineage(t: neve.Table) -> dict[int, tuple[int, int]]:
@@ -192,8 +183,10 @@ def unique_ids(found: dict[int, tuple[int, int]]) -> bool:
     return None not in ids and len(set(ids)) == len(ids)
 
 
-def test_spark_reads_the_lineage_pyarrow_reads(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = split_table(catalog, 3, partition_by=["grp"])
+def test_spark_reads_the_lineage_pyarrow_reads(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
+    t = split_table(sqlite_catalog, 3, partition_by=["grp"])
     t.append(arrow(rows(ROWS, 40)))
     t.refresh().delete("id < 30")  # pyarrow copy-on-write: stored lineage in new files
     found = lineage(t)
@@ -207,8 +200,10 @@ def test_spark_reads_the_lineage_pyarrow_reads(spark: SparkSession, catalog: nev
     assert read(spark, t).columns == ["id", "grp", "payload"]
 
 
-def test_spark_copy_on_write_keeps_lineage(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = split_table(catalog, 3)
+def test_spark_copy_on_write_keeps_lineage(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
+    t = split_table(sqlite_catalog, 3)
     before = lineage(t)
     next_id = t.refresh().metadata.next_row_id
     assert next_id is not None
@@ -234,21 +229,21 @@ def test_spark_copy_on_write_keeps_lineage(spark: SparkSession, catalog: neve.Ca
 
 
 def test_spark_lineage_on_a_v2_table_is_a_schema_error(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table("db.v2", arrow(rows(0, 1)).schema)
+    t = sqlite_catalog.create_table("db.v2", arrow(rows(0, 1)).schema)
     t.append(arrow(rows(0, 3)))
     with pytest.raises(SchemaError, match="v3"):
         read(spark, t, columns=["id", ROW_ID])
 
 
-# -- item 13: no columns -------------------------------------------------------------------
+# -- no columns ----------------------------------------------------------------------------
 
 
 def test_spark_read_with_no_columns_keeps_the_rows(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = split_table(catalog, partition_by=["grp"])
+    t = split_table(sqlite_catalog, partition_by=["grp"])
     df = read(spark, t, columns=[])
     assert df.columns == []
     assert df.count() == ROWS

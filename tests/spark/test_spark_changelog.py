@@ -1,7 +1,7 @@
-"""Changelog reads on Spark (issue 15): ``neve.spark.changes`` and the data source's
-``changelog=true`` return the rows ``table.changes`` returns, on a table with many
-kinds of values (timestamps to the microsecond, decimals, dates, nested structs and
-maps, floats with -0.0 and NaN), over merge-on-read and copy-on-write changes; filters,
+"""Changelog reads on Spark: ``neve.spark.changes`` and the data source's
+``changelog=true`` return the rows ``table.changes`` returns, on a table with many kinds
+of values (timestamps to the microsecond, decimals, dates, nested structs and maps,
+floats with -0.0 and NaN), over merge-on-read and copy-on-write changes; filters,
 columns, net changes and the pairing error."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""v3 column defaults on the Spark engine (spec "Default values"; issue 14, item 4).
+"""v3 column defaults on the Spark engine (spec "Default values").
 
 The same history as ``tests/table/test_column_defaults.py`` (``tests/default_values.py``)
 written through ``neve.spark.write`` and the ``neve`` DataSource, read back through
@@ -8,9 +8,7 @@ DataSource, and compared with the pyarrow scan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -33,6 +31,7 @@ from default_values import (
     ids_table,
 )
 from javaengine import canon_rows
+from neve.catalog import SqlCatalog
 from neve.errors import DataSchemaMismatchError, ValidationError
 from neve.spark import merge, read, register_datasource, upsert, write
 
@@ -40,13 +39,6 @@ pytestmark = pytest.mark.spark
 
 ID_ONLY = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 NAME = "db.t"
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[neve.Catalog]:
-    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    yield cat
 
 
 def to_df(spark: SparkSession, table: pa.Table) -> DataFrame:
@@ -65,14 +57,14 @@ def arrow_rows(table: neve.Table) -> Any:
     return canon_rows(table.scan().to_arrow().select(column_names()).to_pylist())
 
 
-def test_spark_write_and_read(spark: SparkSession, catalog: neve.Catalog) -> None:
-    catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+def test_spark_write_and_read(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    sqlite_catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
 
     def append(data: pa.Table) -> None:
-        write(to_df(spark, data), catalog.load_table(NAME))
+        write(to_df(spark, data), sqlite_catalog.load_table(NAME))
 
-    build(lambda: catalog.load_table(NAME), append)
-    t = catalog.load_table(NAME)
+    build(lambda: sqlite_catalog.load_table(NAME), append)
+    t = sqlite_catalog.load_table(NAME)
     assert arrow_rows(t) == expected()
     assert spark_rows(read(spark, t)) == expected()
     # filters on defaulted columns, applied after the fill
@@ -85,35 +77,33 @@ def test_spark_write_and_read(spark: SparkSession, catalog: neve.Catalog) -> Non
     assert {r["id"]: r["d"] for r in got}[0] == CASES[4].initial
 
 
-def test_datasource_write_and_read(
-    spark: SparkSession, catalog: neve.Catalog, tmp_path: Path
-) -> None:
+def test_datasource_write_and_read(spark: SparkSession, sqlite_catalog: SqlCatalog) -> None:
     register_datasource(spark)
-    catalog.create_table(NAME, ID_ONLY, format_version=3)
-    options = {"uri": f"sqlite:///{tmp_path}/catalog.db", "warehouse": str(tmp_path / "wh")}
+    sqlite_catalog.create_table(NAME, ID_ONLY, format_version=3)
+    options = {"uri": sqlite_catalog.uri, "warehouse": sqlite_catalog.warehouse}
 
     def append(data: pa.Table) -> None:
         to_df(spark, data).write.format("neve").options(**options).mode("append").save(NAME)
 
-    build(lambda: catalog.load_table(NAME), append)
-    assert arrow_rows(catalog.load_table(NAME)) == expected()
+    build(lambda: sqlite_catalog.load_table(NAME), append)
+    assert arrow_rows(sqlite_catalog.load_table(NAME)) == expected()
     df = spark.read.format("neve").options(**options).load(NAME)
     assert spark_rows(df) == expected()
 
 
 def test_spark_upsert_and_merge_use_the_write_default(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+    t = sqlite_catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
     t.append(ids_table([1, 2]))
-    add_columns(catalog.load_table(NAME))
-    upsert(spark, to_df(spark, ids_table([2, 3])), catalog.load_table(NAME))
+    add_columns(sqlite_catalog.load_table(NAME))
+    upsert(spark, to_df(spark, ids_table([2, 3])), sqlite_catalog.load_table(NAME))
     (
-        merge(spark, to_df(spark, full_table([4], nulls=True)), catalog.load_table(NAME))
+        merge(spark, to_df(spark, full_table([4], nulls=True)), sqlite_catalog.load_table(NAME))
         .when_not_matched_insert_all()
         .execute()
     )
-    got = {r["id"]: r for r in read(spark, catalog.load_table(NAME)).toArrow().to_pylist()}
+    got = {r["id"]: r for r in read(spark, sqlite_catalog.load_table(NAME)).toArrow().to_pylist()}
     assert canon_rows([[got[1][c.name] for c in CASES]]) == canon_rows([[c.initial for c in CASES]])
     for i in (2, 3):
         assert canon_rows([[got[i][c.name] for c in CASES]]) == canon_rows(
@@ -122,8 +112,10 @@ def test_spark_upsert_and_merge_use_the_write_default(
     assert all(got[4][c.name] is None for c in CASES)
 
 
-def test_spark_write_omitting_a_required_column(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
+def test_spark_write_omitting_a_required_column(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
+    t = sqlite_catalog.create_table(NAME, ID_ONLY, format_version=3, primary_key=["id"])
     t.append(ids_table([1]))
     with t.update_schema() as u:
         u.add_column(
@@ -133,42 +125,43 @@ def test_spark_write_omitting_a_required_column(spark: SparkSession, catalog: ne
             initial_default=Decimal("-1.5"),
             write_default=Decimal("2.0"),
         )
-    write(to_df(spark, ids_table([2])), catalog.load_table(NAME))
-    with catalog.load_table(NAME).update_schema() as u:
+    write(to_df(spark, ids_table([2])), sqlite_catalog.load_table(NAME))
+    with sqlite_catalog.load_table(NAME).update_schema() as u:
         u.update_column_default("r", None)
-    location = catalog.load_table(NAME).metadata_location
+    location = sqlite_catalog.load_table(NAME).metadata_location
     with pytest.raises(DataSchemaMismatchError, match="required column 'r'"):
-        write(to_df(spark, ids_table([3])), catalog.load_table(NAME))
+        write(to_df(spark, ids_table([3])), sqlite_catalog.load_table(NAME))
     with pytest.raises(ValidationError, match="no write default"):
-        upsert(spark, to_df(spark, ids_table([3])), catalog.load_table(NAME))
-    assert catalog.load_table(NAME).metadata_location == location
+        upsert(spark, to_df(spark, ids_table([3])), sqlite_catalog.load_table(NAME))
+    assert sqlite_catalog.load_table(NAME).metadata_location == location
     got = {
-        r["id"]: str(r["r"]) for r in read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+        r["id"]: str(r["r"])
+        for r in read(spark, sqlite_catalog.load_table(NAME)).toArrow().to_pylist()
     }
     assert got == {1: "-1.5", 2: "2.0"}
 
 
-def test_nested_struct_field_defaults(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_nested_struct_field_defaults(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),
             pa.field("p", pa.struct([pa.field("x", pa.int32())])),
         ]
     )
-    t = catalog.create_table(NAME, schema, format_version=3)
+    t = sqlite_catalog.create_table(NAME, schema, format_version=3)
     write(to_df(spark, pa.table({"id": [1, 2], "p": [{"x": 1}, None]}, schema=schema)), t)
-    with catalog.load_table(NAME).update_schema() as u:
+    with sqlite_catalog.load_table(NAME).update_schema() as u:
         u.add_column("p.y", "int", initial_default=-3, write_default=4)
     more = pa.table({"id": [3, 4], "p": [{"x": 3}, None]}, schema=schema)
-    write(to_df(spark, more), catalog.load_table(NAME))
+    write(to_df(spark, more), sqlite_catalog.load_table(NAME))
     want = {1: {"x": 1, "y": -3}, 2: None, 3: {"x": 3, "y": 4}, 4: None}
-    got = read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+    got = read(spark, sqlite_catalog.load_table(NAME)).toArrow().to_pylist()
     assert {r["id"]: r["p"] for r in got} == want
-    ours = catalog.load_table(NAME).scan().to_arrow().to_pylist()
+    ours = sqlite_catalog.load_table(NAME).scan().to_arrow().to_pylist()
     assert {r["id"]: r["p"] for r in ours} == want
 
 
-def test_defaults_inside_lists_and_maps(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_defaults_inside_lists_and_maps(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     point = pa.struct([pa.field("x", pa.int32())])
     schema = pa.schema(
         [
@@ -185,35 +178,37 @@ def test_defaults_inside_lists_and_maps(spark: SparkSession, catalog: neve.Catal
         },
         schema=schema,
     )
-    t = catalog.create_table(NAME, schema, format_version=3)
+    t = sqlite_catalog.create_table(NAME, schema, format_version=3)
     write(to_df(spark, old), t)
-    with catalog.load_table(NAME).update_schema() as u:
+    with sqlite_catalog.load_table(NAME).update_schema() as u:
         u.add_column("pts.y", "int", initial_default=-3, write_default=4)
         u.add_column("named.y", "long", initial_default=-5, write_default=6)
     new = pa.table({"id": [3], "pts": [[{"x": 3}]], "named": [[("b", {"x": 3})]]}, schema=schema)
-    write(to_df(spark, new), catalog.load_table(NAME))
+    write(to_df(spark, new), sqlite_catalog.load_table(NAME))
     want = {
         1: ([{"x": 1, "y": -3}, None], [("a", {"x": 1, "y": -5})]),
         2: (None, None),
         3: ([{"x": 3, "y": 4}], [("b", {"x": 3, "y": 6})]),
     }
-    got = read(spark, catalog.load_table(NAME)).toArrow().to_pylist()
+    got = read(spark, sqlite_catalog.load_table(NAME)).toArrow().to_pylist()
     assert {r["id"]: (r["pts"], r["named"]) for r in got} == want
-    ours = catalog.load_table(NAME).scan().to_arrow().to_pylist()
+    ours = sqlite_catalog.load_table(NAME).scan().to_arrow().to_pylist()
     assert {r["id"]: (r["pts"], r["named"]) for r in ours} == want
 
 
-def test_files_without_metrics_keep_their_nulls(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_files_without_metrics_keep_their_nulls(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
     """Without column metrics a file's footer tells whether it holds the column: a
     file written after the column was added keeps its nulls."""
     props = {"write.metadata.metrics.default": "none"}
-    t = catalog.create_table(NAME, ID_ONLY, format_version=3, properties=props)
+    t = sqlite_catalog.create_table(NAME, ID_ONLY, format_version=3, properties=props)
     t.append(ids_table([1]))
     with t.update_schema() as u:
         u.add_column("n", "int", initial_default=-1, write_default=2)
     t.append(pa.table({"id": pa.array([2], pa.int64()), "n": pa.array([None], pa.int32())}))
     t.append(ids_table([3]))
-    t = catalog.load_table(NAME)
+    t = sqlite_catalog.load_table(NAME)
     assert all(not task.file.value_counts for task in t.scan().plan_files())
     want = {1: -1, 2: None, 3: 2}
     assert {r["id"]: r["n"] for r in read(spark, t).toArrow().to_pylist()} == want

@@ -1,4 +1,4 @@
-"""Compaction on Spark racing other writers (issue 13), as the pyarrow engine's
+"""Compaction on Spark racing other writers, as the pyarrow engine's
 ``tests/table/test_compaction_rebase.py``: the Spark writer tells where every row it
 wrote came from, so a position delete (v2) or deletion vector (v3) committed while the
 compaction runs is carried over to the new files, on bin-packed and sorted rewrites
@@ -40,13 +40,6 @@ from test_compaction_rebase import (
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def history(t: Table) -> dict[int, list[tuple[Any, ...]]]:
     return {
         s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in t.snapshots()
@@ -55,10 +48,10 @@ def history(t: Table) -> dict[int, list[tuple[Any, ...]]]:
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_delete_committed_during_a_spark_compaction_is_carried_over(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = small_files(catalog, version)
-    other = catalog.load_table("db.t")
+    t = small_files(sqlite_catalog, version)
+    other = sqlite_catalog.load_table("db.t")
     sources = {task.file.file_path for task in t.scan().plan_files()}
     seen: dict[str, Any] = {}
 
@@ -66,14 +59,14 @@ def test_a_delete_committed_during_a_spark_compaction_is_carried_over(
         if done == 1:  # Spark wrote the groups; nothing committed yet
             other.delete("id in (5, 100, 101, 170)")
             other.refresh().upsert(rows([7, 8], tag="new"))
-            theirs = catalog.load_table("db.t")
+            theirs = sqlite_catalog.load_table("db.t")
             seen["rows"] = live_state(theirs, version)
             seen["head"] = theirs.current_snapshot()
             seen["history"] = history(theirs)
 
     result = maintenance.rewrite_data_files(spark, t, progress=race)
     assert result.rewritten_data_files_count == 18 and result.added_data_files_count == 3
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     head = after.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     assert head.parent_snapshot_id == seen["head"].snapshot_id  # landed after theirs
@@ -95,16 +88,18 @@ def test_a_delete_committed_during_a_spark_compaction_is_carried_over(
         assert canon(after.scan(snapshot_id=sid).to_arrow()) == want
 
 
-def test_a_sorted_spark_compaction_rebases_too(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_a_sorted_spark_compaction_rebases_too(
+    spark: SparkSession, sqlite_catalog: neve.Catalog
+) -> None:
     """Sorted by ``s desc``, each new file takes its rows from many places of many
     source files; a stale handle compacts over two later deletes."""
-    t = small_files(catalog, 3)
-    stale = catalog.load_table("db.t")
+    t = small_files(sqlite_catalog, 3)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 100")
     t.delete("id in (103, 130, 11)")
     want = live_state(t, 3)
     maintenance.rewrite_data_files(spark, stale, strategy="sort", sort_order="s desc")
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert live_state(after, 3) == want
     one_row_per_key(after)
     check_no_dangling_deletes(after)
@@ -117,11 +112,11 @@ def test_a_sorted_spark_compaction_rebases_too(spark: SparkSession, catalog: nev
 
 @pytest.mark.parametrize("strategy", ["binpack", "sort"])
 def test_spark_origins_name_each_written_row(
-    spark: SparkSession, catalog: neve.Catalog, strategy: str
+    spark: SparkSession, sqlite_catalog: neve.Catalog, strategy: str
 ) -> None:
     """The compactor's origins, read back: row k of every written file is the row at
     the recorded position of the recorded source file (deleted rows are in none)."""
-    t = small_files(catalog, 2)
+    t = small_files(sqlite_catalog, 2)
     md = t.metadata
     sort = resolve_sort(md, strategy, "s desc" if strategy == "sort" else None)
     plan = plan_compaction(md, t.io, strategy=strategy, sort=sort)
@@ -153,9 +148,9 @@ def test_spark_origins_name_each_written_row(
 
 
 def test_a_concurrent_copy_on_write_rewrite_conflicts_on_spark(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
     race_a_copy_on_write_rewrite(
-        catalog,
+        sqlite_catalog,
         lambda t, progress: maintenance.rewrite_data_files(spark, t, progress=progress),
     )

@@ -1,4 +1,4 @@
-"""Maintenance on Spark (issue 13): ``neve.spark.maintenance`` plans and commits as
+"""Maintenance on Spark: ``neve.spark.maintenance`` plans and commits as
 ``table.maintenance`` does and deletes the files in Spark tasks; the table folder ends
 holding exactly what the kept snapshots need, rows read the same, dry runs change
 nothing."""
@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 import neve
 from neve.spark import maintenance
+from reference_reader import local_path, reached_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "table"))
 from test_expire_snapshots import canon, history_table, needed, on_disk, rows
@@ -23,21 +24,19 @@ from test_expire_snapshots import canon, history_table, needed, on_disk, rows
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_expire_matches_the_pyarrow_plan(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
-    t = history_table(catalog, version)
+    t = history_table(sqlite_catalog, version)
     snaps = t.snapshots()
     before = {s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in snaps}
     cutoff = snaps[4].timestamp_ms
+    # the files only the four snapshots older than the cut-off reach, read from the
+    # metadata apart from neve
+    only_expired = reached_files(t.metadata_location, [s.snapshot_id for s in snaps[:4]])
+    still_kept = reached_files(t.metadata_location, [s.snapshot_id for s in snaps[4:]])
+    doomed = set().union(*(only_expired[k] - still_kept[k] for k in only_expired))
     plan = t.maintenance.expire_snapshots(older_than=cutoff, dry_run=True)
     listing = on_disk(t)
     dry = maintenance.expire_snapshots(spark, t, older_than=cutoff, dry_run=True)
@@ -45,15 +44,17 @@ def test_spark_expire_matches_the_pyarrow_plan(
     assert on_disk(t) == listing
 
     done = maintenance.expire_snapshots(spark, t, older_than=cutoff)
-    assert done.files == plan.files and not done.failed and len(done.files) > 0
-    t = catalog.load_table("db.t")
+    assert done.files == plan.files and not done.failed
+    assert done.expired_snapshot_ids == tuple(sorted(s.snapshot_id for s in snaps[:4]))
+    assert {local_path(p) for p in done.files} == {local_path(p) for p in doomed}
+    t = sqlite_catalog.load_table("db.t")
     assert on_disk(t) == needed(t)
     for s in t.snapshots():
         assert canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) == before[s.snapshot_id]
 
 
-def test_spark_removes_orphans(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
+def test_spark_removes_orphans(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
     root = Path(t.location.removeprefix("file://"))
     stray = []
     for i in range(5):
@@ -69,4 +70,4 @@ def test_spark_removes_orphans(spark: SparkSession, catalog: neve.Catalog) -> No
     done = maintenance.remove_orphan_files(spark, t)
     assert done.orphan_file_locations == dry.orphan_file_locations and not done.failed
     assert not any(os.path.exists(p) for p in stray)
-    assert canon(catalog.load_table("db.t").scan().to_arrow()) == want
+    assert canon(sqlite_catalog.load_table("db.t").scan().to_arrow()) == want

@@ -1,4 +1,4 @@
-"""Rewrites on Spark (issue 13): ``neve.spark.maintenance.rewrite_data_files``,
+"""Rewrites on Spark: ``neve.spark.maintenance.rewrite_data_files``,
 ``rewrite_position_delete_files`` and ``rewrite_manifests`` plan what the pyarrow
 actions plan, read and write the rows with Spark, and commit one ``replace`` snapshot.
 Rows read the same at every snapshot, v3 rows keep their row ids, a primary-key table
@@ -9,6 +9,7 @@ removes the snapshots that need them, and dry runs change nothing."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from neve.spec.manifest import DataFileContent
 from neve.spec.snapshot import Operation
 from neve.table.maintenance import reachable_files
 from neve.table.table import Table
+from reference_reader import live_entries, manifest_list
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "table"))
 from test_expire_snapshots import canon, history_table, needed, on_disk
@@ -31,13 +33,6 @@ from test_rewrite_position_deletes import scattered
 pytestmark = pytest.mark.spark
 
 LINEAGE = ["id", "_row_id", "_last_updated_sequence_number"]
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
 
 
 def every_snapshot(t: Table) -> dict[int, list[tuple[Any, ...]]]:
@@ -56,29 +51,33 @@ def delete_files_of(t: Table) -> list[Any]:
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_spark_compaction_then_expiration(
-    spark: SparkSession, catalog: neve.Catalog, version: int
+    spark: SparkSession, sqlite_catalog: neve.Catalog, version: int
 ) -> None:
     """A merge-on-read history (position deletes on v2, DVs on v3; an upsert into the
     primary key) compacted on Spark, then expired on Spark."""
-    t = history_table(catalog, version)
+    t = history_table(sqlite_catalog, version)
     assert delete_files_of(t)
     before = every_snapshot(t)
     lineage = canon(t.scan(columns=LINEAGE).to_arrow()) if version >= 3 else None
     opts = {"min-input-files": "2"}
     plan = t.maintenance.rewrite_data_files(options=opts, dry_run=True)
-    assert plan.rewritten_data_files_count > 0
+    # min-input-files=2: the data files of every partition holding two or more go
+    per_partition = Counter(
+        e.partition for e in live_entries(t.metadata_location) if e.content == 0
+    )
+    assert plan.rewritten_data_files_count == sum(n for n in per_partition.values() if n >= 2)
     listing = on_disk(t)
 
     dry = maintenance.rewrite_data_files(spark, t, options=opts, dry_run=True)
     assert dry == plan
-    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
     assert on_disk(t) == listing
 
     done = maintenance.rewrite_data_files(spark, t, options=opts)
     assert done.rewritten_data_files_count == plan.rewritten_data_files_count
     assert done.file_groups == plan.file_groups
     assert done.added_data_files_count == plan.file_groups  # one target-size file each
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     head = t.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     assert not delete_files_of(t)  # every file was rewritten with its deletes applied
@@ -101,7 +100,7 @@ def test_spark_compaction_then_expiration(
     # expire everything but the head: the rewritten files go, nothing the head needs
     gone = maintenance.expire_snapshots(spark, t, retain_last=1, older_than=head.timestamp_ms + 1)
     assert not gone.failed and gone.deleted["data_files"] >= done.rewritten_data_files_count
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert [s.snapshot_id for s in t.snapshots()] == [head.snapshot_id]
     assert on_disk(t) == needed(t)
     assert listing - on_disk(t)  # the rewritten files are gone now
@@ -112,15 +111,15 @@ def test_spark_compaction_then_expiration(
 
 
 def test_spark_compaction_of_an_unpartitioned_table_writes_target_size_files(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = history_table(catalog, 3)
+    t = history_table(sqlite_catalog, 3)
     with t.update_spec() as spec:
         spec.remove_field("cat")
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     want = canon(t.scan().to_arrow())
     done = maintenance.rewrite_data_files(spark, t, options={"rewrite-all": "true"})
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     files = [task.file for task in t.scan().plan_files()]
     assert done.added_data_files_count == len(files) == 1  # unpartitioned now: one file
     assert files[0].spec_id == t.metadata.default_spec_id
@@ -128,40 +127,41 @@ def test_spark_compaction_of_an_unpartitioned_table_writes_target_size_files(
 
 
 def test_spark_compaction_of_a_stale_handle_rebases(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
     """The Spark engine records where every row went, so a delete that landed on a
     file being compacted is carried over to the new files (the races themselves are in
     test_spark_compaction_rebase.py)."""
-    t = history_table(catalog, 3)
-    stale = catalog.load_table("db.t")
+    t = history_table(sqlite_catalog, 3)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 15")
-    want = canon(catalog.load_table("db.t").scan().to_arrow())
+    want = canon(sqlite_catalog.load_table("db.t").scan().to_arrow())
     maintenance.rewrite_data_files(spark, stale, options={"min-input-files": "2"})
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert after.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     assert canon(after.scan().to_arrow()) == want
     assert 15 not in {r["id"] for r in after.scan().to_arrow().to_pylist()}
 
 
-def test_spark_position_delete_rewrite(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_spark_position_delete_rewrite(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     """v2 position deletes covering several data files each become one file-scoped
     delete file per data file; dangling ones go; then on v3 they become DVs."""
-    t = scattered(catalog)
+    t = scattered(sqlite_catalog)
     before = every_snapshot(t)
     plan = t.maintenance.rewrite_position_delete_files(dry_run=True)
     listing = on_disk(t)
     dry = maintenance.rewrite_position_delete_files(spark, t, dry_run=True)
-    assert dry == plan and plan.data_files > 0 and plan.dangling_delete_files > 0
+    # four data files have position deletes; those of the dropped z file dangle
+    assert dry == plan and plan.data_files == 4 and plan.dangling_delete_files == 1
     assert on_disk(t) == listing
-    assert catalog.load_table("db.t").metadata_location == t.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == t.metadata_location
 
     done = maintenance.rewrite_position_delete_files(spark, t)
     assert (done.data_files, done.removed_delete_files) == (
         plan.data_files,
         plan.removed_delete_files,
     )
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     assert t.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     for task in t.scan().plan_files():
         assert len(task.delete_files) <= 1
@@ -171,23 +171,33 @@ def test_spark_position_delete_rewrite(spark: SparkSession, catalog: neve.Catalo
     assert listing <= on_disk(t)
 
     t.upgrade_format_version(3)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     maintenance.rewrite_position_delete_files(spark, t)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     deletes = delete_files_of(t)
     assert deletes and all(d.is_deletion_vector for d in deletes)
     assert all(d.content is DataFileContent.POSITION_DELETES for d in deletes)
     assert canon(t.scan().to_arrow()) == before[next(reversed(before))]
 
 
-def test_spark_rewrite_manifests(spark: SparkSession, catalog: neve.Catalog) -> None:
-    t = history_table(catalog, 3)
+def test_spark_rewrite_manifests(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
+    t = history_table(sqlite_catalog, 3)
     before = every_snapshot(t)
     lineage = canon(t.scan(columns=LINEAGE).to_arrow())
     listing = on_disk(t)
+    data_manifests = [m for m in manifest_list(t.metadata_location) if m["content"] == 0]
     done = maintenance.rewrite_manifests(spark, t)
-    assert done.rewritten_manifests_count > done.added_manifests_count > 0
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
+    # every data manifest is rewritten into the new snapshot's own data manifests
+    head = t.current_snapshot()
+    assert head is not None
+    added = [
+        m
+        for m in manifest_list(t.metadata_location)
+        if m["content"] == 0 and m["added_snapshot_id"] == head.snapshot_id
+    ]
+    assert done.rewritten_manifests_count == len(data_manifests)
+    assert done.added_manifests_count == len(added) < len(data_manifests)
     assert t.current_snapshot().operation is Operation.REPLACE  # type: ignore[union-attr]
     for sid, want in before.items():
         assert canon(t.scan(snapshot_id=sid).to_arrow()) == want
@@ -195,17 +205,18 @@ def test_spark_rewrite_manifests(spark: SparkSession, catalog: neve.Catalog) -> 
     assert listing <= on_disk(t)
 
 
-def test_spark_sort_strategy(spark: SparkSession, catalog: neve.Catalog) -> None:
+def test_spark_sort_strategy(spark: SparkSession, sqlite_catalog: neve.Catalog) -> None:
     """The sort strategy on Spark writes each partition's rows in the order given; an
     order that is not the table's is recorded by no file (z-order:
     test_spark_zorder.py)."""
-    t = history_table(catalog, 3)
+    t = history_table(sqlite_catalog, 3)
     want = canon(t.scan().to_arrow())
+    live = [e for e in live_entries(t.metadata_location) if e.content == 0]
     done = maintenance.rewrite_data_files(
         spark, t, options={"rewrite-all": "true"}, strategy="sort", sort_order="v desc"
     )
-    assert done.rewritten_data_files_count > 0
-    t = catalog.load_table("db.t")
+    assert done.rewritten_data_files_count == len(live)  # rewrite-all: every data file
+    t = sqlite_catalog.load_table("db.t")
     assert canon(t.scan().to_arrow()) == want
     for task in t.scan().plan_files():
         assert task.file.sort_order_id is None

@@ -1,6 +1,6 @@
-"""Spark appends to a primary-key table keep keys unique, as pyarrow appends do
-(issue 12): keys the batch holds twice, the table holds, or a concurrent commit added
-are refused with DuplicateKeyError naming them, and nothing is written."""
+"""Spark appends to a primary-key table keep keys unique, as pyarrow appends do: keys
+the batch holds twice, the table holds, or a concurrent commit added are refused with
+DuplicateKeyError naming them, and nothing is written."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def files_under(path: Path) -> set[str]:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA, primary_key=["region", "id"], partition_by=["region"])
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table(
+        "db.t", SCHEMA, primary_key=["region", "id"], partition_by=["region"]
+    )
     keys = [(r, i) for r in ("eu", "us") for i in range(40)]
     t.append(
         pa.table(
@@ -50,9 +50,9 @@ def frame(spark: Any, keys: list[tuple[str, int]]) -> Any:
 
 
 def test_existing_and_repeated_keys_are_refused_on_spark_as_on_pyarrow(
-    spark: Any, table: neve.Table, tmp_path: Path
+    spark: Any, table: neve.Table, sqlite_catalog: neve.Catalog
 ) -> None:
-    before = (table.refresh().metadata_location, files_under(tmp_path / "wh"))
+    before = (table.refresh().metadata_location, files_under(Path(sqlite_catalog.warehouse)))
     batch = [("eu", 3), ("us", 39), ("eu", 40)]
     with pytest.raises(DuplicateKeyError, match="exist in the table already") as on_spark:
         neve.spark.write(frame(spark, batch), table)
@@ -67,20 +67,26 @@ def test_existing_and_repeated_keys_are_refused_on_spark_as_on_pyarrow(
         assert "(eu, 3)" in str(err.value) and "(us, 39)" in str(err.value)
     with pytest.raises(DuplicateKeyError, match="more than once"):
         neve.spark.write(frame(spark, [("ap", 1), ("ap", 1)]), table)
-    assert (table.refresh().metadata_location, files_under(tmp_path / "wh")) == before
+    assert (
+        table.refresh().metadata_location,
+        files_under(Path(sqlite_catalog.warehouse)),
+    ) == before
     neve.spark.write(frame(spark, [("eu", 40), ("ap", 1)]), table)
     assert table.refresh().scan().to_arrow().num_rows == 82
 
 
 def test_a_key_a_concurrent_commit_added_is_refused_on_spark(
-    spark: Any, table: neve.Table, tmp_path: Path
+    spark: Any, table: neve.Table, sqlite_catalog: neve.Catalog
 ) -> None:
     stale = table.catalog.load_table("db.t")
     neve.spark.write(frame(spark, [("ap", 7)]), table)
-    before = (table.refresh().metadata_location, files_under(tmp_path / "wh"))
+    before = (table.refresh().metadata_location, files_under(Path(sqlite_catalog.warehouse)))
     with pytest.raises(DuplicateKeyError, match="added by a concurrent commit"):
         neve.spark.write(frame(spark, [("ap", 7), ("ap", 8)]), stale)
-    assert (table.refresh().metadata_location, files_under(tmp_path / "wh")) == before
+    assert (
+        table.refresh().metadata_location,
+        files_under(Path(sqlite_catalog.warehouse)),
+    ) == before
 
 
 def test_the_check_can_be_turned_off_on_spark(spark: Any, table: neve.Table) -> None:

@@ -1,7 +1,7 @@
-"""Merge-on-read row-level changes on Spark (issue 11): the delete files the executors
-write are the ones the pyarrow engine writes (v3: one DV per data file, merged and
-replaced; v2: file-scoped position deletes), pyiceberg reads the same rows, and a
-refused MERGE leaves nothing behind."""
+"""Merge-on-read row-level changes on Spark: the delete files the executors write are
+the ones the pyarrow engine writes (v3: one DV per data file, merged and replaced; v2:
+file-scoped position deletes), pyiceberg reads the same rows, and a refused MERGE leaves
+nothing behind."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 import neve
 import neve.spark as ns
+from neve.catalog import SqlCatalog
 from neve.errors import ValidationError
 
 pytestmark = pytest.mark.spark
@@ -40,11 +41,8 @@ def files_under(path: Path) -> set[str]:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> tuple[neve.Catalog, str, Path]:
-    uri = f"sqlite:///{tmp_path}/c.db"
-    cat = neve.connect(uri, warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat, uri, tmp_path / "wh"
+def env(sqlite_catalog: SqlCatalog) -> tuple[neve.Catalog, str, Path]:
+    return sqlite_catalog, sqlite_catalog.uri, Path(sqlite_catalog.warehouse)
 
 
 def content(t: neve.Table) -> dict[int, tuple[str, int]]:

@@ -1,8 +1,8 @@
-"""Z-order rewrites on Spark (issue 13): ``strategy="sort"`` with ``zorder(...)``
-computes each row's z-value in Spark tasks with the pyarrow engine's function
+"""Z-order rewrites on Spark: ``strategy="sort"`` with ``zorder(...)`` computes each
+row's z-value in Spark tasks with the pyarrow engine's function
 (:func:`neve.arrow.sorting.zorder_key`), ranges and sorts by it and drops it. Checked
-against the keys computed independently from the written files, and against the
-pyarrow engine's z-order of the same table; bad input is refused before any job."""
+against the keys computed independently from the written files, and against the pyarrow
+engine's z-order of the same table; bad input is refused before any job."""
 
 from __future__ import annotations
 
@@ -65,13 +65,6 @@ def make(catalog: neve.Catalog, name: str) -> Table:
     return catalog.load_table(name)
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def keys_of(t: Table, path: str, order: ZOrder) -> list[bytes]:
     """The z-values of a written file's rows, in file order, computed from the file."""
     rows = pq.read_table(path.removeprefix("file://"))
@@ -92,10 +85,10 @@ def zorder_files(t: Table, order: ZOrder) -> dict[Any, list[bytes]]:
 
 @pytest.mark.parametrize("options", [{}, {"var-length-contribution": "1", "max-output-size": "3"}])
 def test_spark_zorder_matches_the_pyarrow_engine(
-    spark: SparkSession, catalog: neve.Catalog, options: dict[str, str]
+    spark: SparkSession, sqlite_catalog: neve.Catalog, options: dict[str, str]
 ) -> None:
-    on_spark = make(catalog, "db.spark")
-    on_arrow = make(catalog, "db.arrow")
+    on_spark = make(sqlite_catalog, "db.spark")
+    on_arrow = make(sqlite_catalog, "db.arrow")
     want = canon(on_spark.scan().to_arrow())
     opts = {"rewrite-all": "true", **options}
     sort = "zorder(x, s, id)"
@@ -104,7 +97,10 @@ def test_spark_zorder_matches_the_pyarrow_engine(
     )
     assert done.rewritten_data_files_count == 10 and done.added_data_files_count == 2
     on_arrow.maintenance.rewrite_data_files(options=opts, strategy="sort", sort_order=sort)
-    on_spark, on_arrow = catalog.load_table("db.spark"), catalog.load_table("db.arrow")
+    on_spark, on_arrow = (
+        sqlite_catalog.load_table("db.spark"),
+        sqlite_catalog.load_table("db.arrow"),
+    )
     assert canon(on_spark.scan().to_arrow()) == want == canon(on_arrow.scan().to_arrow())
     ids = tuple(on_spark.schema().find_field(n).field_id for n in ("x", "s", "id"))
     var = int(options.get("var-length-contribution", "8"))
@@ -118,9 +114,9 @@ def test_spark_zorder_matches_the_pyarrow_engine(
 
 
 def test_spark_zorder_refuses_a_column_it_cannot_order(
-    spark: SparkSession, catalog: neve.Catalog
+    spark: SparkSession, sqlite_catalog: neve.Catalog
 ) -> None:
-    t = make(catalog, "db.t")
+    t = make(sqlite_catalog, "db.t")
     before = t.metadata_location
     files = {p for p in Path(t.location.removeprefix("file://")).rglob("*") if p.is_file()}
     with pytest.raises(ValidationError, match="z-order takes numbers"):
@@ -133,6 +129,6 @@ def test_spark_zorder_refuses_a_column_it_cannot_order(
         )
     with pytest.raises(ValidationError, match="identity partition column"):
         maintenance.rewrite_data_files(spark, t, strategy="sort", sort_order="zorder(day, id)")
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert after.metadata_location == before
     assert {p for p in Path(t.location.removeprefix("file://")).rglob("*") if p.is_file()} == files

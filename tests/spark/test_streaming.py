@@ -1,8 +1,8 @@
-"""Spark Structured Streaming through the ``neve`` data source (issue 15 items 3-6):
-batch incremental reads, the streaming source in append and changelog mode, its start
-positions, skip-or-fail on overwrite and delete snapshots, admission control, the
-sink's exactly-once commits (a replayed batch is skipped), the upsert sink applying a
-changelog, and consumers moved by the stream."""
+"""Spark Structured Streaming through the ``neve`` data source: batch incremental reads,
+the streaming source in append and changelog mode, its start positions, skip-or-fail on
+overwrite and delete snapshots, admission control, the sink's exactly-once commits (a
+replayed batch is skipped), the upsert sink applying a changelog, and consumers moved by
+the stream."""
 
 from __future__ import annotations
 

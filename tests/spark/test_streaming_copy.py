@@ -1,11 +1,10 @@
-"""The streaming copy test (issue 15, done when): a writer process commits appends,
-upserts and deletes to a primary-key table in a loop while a streaming query reads its
-changelog (with a consumer id) and upserts the changes into a copy through the neve
-sink. The query is stopped mid-stream, restarted from its checkpoint in a process of
-its own, which is killed (SIGKILL, Spark JVM and all) mid-stream, and restarted again
-from the checkpoint to read the rest. At the end the copy equals the source (no change
-lost or applied twice), each sink commit is one micro-batch, and the consumer's tag
-sits on the source's head."""
+"""The streaming copy test: a writer process commits appends, upserts and deletes to a
+primary-key table in a loop while a streaming query reads its changelog (with a consumer
+id) and upserts the changes into a copy through the neve sink. The query is stopped
+mid-stream, restarted from its checkpoint in a process of its own, which is killed
+(SIGKILL, Spark JVM and all) mid-stream, and restarted again from the checkpoint to read
+the rest. At the end the copy equals the source (no change lost or applied twice), each
+sink commit is one micro-batch, and the consumer's tag sits on the source's head."""
 
 from __future__ import annotations
 

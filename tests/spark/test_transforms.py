@@ -220,7 +220,7 @@ def test_identity_keys_of_other_types_round_trip(
 
 def test_hour_of_far_timestamps_wraps_like_iceberg_java(spark: SparkSession) -> None:
     """Beyond 2**31 hours from 1970 Iceberg-Java's int cast wraps the hour; Spark's
-    ANSI cast would fail instead, so neve wraps as Java does (issue 9)."""
+    ANSI cast would fail instead, so neve wraps as Java does."""
     hour = 3_600_000_000
     values = [2**63 - 1, -(2**63) + 1, 2**31 * hour, 2**31 * hour - 1, -(2**31) * hour - 1, 0]
     df = spark.createDataFrame([(v,) for v in values], "v long")

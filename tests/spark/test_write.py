@@ -20,8 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-import neve
-from neve.catalog import Catalog
+from neve.catalog import Catalog, SqlCatalog
 from neve.errors import CommitConflictError, DataSchemaMismatchError, ValidationError
 from neve.spark.commands import write, write_files
 from neve.spec.values import from_bytes, unscaled_to_decimal
@@ -86,11 +85,10 @@ def canon(t: pa.Table) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> tuple[Catalog, Path, Path]:
-    db, wh = tmp_path / "cat.db", tmp_path / "wh"
-    cat = neve.connect(f"sqlite:///{db}", warehouse=str(wh))
-    cat.create_namespace("db")
-    return cat, db, wh
+def env(sqlite_catalog: SqlCatalog) -> tuple[Catalog, Path, Path]:
+    """The shared SQLite catalog, its database file and its warehouse folder."""
+    db = Path(sqlite_catalog.uri.removeprefix("sqlite:///"))
+    return sqlite_catalog, db, Path(sqlite_catalog.warehouse)
 
 
 def files_under(path: str | Path) -> set[str]:

@@ -211,7 +211,7 @@ def test_wrapped_ranges_describe_java_truncation_exactly(bits: int) -> None:
 
 
 def test_truncate_at_the_int_minimum_keeps_javas_value_and_names_its_range() -> None:
-    # issue 9, defect 5: Iceberg-Java stores truncate[100] of -2147483648 as 2147483596
+    # Iceberg-Java stores truncate[100] of -2147483648 as 2147483596 (int arithmetic wraps)
     t = TruncateTransform(100)
     assert t.apply(INT, -(2**31)) == 2147483596
     assert wrapped_ranges(t, INT) == (WrappedRange(-(2**31), -(2**31) + 47, 2**32),)

@@ -1,6 +1,5 @@
 """Bad input gets a typed error (a :class:`neve.NeveError`) that says what to do, and
-leaves the table exactly as it was: same metadata version, no files left behind
-(issue 9, defect 13)."""
+leaves the table exactly as it was: same metadata version, no files left behind."""
 
 from __future__ import annotations
 
@@ -38,14 +37,11 @@ def rows(start: int, n: int) -> pa.Table:
 
 
 @pytest.fixture()
-def env(tmp_path: Path) -> tuple[neve.Catalog, neve.Table, Path]:
-    wh = tmp_path / "wh"
-    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(wh))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA, partition_by=["day(ts)"])
+def env(sqlite_catalog: neve.Catalog) -> tuple[neve.Catalog, neve.Table, Path]:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["day(ts)"])
     t.append(rows(0, 20))
     t.create_tag("v1")
-    return cat, t, wh
+    return sqlite_catalog, t, Path(sqlite_catalog.warehouse)
 
 
 def _files(root: Path) -> set[str]:

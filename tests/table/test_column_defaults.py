@@ -1,4 +1,4 @@
-"""v3 column defaults on the pyarrow engine (spec "Default values"; issue 14, item 4).
+"""v3 column defaults on the pyarrow engine (spec "Default values").
 
 ``initial-default`` is what rows written before a column existed read as;
 ``write-default`` is what a write that omits the column stores, and
@@ -41,13 +41,6 @@ UTC = dt.timezone.utc
 ID_ONLY = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def v3_table(catalog: neve.Catalog, name: str = "db.t", **kwargs: Any) -> neve.Table:
     return catalog.create_table(name, ID_ONLY, format_version=3, primary_key=["id"], **kwargs)
 
@@ -62,8 +55,8 @@ def metadata_json(table: neve.Table) -> dict[str, Any]:
     return doc
 
 
-def test_defaults_on_read_and_write(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_defaults_on_read_and_write(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     build(lambda: t, t.append)
     assert rows_of(t) == expected()
     # a filter on the defaulted columns sees the initial defaults of the old files
@@ -73,8 +66,8 @@ def test_defaults_on_read_and_write(catalog: neve.Catalog) -> None:
     assert rows_of(t, filter="i = -1") == expected(LATER)
 
 
-def test_defaults_in_metadata_json(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_defaults_in_metadata_json(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     build(lambda: t, t.append)
     fields = {f["name"]: f for f in metadata_json(t)["schemas"][-1]["fields"]}
     # spec "JSON single-value serialization"
@@ -95,14 +88,14 @@ def test_defaults_in_metadata_json(catalog: neve.Catalog) -> None:
     first = {f["name"]: f for f in metadata_json(t)["schemas"][-2]["fields"]}
     assert first["s"]["write-default"] == "héllo wörld 😀"
     # and a reload reads the same defaults back
-    again = catalog.load_table("db.t").schema()
+    again = sqlite_catalog.load_table("db.t").schema()
     for c in CASES:
         f = again.find_field(c.name)
         assert f.write_default is not None and f.initial_default is not None
 
 
-def test_update_column_default_keeps_written_rows(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_update_column_default_keeps_written_rows(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     t.append(ids_table([1]))
     with t.update_schema() as u:
         u.add_column("n", "long", default=5)
@@ -120,8 +113,8 @@ def test_update_column_default_keeps_written_rows(catalog: neve.Catalog) -> None
     assert "write-default" not in metadata_json(t)["schemas"][-1]["fields"][1]
 
 
-def test_overwrite_upsert_and_merge_use_the_write_default(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_overwrite_upsert_and_merge_use_the_write_default(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     t.append(ids_table([1, 2, 3]))
     add_columns(t)
     t.overwrite(ids_table([2]), "id = 2")
@@ -141,8 +134,8 @@ def test_overwrite_upsert_and_merge_use_the_write_default(catalog: neve.Catalog)
     assert all(got[5][c.name] is None for c in CASES)
 
 
-def test_required_column_defaults(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_required_column_defaults(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     t.append(ids_table([1]))
     with t.update_schema() as u:
         u.add_column("r", "string", required=True, initial_default="old", write_default="new")
@@ -154,20 +147,20 @@ def test_required_column_defaults(catalog: neve.Catalog) -> None:
         t.append(ids_table([3]))  # ... but then a write must give the column
     with pytest.raises(ValidationError, match="no write default"):
         t.upsert(ids_table([3]))
-    assert catalog.load_table("db.t").metadata_location == location
+    assert sqlite_catalog.load_table("db.t").metadata_location == location
     t.append(pa.table({"id": pa.array([3], pa.int64()), "r": ["given"]}))
     got = {r["id"]: r["r"] for r in t.scan().to_arrow().to_pylist()}
     assert got == {1: "old", 2: "new", 3: "given"}
 
 
-def test_required_column_needs_both_defaults(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_required_column_needs_both_defaults(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     location = t.metadata_location
     with pytest.raises(SchemaError, match="without a default"), t.update_schema() as u:
         u.add_column("r", "int", required=True, write_default=1)
     with pytest.raises(SchemaError, match="write default"), t.update_schema() as u:
         u.add_column("r", "int", required=True, initial_default=1)
-    assert catalog.load_table("db.t").metadata_location == location
+    assert sqlite_catalog.load_table("db.t").metadata_location == location
     # an optional column may have either one alone
     with t.update_schema() as u:
         u.add_column("only_initial", "int", initial_default=1)
@@ -177,14 +170,14 @@ def test_required_column_needs_both_defaults(catalog: neve.Catalog) -> None:
     assert (row["only_initial"], row["only_write"]) == (None, 2)
 
 
-def test_nested_struct_field_defaults(catalog: neve.Catalog) -> None:
+def test_nested_struct_field_defaults(sqlite_catalog: neve.Catalog) -> None:
     schema = pa.schema(
         [
             pa.field("id", pa.int64(), nullable=False),
             pa.field("p", pa.struct([pa.field("x", pa.int32())])),
         ]
     )
-    t = catalog.create_table("db.n", schema, format_version=3)
+    t = sqlite_catalog.create_table("db.n", schema, format_version=3)
     t.append(pa.table({"id": [1, 2], "p": [{"x": 1}, None]}, schema=schema))
     with t.update_schema() as u:
         u.add_column("p.y", "int", initial_default=-3, write_default=4)
@@ -193,8 +186,8 @@ def test_nested_struct_field_defaults(catalog: neve.Catalog) -> None:
     assert got == {1: {"x": 1, "y": -3}, 2: None, 3: {"x": 3, "y": 4}}
 
 
-def test_v2_tables_refuse_defaults(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.v2", ID_ONLY)
+def test_v2_tables_refuse_defaults(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.v2", ID_ONLY)
     with t.update_schema() as u:
         u.add_column("n", "int")
     location = t.metadata_location
@@ -207,7 +200,7 @@ def test_v2_tables_refuse_defaults(catalog: neve.Catalog) -> None:
     ):
         with pytest.raises(SchemaError, match=r"format version 3.*upgrade"), t.update_schema() as u:
             change(u)
-    assert catalog.load_table("db.v2").metadata_location == location
+    assert sqlite_catalog.load_table("db.v2").metadata_location == location
     # after the upgrade the same change works
     t.set_properties({"format-version": "3"})
     with t.update_schema() as u:
@@ -237,9 +230,9 @@ def test_v2_tables_refuse_defaults(catalog: neve.Catalog) -> None:
     ],
 )
 def test_bad_defaults_change_nothing(
-    catalog: neve.Catalog, column: str, value: Any, match: str
+    sqlite_catalog: neve.Catalog, column: str, value: Any, match: str
 ) -> None:
-    t = v3_table(catalog)
+    t = v3_table(sqlite_catalog)
     add_columns(t)
     with t.update_schema() as u:
         u.add_column("st", StructType(NestedField(1, "a", IntegerType())))
@@ -250,19 +243,19 @@ def test_bad_defaults_change_nothing(
     if column != "st" and not column.startswith(("lst", "nope")):
         with pytest.raises(SchemaError, match=match), t.update_schema() as u:
             u.add_column("fresh", t.schema().find_field(column).field_type, default=value)
-    assert catalog.load_table("db.t").metadata_location == location
+    assert sqlite_catalog.load_table("db.t").metadata_location == location
 
 
-def test_default_with_initial_or_write_default_is_refused(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_default_with_initial_or_write_default_is_refused(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     for kwargs in ({"initial_default": 1}, {"write_default": 1}):
         with pytest.raises(SchemaError, match="not both"), t.update_schema() as u:
             u.add_column("n", "int", default=1, **kwargs)
-    assert [f.name for f in catalog.load_table("db.t").schema().fields] == ["id"]
+    assert [f.name for f in sqlite_catalog.load_table("db.t").schema().fields] == ["id"]
 
 
-def test_default_change_and_delete_in_one_update_is_refused(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_default_change_and_delete_in_one_update_is_refused(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     with t.update_schema() as u:
         u.add_column("n", "int", default=1)
     with pytest.raises(SchemaError, match="other changes"), t.update_schema() as u:
@@ -275,12 +268,12 @@ def test_default_change_and_delete_in_one_update_is_refused(catalog: neve.Catalo
     with t.update_schema() as u:
         u.add_column("m", "int", default=1)
         u.update_column_default("m", 2)
-    f = catalog.load_table("db.t").schema().find_field("m")
+    f = sqlite_catalog.load_table("db.t").schema().find_field("m")
     assert (f.initial_default, f.write_default) == (1, 2)
 
 
-def test_python_date_and_datetime_values_are_accepted(catalog: neve.Catalog) -> None:
-    t = v3_table(catalog)
+def test_python_date_and_datetime_values_are_accepted(sqlite_catalog: neve.Catalog) -> None:
+    t = v3_table(sqlite_catalog)
     with t.update_schema() as u:
         u.add_column("d", "date", default=dt.date(1900, 1, 1))
         u.add_column("d_int", "date", default=-25567)  # the same day as days since 1970
@@ -288,9 +281,9 @@ def test_python_date_and_datetime_values_are_accepted(catalog: neve.Catalog) -> 
     assert f.initial_default == g.initial_default == -25567
 
 
-def test_rows_before_and_after_by_group(catalog: neve.Catalog) -> None:
+def test_rows_before_and_after_by_group(sqlite_catalog: neve.Catalog) -> None:
     """Each write of the history, read alone through its snapshot's files."""
-    t = v3_table(catalog)
+    t = v3_table(sqlite_catalog)
     build(lambda: t, t.append)
     for ids in (BEFORE, OMITTED, NULLS, GIVEN, LATER):
         lo, hi = min(ids), max(ids)

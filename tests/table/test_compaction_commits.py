@@ -1,13 +1,12 @@
-"""How rewrite_data_files commits (issue 13): partial progress (groups in several
-``replace`` commits; a failed one removes only its own files), the data sequence number
-of the new files (use-starting-sequence-number), remove-dangling-deletes, automatic
-compaction after appends and upserts, and the progress callback."""
+"""How rewrite_data_files commits: partial progress (groups in several ``replace``
+commits; a failed one removes only its own files), the data sequence number of the new
+files (use-starting-sequence-number), remove-dangling-deletes, automatic compaction
+after appends and upserts, and the progress callback."""
 
 from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -54,13 +53,6 @@ def files_per_day(t: Table) -> dict[int, int]:
     return out
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
 def small_files(catalog: neve.Catalog, version: int, **props: str) -> Table:
     props = {"write.delete.mode": "copy-on-write", **props}
     t = catalog.create_table(
@@ -71,18 +63,20 @@ def small_files(catalog: neve.Catalog, version: int, **props: str) -> Table:
     return catalog.load_table("db.t")
 
 
-def test_partial_progress_keeps_the_commits_before_a_failed_group(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 3)
+def test_partial_progress_keeps_the_commits_before_a_failed_group(
+    sqlite_catalog: neve.Catalog,
+) -> None:
+    t = small_files(sqlite_catalog, 3)
     seen: dict[str, Any] = {}
     calls: list[tuple[int, int]] = []
 
     def race(done: int, total: int) -> None:
         calls.append((done, total))
         if done == 2:  # group 1 (day 0) committed, group 2 (day 1) written
-            seen["first"] = catalog.load_table("db.t").current_snapshot()
+            seen["first"] = sqlite_catalog.load_table("db.t").current_snapshot()
             # copy-on-write: another writer replaces a file of group 2
-            catalog.load_table("db.t").delete("day = 1 and id = 4")
-            seen["rows"] = canon(catalog.load_table("db.t").scan().to_arrow())
+            sqlite_catalog.load_table("db.t").delete("day = 1 and id = 4")
+            seen["rows"] = canon(sqlite_catalog.load_table("db.t").scan().to_arrow())
 
     options = {"partial-progress.enabled": "true", "partial-progress.max-commits": "3"}
     result = t.maintenance.rewrite_data_files(options=options, progress=race)
@@ -91,7 +85,7 @@ def test_partial_progress_keeps_the_commits_before_a_failed_group(catalog: neve.
     assert (result.commits, result.file_groups) == (2, 3)
     assert result.rewritten_data_files_count == 12 and result.failed_data_files_count == 6
     assert "data files in failed groups" in str(result)
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert canon(after.scan().to_arrow()) == seen["rows"]
     assert files_per_day(after) == {0: 1, 1: 6, 2: 1}
     ops = [s.operation for s in after.snapshots()][-4:]
@@ -99,12 +93,12 @@ def test_partial_progress_keeps_the_commits_before_a_failed_group(catalog: neve.
     assert_folder_is_reachable(after)  # the failed group's files are gone
 
 
-def test_too_many_failed_commits_stop_the_rewrite(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 2)
+def test_too_many_failed_commits_stop_the_rewrite(sqlite_catalog: neve.Catalog) -> None:
+    t = small_files(sqlite_catalog, 2)
 
     def race(done: int, total: int) -> None:
         if done == 2:
-            catalog.load_table("db.t").delete("day = 1 and id = 4")
+            sqlite_catalog.load_table("db.t").delete("day = 1 and id = 4")
 
     options = {
         "partial-progress.enabled": "true",
@@ -113,32 +107,34 @@ def test_too_many_failed_commits_stop_the_rewrite(catalog: neve.Catalog) -> None
     }
     with pytest.raises(CommitError, match="max-failed-commits=0"):
         t.maintenance.rewrite_data_files(options=options, progress=race)
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert files_per_day(after) == {0: 1, 1: 6, 2: 6}  # the first commit stays
     assert_folder_is_reachable(after)
 
 
-def test_groups_share_commits_up_to_max_commits(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 2)
+def test_groups_share_commits_up_to_max_commits(sqlite_catalog: neve.Catalog) -> None:
+    t = small_files(sqlite_catalog, 2)
     before = canon(t.scan().to_arrow())
     first = len(t.snapshots())
     options = {"partial-progress.enabled": "true", "partial-progress.max-commits": "2"}
     result = t.maintenance.rewrite_data_files(options=options)
     assert (result.commits, result.file_groups) == (2, 3)  # 2 groups, then 1
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert len(after.snapshots()) == first + 2
     assert canon(after.scan().to_arrow()) == before
 
 
 @pytest.mark.parametrize("starting", [True, False])
-def test_new_files_keep_the_starting_sequence_number(catalog: neve.Catalog, starting: bool) -> None:
-    t = small_files(catalog, 3)
+def test_new_files_keep_the_starting_sequence_number(
+    sqlite_catalog: neve.Catalog, starting: bool
+) -> None:
+    t = small_files(sqlite_catalog, 3)
     start = t.current_snapshot()
     assert start is not None
     t.maintenance.rewrite_data_files(
         options={"use-starting-sequence-number": str(starting).lower()}
     )
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     head = after.current_snapshot()
     assert head is not None
     want = start.sequence_number if starting else head.sequence_number
@@ -167,8 +163,8 @@ def delete_file_names(t: Table) -> set[str]:
     return {p.rsplit("/", 1)[-1] for p in paths}
 
 
-def test_remove_dangling_deletes(catalog: neve.Catalog) -> None:
-    t = small_files(catalog, 2, **{"write.delete.mode": "merge-on-read"})
+def test_remove_dangling_deletes(sqlite_catalog: neve.Catalog) -> None:
+    t = small_files(sqlite_catalog, 2, **{"write.delete.mode": "merge-on-read"})
     for s, day in (("v3", 0), ("v4", 1), ("v5", 2)):
         eq_delete(t, s, day)
     t.delete("id in (9, 10)")  # a file-scoped position delete file for day 0 and day 1
@@ -186,16 +182,16 @@ def test_remove_dangling_deletes(catalog: neve.Catalog) -> None:
     assert done.removed_delete_files_count == 1 + 2  # day 1's position deletes, eq-v3/v4
     names = delete_file_names(t)
     assert "eq-v5.parquet" in names and not {"eq-v3.parquet", "eq-v4.parquet"} & names
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     ops = [s.operation for s in after.snapshots()][-2:]
     assert ops == [Operation.REPLACE, Operation.REPLACE]
     assert canon(after.scan().to_arrow()) == before
     assert_folder_is_reachable(after)
 
 
-def test_auto_compaction_after_appends(catalog: neve.Catalog, caplog: Any) -> None:
+def test_auto_compaction_after_appends(sqlite_catalog: neve.Catalog, caplog: Any) -> None:
     props = {"write.auto-compact.enabled": "true", "write.auto-compact.min-input-files": "3"}
-    t = catalog.create_table(
+    t = sqlite_catalog.create_table(
         "db.t", SCHEMA, partition_by=["day"], primary_key=["id"], properties=props
     )
     t.append(rows(range(0, 9)))
@@ -230,8 +226,8 @@ def test_auto_compaction_after_appends(catalog: neve.Catalog, caplog: Any) -> No
     assert 206 in t.scan(columns=["id"]).to_arrow().column("id").to_pylist()
 
 
-def test_no_auto_compaction_by_default(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, partition_by=["day"])
+def test_no_auto_compaction_by_default(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["day"])
     for i in range(7):
         t.append(rows([i * 3]))
     assert files_per_day(t) == {0: 7}

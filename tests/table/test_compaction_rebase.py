@@ -1,8 +1,8 @@
-"""rewrite_data_files racing other writers (issue 13): a position delete (v2) or
-deletion vector (v3) committed while the compaction runs is carried over to the files
-it wrote (rows equal to the concurrent writer's result, one live row per key), a
-concurrent copy-on-write rewrite of a file being compacted fails with a typed conflict,
-and either way the table folder holds exactly what the table reaches.
+"""rewrite_data_files racing other writers: a position delete (v2) or deletion vector
+(v3) committed while the compaction runs is carried over to the files it wrote (rows
+equal to the concurrent writer's result, one live row per key), a concurrent
+copy-on-write rewrite of a file being compacted fails with a typed conflict, and either
+way the table folder holds exactly what the table reaches.
 
 The race is staged deterministically: the compaction's progress callback runs after a
 file group was read and written, before the commit, and there the other writer commits
@@ -16,18 +16,20 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import neve
 from neve.arrow.deletes import write_equality_delete_file
+from neve.catalog import SqlCatalog
 from neve.errors import CommitConflictError
 from neve.spec.snapshot import Operation
 from neve.table.maintenance import reachable_files
 from neve.table.table import Table
+from reference_reader import live_entries, local_path
 
 SCHEMA = pa.schema(
     [
@@ -59,13 +61,6 @@ def assert_folder_is_reachable(t: Table) -> None:
     """Every file below the table location is one the table reaches, and back."""
     reached = {p.removeprefix("file://").removeprefix("file:") for p in reachable_files(t)}
     assert files_under(t.location) == reached
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
 
 
 def small_files(catalog: neve.Catalog, version: int, mode: str = "merge-on-read") -> Table:
@@ -114,17 +109,17 @@ t.upsert(pa.table({"id": [7, 8], "day": [1, 2], "s": ["new7", "new8"]},
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_deletes_committed_by_another_process_are_carried_over(
-    catalog: neve.Catalog, tmp_path: Path, version: int
+    sqlite_catalog: SqlCatalog, version: int
 ) -> None:
-    t = small_files(catalog, version)
+    t = small_files(sqlite_catalog, version)
     sources = {task.file.file_path for task in t.scan().plan_files()}
     seen: dict[str, Any] = {}
 
     def race(done: int, total: int) -> None:
         if done == 1:  # the first group is written; nothing committed yet
-            uri, wh = f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh")
+            uri, wh = sqlite_catalog.uri, sqlite_catalog.warehouse
             subprocess.run([sys.executable, "-c", CONCURRENT, uri, wh], check=True)
-            theirs = catalog.load_table("db.t")
+            theirs = sqlite_catalog.load_table("db.t")
             seen["rows"] = live_state(theirs, version)
             seen["head"] = theirs.current_snapshot()
             seen["history"] = {
@@ -134,7 +129,7 @@ def test_deletes_committed_by_another_process_are_carried_over(
 
     result = t.maintenance.rewrite_data_files(progress=race)
     assert result.rewritten_data_files_count == 18 and result.added_data_files_count == 3
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     head = after.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     assert head.parent_snapshot_id == seen["head"].snapshot_id  # landed after theirs
@@ -156,16 +151,18 @@ def test_deletes_committed_by_another_process_are_carried_over(
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_a_stale_handle_compacts_over_later_deletes(catalog: neve.Catalog, version: int) -> None:
+def test_a_stale_handle_compacts_over_later_deletes(
+    sqlite_catalog: neve.Catalog, version: int
+) -> None:
     """The compaction planned and read before two later deletes (one replacing the
     other's deletion vector in v3) landed: both are carried over, once."""
-    t = small_files(catalog, version)
-    stale = catalog.load_table("db.t")
+    t = small_files(sqlite_catalog, version)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 100")
     t.delete("id in (103, 130)")
     want = live_state(t, version)
     stale.maintenance.rewrite_data_files()
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert live_state(after, version) == want
     one_row_per_key(after)
     check_no_dangling_deletes(after)
@@ -197,14 +194,14 @@ def race_a_copy_on_write_rewrite(
     assert_folder_is_reachable(after)  # the compaction's files are gone
 
 
-def test_a_concurrent_copy_on_write_rewrite_conflicts(catalog: neve.Catalog) -> None:
+def test_a_concurrent_copy_on_write_rewrite_conflicts(sqlite_catalog: neve.Catalog) -> None:
     race_a_copy_on_write_rewrite(
-        catalog, lambda t, progress: t.maintenance.rewrite_data_files(progress=progress)
+        sqlite_catalog, lambda t, progress: t.maintenance.rewrite_data_files(progress=progress)
     )
 
 
 def test_concurrent_equality_deletes_and_the_starting_sequence_number(
-    catalog: neve.Catalog,
+    sqlite_catalog: neve.Catalog,
 ) -> None:
     """With the starting snapshot's sequence number (the default) an equality delete
     committed meanwhile still applies to the new files; with a new sequence number it
@@ -223,8 +220,8 @@ def test_concurrent_equality_deletes_and_the_starting_sequence_number(
         )
         t.row_delta([], [f])
 
-    t = small_files(catalog, 2)
-    stale = catalog.load_table("db.t")
+    t = small_files(sqlite_catalog, 2)
+    stale = sqlite_catalog.load_table("db.t")
     eq_delete(t, "v31", 1)
     want = live_state(t, 2)
     assert 31 not in {r[0] for r in want}
@@ -235,24 +232,37 @@ def test_concurrent_equality_deletes_and_the_starting_sequence_number(
     start = stale.current_snapshot()
     assert start is not None
     stale.maintenance.rewrite_data_files()
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert live_state(after, 2) == want
     new = [task for task in after.scan().plan_files()]
     assert {task.data_sequence_number for task in new} == {start.sequence_number}
     assert_folder_is_reachable(after)
 
 
-def test_a_concurrent_rewrite_of_the_delete_files_is_carried_over(catalog: neve.Catalog) -> None:
+def test_a_concurrent_rewrite_of_the_delete_files_is_carried_over(
+    sqlite_catalog: neve.Catalog,
+) -> None:
     """Another maintenance job turned the position deletes of files being compacted
     into deletion vectors (a ``replace`` snapshot): the compaction removes those."""
-    t = small_files(catalog, 2)
+    t = small_files(sqlite_catalog, 2)
     t.upgrade_format_version(3)  # its Parquet position deletes now qualify
-    stale = catalog.load_table("db.t")
+    stale = sqlite_catalog.load_table("db.t")
+    # the live data files that a Parquet position delete file names, read apart from neve
+    entries = live_entries(t.metadata_location)
+    named = {
+        path
+        for e in entries
+        if e.content == 1 and e.file_format.upper() == "PARQUET"
+        for path in pq.read_table(local_path(e.path), columns=["file_path"])[
+            "file_path"
+        ].to_pylist()
+    }
+    with_deletes = named & {e.path for e in entries if e.content == 0}
     merged = t.maintenance.rewrite_position_delete_files()
-    assert merged.data_files >= 1
+    assert merged.data_files == len(with_deletes) > 0
     want = live_state(t, 2)
     stale.maintenance.rewrite_data_files()
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     assert live_state(after, 2) == want
     assert not any(task.delete_files for task in after.scan().plan_files())
     assert_folder_is_reachable(after)
@@ -260,13 +270,13 @@ def test_a_concurrent_rewrite_of_the_delete_files_is_carried_over(catalog: neve.
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_compactions_in_a_loop_while_a_writer_upserts_and_deletes(
-    tmp_path: Path, catalog: neve.Catalog, version: int
+    sqlite_catalog: SqlCatalog, version: int
 ) -> None:
     """A thread compacts over and over while the test upserts and deletes keys: however
     the commits interleave, the table ends equal to the writer's model with one row per
     key and nothing left behind (a writer change that a compaction moved rows from is
     refused as a conflict and made again; the compactions carry the writer's deletes)."""
-    t = small_files(catalog, version)
+    t = small_files(sqlite_catalog, version)
     model = {r["id"]: r["s"] for r in t.scan().to_arrow().to_pylist()}
     rng = random.Random(version)
     stop = threading.Event()
@@ -274,7 +284,7 @@ def test_compactions_in_a_loop_while_a_writer_upserts_and_deletes(
     landed: list[int] = []
 
     def compact_forever() -> None:
-        own = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+        own = neve.connect(sqlite_catalog.uri, warehouse=sqlite_catalog.warehouse)
         c = own.load_table("db.t")
         while not stop.is_set() or not landed:  # at least one lands
             try:
@@ -291,7 +301,7 @@ def test_compactions_in_a_loop_while_a_writer_upserts_and_deletes(
     thread = threading.Thread(target=compact_forever)
     thread.start()
     try:
-        w = catalog.load_table("db.t")
+        w = sqlite_catalog.load_table("db.t")
         for i in range(16):
             keys = rng.sample(range(200), 5)
             for _attempt in range(50):
@@ -315,7 +325,7 @@ def test_compactions_in_a_loop_while_a_writer_upserts_and_deletes(
         thread.join()
     assert not failures, failures
     assert sum(landed) > 0  # compactions did land in between
-    after = catalog.load_table("db.t")
+    after = sqlite_catalog.load_table("db.t")
     got = after.scan(columns=["id", "s"]).to_arrow().to_pylist()
     assert len(got) == len(model)
     assert {r["id"]: r["s"] for r in got} == model

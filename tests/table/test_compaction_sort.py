@@ -1,14 +1,13 @@
-"""rewrite_data_files(strategy="sort") (issue 13): each file group's rows are written
-in the given order (Iceberg-Java's sort_order strings), or the table's, or z-order; the
-written files' rows are checked against orders computed here independently (Python
-sorting; z-order keys built bit by bit from the values). Bad requests change nothing."""
+"""rewrite_data_files(strategy="sort"): each file group's rows are written in the given
+order (Iceberg-Java's sort_order strings), or the table's, or z-order; the written
+files' rows are checked against orders computed here independently (Python sorting;
+z-order keys built bit by bit from the values). Bad requests change nothing."""
 
 from __future__ import annotations
 
 import datetime as dt
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -52,10 +51,8 @@ def canon(t: pa.Table) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA, partition_by=["part"], format_version=2)
+def table(sqlite_catalog: neve.Catalog) -> Table:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["part"], format_version=2)
     rng = random.Random(7)
     for i in range(6):
         t.append(batch(list(range(i * 40, i * 40 + 40)), rng))

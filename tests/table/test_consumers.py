@@ -1,7 +1,7 @@
-"""Streaming consumers (issue 15 item 6) at the table level: a consumer is a tag
-``neve-consumer-<name>``; neve's expiration keeps its snapshot and every snapshot after
-it on the branch (what it still has to read), forgets it once its expiration time has
-passed, and ``consumers()`` / ``remove_consumer()`` list and reset consumers."""
+"""Streaming consumers at the table level: a consumer is a tag ``neve-consumer-<name>``;
+neve's expiration keeps its snapshot and every snapshot after it on the branch (what it
+still has to read), forgets it once its expiration time has passed, and ``consumers()``
+/ ``remove_consumer()`` list and reset consumers."""
 
 from __future__ import annotations
 

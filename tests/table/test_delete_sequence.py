@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import neve
 from neve.arrow.deletes import (
     write_deletion_vector_puffin,
     write_equality_delete_file,
@@ -44,13 +42,6 @@ SCHEMA = pa.schema(
         pa.field("v", pa.string()),
     ]
 )
-
-
-@pytest.fixture
-def cat(tmp_path: Path) -> Catalog:
-    c = neve.connect(f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
-    c.create_namespace("db")
-    return c
 
 
 def rows(ids: Iterable[int], cat: str = "a", tag: str = "v") -> pa.Table:
@@ -138,8 +129,8 @@ def _key(d: DataFile) -> str:
 # -- (a) same commit ---------------------------------------------------------------------
 
 
-def test_position_delete_in_same_commit_as_its_data_applies(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA)
+def test_position_delete_in_same_commit_as_its_data_applies(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     f = write(t, rows(range(10)))
     pos = pos_delete(t, {f: [2, 5]})
     assert pos.referenced_data_file == f.file_path
@@ -162,9 +153,9 @@ def test_position_delete_in_same_commit_as_its_data_applies(cat: Catalog) -> Non
     assert snap.summary["total-delete-files"] == "1"
 
 
-def test_partition_position_delete_in_same_commit_applies(cat: Catalog) -> None:
+def test_partition_position_delete_in_same_commit_applies(sqlite_catalog: Catalog) -> None:
     """Without referenced_data_file the delete is found by partition, same rule."""
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     f, g = write(t, rows(range(4), "a")), write(t, rows(range(4, 8), "a"))
     pos = pos_delete(t, {f: [1], g: [6]})
     assert pos.referenced_data_file is None
@@ -173,8 +164,8 @@ def test_partition_position_delete_in_same_commit_applies(cat: Catalog) -> None:
     assert assigned(t) == {f.file_path: {pos.file_path}, g.file_path: {pos.file_path}}
 
 
-def test_partitioned_equality_delete_in_same_commit_does_not_apply(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+def test_partitioned_equality_delete_in_same_commit_does_not_apply(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     t.append(rows(range(4), "a", tag="old"))
     new = write(t, rows([1, 9], "a", tag="new"))
     eq = eq_delete(t, [1, 9], partition=("a",), spec_id=t.spec().spec_id)
@@ -183,9 +174,9 @@ def test_partitioned_equality_delete_in_same_commit_does_not_apply(cat: Catalog)
     assert assigned(t)[new.file_path] == set()
 
 
-def test_equality_delete_in_same_commit_as_data_does_not_apply(cat: Catalog) -> None:
+def test_equality_delete_in_same_commit_as_data_does_not_apply(sqlite_catalog: Catalog) -> None:
     """The upsert shape: old rows of a key go, the new rows of the key stay."""
-    t = cat.create_table("db.t", SCHEMA)
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     t.append(rows(range(10), tag="old"))
     new = write(t, rows([3, 4, 20], tag="new"))
     eq = eq_delete(t, [3, 4, 20])
@@ -200,8 +191,8 @@ def test_equality_delete_in_same_commit_as_data_does_not_apply(cat: Catalog) -> 
     assert t.current_snapshot().summary["added-equality-deletes"] == "3"  # type: ignore[union-attr]
 
 
-def test_dv_in_same_commit_as_its_data_applies(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, format_version=3)
+def test_dv_in_same_commit_as_its_data_applies(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, format_version=3)
     f = write(t, rows(range(8)))
     d = dv(t, f, [0, 7])
     t.row_delta([f], [d])
@@ -219,8 +210,8 @@ def test_dv_in_same_commit_as_its_data_applies(cat: Catalog) -> None:
 # -- (b) deletes vs data added later -----------------------------------------------------
 
 
-def test_equality_delete_does_not_apply_to_later_data(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA)
+def test_equality_delete_does_not_apply_to_later_data(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     t.append(rows(range(6), tag="first"))
     eq = eq_delete(t, [1, 2])
     t.row_delta([], [eq])
@@ -236,10 +227,10 @@ def test_equality_delete_does_not_apply_to_later_data(cat: Catalog) -> None:
     assert live(t, snapshot_id=after_delete.snapshot_id) == expect([0, 3, 4, 5], "first")
 
 
-def test_partition_position_delete_does_not_apply_to_later_data(cat: Catalog) -> None:
+def test_partition_position_delete_does_not_apply_to_later_data(sqlite_catalog: Catalog) -> None:
     """A position delete file for two data files (no referenced_data_file) applies
     to data of its partition with seq <= its own, never to a file added later."""
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     f1, f2 = write(t, rows(range(5), "a")), write(t, rows(range(5, 10), "a"))
     t.row_delta([f1, f2], [])
     pos = pos_delete(t, {f1: [0], f2: [9]})
@@ -258,10 +249,10 @@ def test_partition_position_delete_does_not_apply_to_later_data(cat: Catalog) ->
 # -- (c) deletion vectors replace position deletes ---------------------------------------
 
 
-def test_dv_replaces_position_deletes_of_its_file(cat: Catalog) -> None:
+def test_dv_replaces_position_deletes_of_its_file(sqlite_catalog: Catalog) -> None:
     """v2 position deletes, then an upgrade to v3 and a DV for one file: that file
     reads through the DV alone, the other file keeps its position deletes."""
-    t = cat.create_table("db.t", SCHEMA)
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     f, g = write(t, rows(range(10))), write(t, rows(range(10, 20)))
     t.row_delta([f, g], [])
     shared = pos_delete(t, {f: [1, 2], g: [11]})  # partition-scoped, covers both files
@@ -286,8 +277,8 @@ def test_dv_replaces_position_deletes_of_its_file(cat: Catalog) -> None:
     )
 
 
-def test_dv_rules_are_checked(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, format_version=3)
+def test_dv_rules_are_checked(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, format_version=3)
     f = write(t, rows(range(4)))
     t.row_delta([f], [])
     with pytest.raises(ValidationError, match="one DV per data file"):
@@ -299,7 +290,7 @@ def test_dv_rules_are_checked(cat: Catalog) -> None:
     other = write(t, rows([9]))  # never committed
     with pytest.raises(ValidationError, match="not a live data file"):
         t.row_delta([], [dv(t, other, [9])])
-    v2 = cat.create_table("db.v2", SCHEMA)
+    v2 = sqlite_catalog.create_table("db.v2", SCHEMA)
     g = write(v2, rows(range(3)))
     with pytest.raises(ValidationError, match="need format version 3"):
         v2.row_delta([g], [dv(v2, g, [0])])
@@ -315,10 +306,10 @@ def _evolve_to_partitioned(t: Table) -> None:
         u.add_field("cat")
 
 
-def test_unpartitioned_equality_delete_is_global(cat: Catalog) -> None:
+def test_unpartitioned_equality_delete_is_global(sqlite_catalog: Catalog) -> None:
     """An equality delete in the table's old unpartitioned spec applies to data of
     every partition of the new spec (with lower seq)."""
-    t = cat.create_table("db.t", SCHEMA)
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     _evolve_to_partitioned(t)
     assert t.spec().spec_id == 1
     fa, fb = write(t, rows(range(5), "a")), write(t, rows(range(5, 10), "b"))
@@ -332,8 +323,8 @@ def test_unpartitioned_equality_delete_is_global(cat: Catalog) -> None:
     assert live(t, filter="cat = 'b'") == expect([5, 6, 8, 9])
 
 
-def test_partitioned_equality_delete_stays_in_its_partition(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+def test_partitioned_equality_delete_stays_in_its_partition(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     fa, fb = write(t, rows(range(5), "a")), write(t, rows(range(5), "b", tag="w"))
     t.row_delta([fa, fb], [])
     eq = eq_delete(t, [0, 1], partition=("a",), spec_id=t.spec().spec_id)
@@ -344,9 +335,9 @@ def test_partitioned_equality_delete_stays_in_its_partition(cat: Catalog) -> Non
     assert assigned(t) == {fa.file_path: {eq.file_path}, fb.file_path: set()}
 
 
-def test_equality_delete_of_another_spec_does_not_apply(cat: Catalog) -> None:
+def test_equality_delete_of_another_spec_does_not_apply(sqlite_catalog: Catalog) -> None:
     """Same partition values, different partitioned spec: not the same partition."""
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     old = write(t, rows(range(4), "a"))
     t.row_delta([old], [])
     with t.update_spec() as u:
@@ -359,8 +350,8 @@ def test_equality_delete_of_another_spec_does_not_apply(cat: Catalog) -> None:
     assert assigned(t) == {old.file_path: set()}
 
 
-def test_referenced_data_file_pins_position_deletes(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+def test_referenced_data_file_pins_position_deletes(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     f, g = write(t, rows(range(5), "a")), write(t, rows(range(5, 10), "a"))
     t.row_delta([f, g], [])
     pin = pos_delete(t, {f: [3]})
@@ -370,10 +361,10 @@ def test_referenced_data_file_pins_position_deletes(cat: Catalog) -> None:
     assert assigned(t) == {f.file_path: {pin.file_path}, g.file_path: set()}
 
 
-def test_position_delete_of_another_partition_does_not_apply(cat: Catalog) -> None:
+def test_position_delete_of_another_partition_does_not_apply(sqlite_catalog: Catalog) -> None:
     """A position delete file in partition a lists a row of a file in partition b:
     position deletes apply only within their partition."""
-    t = cat.create_table("db.t", SCHEMA, partition_by=["cat"])
+    t = sqlite_catalog.create_table("db.t", SCHEMA, partition_by=["cat"])
     fa, fb = write(t, rows(range(3), "a")), write(t, rows(range(3, 6), "b"))
     t.row_delta([fa, fb], [])
     stray = pos_delete(t, {fa: [0], fb: [4]})
@@ -383,8 +374,8 @@ def test_position_delete_of_another_partition_does_not_apply(cat: Catalog) -> No
     assert assigned(t) == {fa.file_path: {stray.file_path}, fb.file_path: set()}
 
 
-def test_row_delta_rejects_deletes_on_v1(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA, format_version=1)
+def test_row_delta_rejects_deletes_on_v1(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA, format_version=1)
     f = write(t, rows(range(3)))
     t.row_delta([f], [])
     with pytest.raises(ValidationError, match="format version 1"):
@@ -397,10 +388,12 @@ def test_row_delta_rejects_deletes_on_v1(cat: Catalog) -> None:
 # -- commits: manifest merging and concurrency -------------------------------------------
 
 
-def test_sequence_numbers_survive_manifest_merging(cat: Catalog) -> None:
+def test_sequence_numbers_survive_manifest_merging(sqlite_catalog: Catalog) -> None:
     """Merged delete and data manifests keep each file's data sequence number, so
     which deletes apply does not change when manifests are merged."""
-    t = cat.create_table("db.t", SCHEMA, properties={"commit.manifest.min-count-to-merge": "2"})
+    t = sqlite_catalog.create_table(
+        "db.t", SCHEMA, properties={"commit.manifest.min-count-to-merge": "2"}
+    )
     seen: dict[int, list[tuple[int, str]]] = {}
 
     def remember() -> None:
@@ -437,22 +430,22 @@ def test_sequence_numbers_survive_manifest_merging(cat: Catalog) -> None:
     assert sorted({s or 0 for s in seqs.values()}) == [1, 2, 3, 4, 5]
 
 
-def test_deletes_for_a_concurrently_removed_file_conflict(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA)
+def test_deletes_for_a_concurrently_removed_file_conflict(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     t.append(rows(range(5)))
     (task,) = t.scan().plan_files()
-    stale = cat.load_table("db.t")
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id >= 0")  # removes the data file
     with pytest.raises(CommitConflictError, match="removed by a concurrent commit"):
         stale.row_delta([], [pos_delete(stale, {task.file: [1]})])
     assert live(t) == []
 
 
-def test_deletes_rebase_onto_a_concurrent_append(cat: Catalog) -> None:
-    t = cat.create_table("db.t", SCHEMA)
+def test_deletes_rebase_onto_a_concurrent_append(sqlite_catalog: Catalog) -> None:
+    t = sqlite_catalog.create_table("db.t", SCHEMA)
     t.append(rows(range(5)))
     (task,) = t.scan().plan_files()
-    stale = cat.load_table("db.t")
+    stale = sqlite_catalog.load_table("db.t")
     t.append(rows(range(5, 8)))
     stale.row_delta([], [pos_delete(stale, {task.file: [0, 4]})])
     assert live(t.refresh()) == expect([1, 2, 3, 5, 6, 7])

@@ -1,7 +1,7 @@
-"""Snapshot expiration (issue 13): the retention rules of Iceberg-Java (refs, ages,
-minimum counts, explicit ids), and the files it deletes: after it, the table folder
-holds exactly the files the kept snapshots need (checked by listing the folder), rows
-read the same at every kept snapshot, and a dry run changes nothing."""
+"""Snapshot expiration: the retention rules of Iceberg-Java (refs, ages, minimum counts,
+explicit ids), and the files it deletes: after it, the table folder holds exactly the
+files the kept snapshots need (checked by listing the folder), rows read the same at
+every kept snapshot, and a dry run changes nothing."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from neve.errors import ValidationError
 from neve.planning.manifests import read_manifest, read_manifest_list
 from neve.spec.manifest import ManifestEntryStatus
 from neve.table.table import Table
+from reference_reader import reached_files
 
 SCHEMA = pa.schema(
     [
@@ -141,6 +142,10 @@ def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
         sorted(s.snapshot_id for s in snaps[:5])
     )
 
+    # by kind, the files only the five expired snapshots reach (read from the metadata
+    # by tests/reference_reader.py, apart from neve)
+    only_expired = reached_files(location, [s.snapshot_id for s in snaps[:5]])
+    still_kept = reached_files(location, [s.snapshot_id for s in snaps[5:]])
     result = t.maintenance.expire_snapshots(older_than=cutoff)
     assert (result.expired_snapshot_ids, result.deleted, result.files) == (
         dry.expired_snapshot_ids,
@@ -156,6 +161,8 @@ def test_expire_deletes_exactly_what_kept_snapshots_do_not_need(
     assert on_disk(t) == needed(t)
     assert {p.removeprefix("file://") for p in result.files} == listing - on_disk(t)
     assert result.deleted["manifest_lists"] == 5
+    for kind, paths in only_expired.items():
+        assert result.deleted[kind] == len(paths - still_kept[kind]), kind
     assert result.deleted["manifest_files"] > 0
     if mode == "merge-on-read":  # replaced deletion vectors / position deletes went
         assert result.deleted["position_delete_files"] > 0

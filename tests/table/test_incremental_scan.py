@@ -1,8 +1,7 @@
-"""Incremental append scans (issue 15 item 2): ``table.scan(start_snapshot_id=...,
-end_snapshot_id=...)`` returns exactly the rows the range's appends added (start
-exclusive, end inclusive), reads only the manifests those snapshots wrote, refuses a
-range with overwrite or delete snapshots unless told to skip them, and skips
-compactions silently."""
+"""Incremental append scans: ``table.scan(start_snapshot_id=..., end_snapshot_id=...)``
+returns exactly the rows the range's appends added (start exclusive, end inclusive),
+reads only the manifests those snapshots wrote, refuses a range with overwrite or delete
+snapshots unless told to skip them, and skips compactions silently."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -35,10 +34,8 @@ def batch(day: int, n: int = 20) -> pa.Table:
 
 
 @pytest.fixture()
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", batch(0).schema, partition_by=["day"])
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table("db.t", batch(0).schema, partition_by=["day"])
     for day in range(6):
         t.append(pa.concat_tables([batch(day), batch(day + 10, 5)]))
     return t

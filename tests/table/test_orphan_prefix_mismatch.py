@@ -1,11 +1,11 @@
-"""remove_orphan_files with locations that differ in scheme or authority (issue 13):
-the table lives on an object-store-style URI (``s3://bucket/...``) served by a local
-pyarrow filesystem registered for the schemes ``s3``, ``s3a`` and ``s3n`` and the
-authorities ``bucket`` and ``alias`` (all one folder), so the listing really yields
-other prefixes than the metadata holds. As in Iceberg-Java: ``s3a``/``s3n`` equal
-``s3`` by default, ``equal_schemes``/``equal_authorities`` add equivalences, and a
-reachable file listed under another prefix is refused (``error``), kept (``ignore``)
-or deleted (``delete``). Local ``file:/x`` and ``file:///x`` are one file."""
+"""remove_orphan_files with locations that differ in scheme or authority: the table
+lives on an object-store-style URI (``s3://bucket/...``) served by a local pyarrow
+filesystem registered for the schemes ``s3``, ``s3a`` and ``s3n`` and the authorities
+``bucket`` and ``alias`` (all one folder), so the listing really yields other prefixes
+than the metadata holds. As in Iceberg-Java: ``s3a``/``s3n`` equal ``s3`` by default,
+``equal_schemes``/``equal_authorities`` add equivalences, and a reachable file listed
+under another prefix is refused (``error``), kept (``ignore``) or deleted (``delete``).
+Local ``file:/x`` and ``file:///x`` are one file."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """A filtered copy-on-write delete plans the table once, on the pyarrow engine and on
 Spark: planning reads only the manifests the filter may match, once each, and hands
-the engine the tasks it planned; the engine plans nothing. (Before the house issue,
-the delete planned every manifest for the filter, then planned the whole table again
-to find the tasks of the files to rewrite.)
+the engine the tasks it planned; the engine plans nothing (no second planning of the
+whole table to find the tasks of the files to rewrite).
 
 Reads are counted on the real FileIO with the process-wide manifest cache turned off,
 so that every planning pass shows up as reads. The commit itself still reads each data
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -29,11 +27,9 @@ GROUPS = 8
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
     schema = pa.schema([("id", pa.int64()), ("grp", pa.int32())])
-    t = cat.create_table(
+    t = sqlite_catalog.create_table(
         "db.t",
         schema,
         partition_by=["grp"],

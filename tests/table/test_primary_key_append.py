@@ -1,7 +1,7 @@
-"""Appends to a primary-key table keep keys unique (issue 12): a key the table or the
-batch holds already is refused with a typed error naming it, nothing written; also
-when a concurrent commit added the key first. ``write.primary-key.check=false`` turns
-the check off for trusted loads."""
+"""Appends to a primary-key table keep keys unique: a key the table or the batch holds
+already is refused with a typed error naming it, nothing written; also when a concurrent
+commit added the key first. ``write.primary-key.check=false`` turns the check off for
+trusted loads."""
 
 from __future__ import annotations
 
@@ -39,38 +39,38 @@ def files_under(path: Path) -> set[str]:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> neve.Table:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.t", SCHEMA, primary_key=["region", "id"], partition_by=["region"])
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    t = sqlite_catalog.create_table(
+        "db.t", SCHEMA, primary_key=["region", "id"], partition_by=["region"]
+    )
     t.append(rows([(r, i) for r in ("eu", "us") for i in range(50)]))
     return t
 
 
-def unchanged(t: neve.Table, tmp_path: Path) -> tuple[str, set[str]]:
-    return t.refresh().metadata_location, files_under(tmp_path / "wh")
+def unchanged(t: neve.Table, catalog: neve.Catalog) -> tuple[str, set[str]]:
+    return t.refresh().metadata_location, files_under(Path(catalog.warehouse))
 
 
-def test_existing_keys_are_refused_by_name(table: neve.Table, tmp_path: Path) -> None:
-    before = unchanged(table, tmp_path)
+def test_existing_keys_are_refused_by_name(table: neve.Table, sqlite_catalog: neve.Catalog) -> None:
+    before = unchanged(table, sqlite_catalog)
     with pytest.raises(DuplicateKeyError, match=r"2 key\(s\).*exist in the table") as err:
         table.append(rows([("eu", 3), ("us", 49), ("eu", 50)]))
     assert "(eu, 3)" in str(err.value) and "(us, 49)" in str(err.value)
     assert "upsert()" in str(err.value) and "write.primary-key.check=false" in str(err.value)
-    assert unchanged(table, tmp_path) == before
+    assert unchanged(table, sqlite_catalog) == before
     table.append(rows([("eu", 50), ("ap", 3)]))  # new keys go in
     assert table.refresh().scan().to_arrow().num_rows == 102
 
 
 def test_keys_twice_in_the_batch_and_null_keys_are_refused(
-    table: neve.Table, tmp_path: Path
+    table: neve.Table, sqlite_catalog: neve.Catalog
 ) -> None:
-    before = unchanged(table, tmp_path)
+    before = unchanged(table, sqlite_catalog)
     with pytest.raises(DuplicateKeyError, match="more than once in the rows to append"):
         table.append(rows([("ap", 1), ("ap", 2), ("ap", 1)]))
     with pytest.raises(ValidationError, match="null primary-key column"):
         table.append(pa.table({"region": ["ap"], "id": pa.array([None], pa.int64()), "v": [1.0]}))
-    assert unchanged(table, tmp_path) == before
+    assert unchanged(table, sqlite_catalog) == before
 
 
 def test_a_source_of_other_integer_width_is_compared_by_value(table: neve.Table) -> None:
@@ -94,35 +94,33 @@ def test_the_check_can_be_turned_off_for_trusted_loads(table: neve.Table) -> Non
         table.set_properties({"write.primary-key.check": "maybe"})
 
 
-def test_a_key_a_concurrent_commit_added_is_refused(table: neve.Table, tmp_path: Path) -> None:
+def test_a_key_a_concurrent_commit_added_is_refused(
+    table: neve.Table, sqlite_catalog: neve.Catalog
+) -> None:
     catalog = table.catalog
     stale = catalog.load_table("db.t")
     table.append(rows([("ap", 1)]))
-    before = unchanged(table, tmp_path)
+    before = unchanged(table, sqlite_catalog)
     with pytest.raises(DuplicateKeyError, match="added by a concurrent commit"):
         stale.append(rows([("ap", 1), ("ap", 2)]))
-    assert unchanged(table, tmp_path) == before
+    assert unchanged(table, sqlite_catalog) == before
     stale.refresh().append(rows([("ap", 2)]))  # a key nobody else added goes in
     assert table.refresh().scan().to_arrow().num_rows == 102
 
 
-def test_tables_without_a_primary_key_take_any_rows(tmp_path: Path) -> None:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table("db.plain", SCHEMA)
+def test_tables_without_a_primary_key_take_any_rows(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.plain", SCHEMA)
     t.append(rows([("eu", 1), ("eu", 1)]))
     t.append(rows([("eu", 1)]))
     assert t.refresh().scan().to_arrow().num_rows == 3
 
 
-def test_a_cached_key_column_never_hides_a_delete(tmp_path: Path) -> None:
+def test_a_cached_key_column_never_hides_a_delete(sqlite_catalog: neve.Catalog) -> None:
     # the check probes one key column per file, cached as stored (deletes not
     # applied); a probe hit must go through the exact, delete-aware read
     from neve.arrow.keys import key_column_cache
 
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    t = cat.create_table(
+    t = sqlite_catalog.create_table(
         "db.t", SCHEMA, primary_key=["id"], properties={"write.delete.mode": "merge-on-read"}
     )
     t.append(rows([("eu", i) for i in range(0, 100, 2)]))

@@ -1,7 +1,7 @@
-"""Orphan file removal (issue 13): files below the table's location that nothing of the
-table reaches and that are older than the cut-off go; everything reachable, everything
-younger, another table nested below, and the filesystem catalog's version files stay;
-a dry run deletes nothing; a writer in another process commits while removal runs."""
+"""Orphan file removal: files below the table's location that nothing of the table
+reaches and that are older than the cut-off go; everything reachable, everything
+younger, another table nested below, and the filesystem catalog's version files stay; a
+dry run deletes nothing; a writer in another process commits while removal runs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import neve
+from neve.catalog import SqlCatalog
 from neve.errors import ValidationError
 from neve.table.table import Table
 
@@ -48,13 +50,15 @@ def age_everything(root: str, age_s: float = 5 * 24 * 3600) -> None:
         os.utime(p, (old, old))
 
 
-@pytest.fixture(params=["sql", "filesystem"])
-def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> neve.Catalog:
-    wh = tmp_path / "wh"
-    if request.param == "sql":
-        cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(wh))
-    else:
-        cat = neve.connect(str(wh))
+# A variant of the root ``catalog`` fixture: the filesystem catalog's own files under
+# the table location (``v<N>.metadata.json``, ``version-hint.text``) are reachable though
+# no snapshot lists them, so these tests run on it as well as on SQLite (which stands
+# for the SQL catalogs: PostgreSQL keeps the same files).
+@pytest.fixture(params=["sqlite", "filesystem"])
+def sqlite_or_filesystem_catalog(
+    request: pytest.FixtureRequest, catalog_factory: Callable[[str], neve.Catalog]
+) -> neve.Catalog:
+    cat = catalog_factory(request.param)
     cat.create_namespace("db")
     return cat
 
@@ -67,8 +71,8 @@ def make(catalog: neve.Catalog) -> Table:
     return catalog.load_table("db.t")
 
 
-def test_removes_only_old_unreachable_files(catalog: neve.Catalog) -> None:
-    t = make(catalog)
+def test_removes_only_old_unreachable_files(sqlite_or_filesystem_catalog: neve.Catalog) -> None:
+    t = make(sqlite_or_filesystem_catalog)
     root = Path(t.location.removeprefix("file://"))
     want = sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
     age_everything(str(root))  # the table's own files are old too: age alone is no reason
@@ -88,7 +92,7 @@ def test_removes_only_old_unreachable_files(catalog: neve.Catalog) -> None:
     assert done.orphan_file_locations == dry.orphan_file_locations and not done.failed
     assert files(root) == listing - stray
     assert young in files(root)  # younger than the 3-day default cut-off
-    t = catalog.load_table("db.t")
+    t = sqlite_or_filesystem_catalog.load_table("db.t")
     assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == want
     for s in t.snapshots():
         t.scan(snapshot_id=s.snapshot_id).to_arrow()  # every snapshot still reads
@@ -96,26 +100,26 @@ def test_removes_only_old_unreachable_files(catalog: neve.Catalog) -> None:
     # With a cut-off of now, the young stray goes too, and still nothing reachable.
     gone = t.maintenance.remove_orphan_files(older_than=int(time.time() * 1000) + 1000)
     assert {p.removeprefix("file://") for p in gone.orphan_file_locations} == {young}
-    t = catalog.load_table("db.t")
+    t = sqlite_or_filesystem_catalog.load_table("db.t")
     assert sorted(t.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == want
     t.append(rows(range(100, 101)))  # the table still commits (version files intact)
     assert "deleted orphan files" in str(gone)
 
 
-def test_a_nested_table_is_left_alone(tmp_path: Path) -> None:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    outer = make(cat)
-    inner = cat.create_table("db.inner", SCHEMA, location=outer.location.rstrip("/") + "/nested")
+def test_a_nested_table_is_left_alone(sqlite_catalog: neve.Catalog) -> None:
+    outer = make(sqlite_catalog)
+    inner = sqlite_catalog.create_table(
+        "db.inner", SCHEMA, location=outer.location.rstrip("/") + "/nested"
+    )
     inner.append(rows(range(5)))
     age_everything(outer.location.removeprefix("file://"))
-    result = cat.load_table("db.t").maintenance.remove_orphan_files()
+    result = sqlite_catalog.load_table("db.t").maintenance.remove_orphan_files()
     assert result.orphan_file_locations == ()
-    assert cat.load_table("db.inner").scan().to_arrow().num_rows == 5
+    assert sqlite_catalog.load_table("db.inner").scan().to_arrow().num_rows == 5
 
 
-def test_bad_options_are_refused(catalog: neve.Catalog) -> None:
-    t = make(catalog)
+def test_bad_options_are_refused(sqlite_or_filesystem_catalog: neve.Catalog) -> None:
+    t = make(sqlite_or_filesystem_catalog)
     with pytest.raises(ValidationError, match="prefix_mismatch_mode"):
         t.maintenance.remove_orphan_files(prefix_mismatch_mode="maybe")
 
@@ -133,11 +137,9 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_a_concurrent_writer_commits_while_removal_runs(tmp_path: Path) -> None:
-    uri, wh = f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh")
-    cat = neve.connect(uri, warehouse=wh)
-    cat.create_namespace("db")
-    t = make(cat)
+def test_a_concurrent_writer_commits_while_removal_runs(sqlite_catalog: SqlCatalog) -> None:
+    uri, wh = sqlite_catalog.uri, sqlite_catalog.warehouse
+    t = make(sqlite_catalog)
     root = Path(t.location.removeprefix("file://"))
     age_everything(str(root))
     stray = orphan(root / "data" / "crashed.parquet")
@@ -150,11 +152,11 @@ def test_a_concurrent_writer_commits_while_removal_runs(tmp_path: Path) -> None:
     )
     removed: set[str] = set()
     while writer.poll() is None:
-        got = cat.load_table("db.t").maintenance.remove_orphan_files(older_than=start_ms)
+        got = sqlite_catalog.load_table("db.t").maintenance.remove_orphan_files(older_than=start_ms)
         removed |= {p.removeprefix("file://") for p in got.orphan_file_locations}
     out, err = writer.communicate()
     assert writer.returncode == 0 and out.strip() == "ok", err
     assert removed == {stray}
-    t = cat.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     ids = sorted(r["id"] for r in t.scan(filter="id >= 1000").to_arrow().to_pylist())
     assert ids == list(range(1000, 1025))

@@ -1,13 +1,12 @@
-"""rewrite_position_delete_files (issue 13): every data file ends with at most one
-position delete file of its own (a DV in v3, a file-scoped Parquet file in v2), Parquet
-position deletes of a table upgraded to v3 become DVs, dangling position deletes go,
-rows are the same at every snapshot, the commit is a ``replace``, and a concurrent
-delete on a merged file makes it fail with nothing left behind."""
+"""rewrite_position_delete_files: every data file ends with at most one position delete
+file of its own (a DV in v3, a file-scoped Parquet file in v2), Parquet position deletes
+of a table upgraded to v3 become DVs, dangling position deletes go, rows are the same at
+every snapshot, the commit is a ``replace``, and a concurrent delete on a merged file
+makes it fail with nothing left behind."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -35,13 +34,6 @@ def canon(t: pa.Table) -> list[tuple[Any, ...]]:
 def files_under(path: str) -> set[str]:
     root = path.removeprefix("file://")
     return {os.path.join(r, n) for r, _, ns in os.walk(root) for n in ns}
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
 
 
 def scattered(catalog: neve.Catalog) -> Table:
@@ -96,8 +88,8 @@ def live_delete_paths(t: Table) -> set[str]:
     return set(t.inspect.delete_files().column("file_path").to_pylist())
 
 
-def test_v2_merges_per_data_file_and_drops_dangling(catalog: neve.Catalog) -> None:
-    t = scattered(catalog)
+def test_v2_merges_per_data_file_and_drops_dangling(sqlite_catalog: neve.Catalog) -> None:
+    t = scattered(sqlite_catalog)
     before = {
         s.snapshot_id: canon(t.scan(snapshot_id=s.snapshot_id).to_arrow()) for s in t.snapshots()
     }
@@ -112,7 +104,7 @@ def test_v2_merges_per_data_file_and_drops_dangling(catalog: neve.Catalog) -> No
     done = t.maintenance.rewrite_position_delete_files()
     assert (done.data_files, done.added_delete_files) == (4, 4)
     assert done.removed_delete_files == 7 and done.dangling_delete_files == 1
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     head = t.current_snapshot()
     assert head is not None and head.operation is Operation.REPLACE
     for path, deletes in position_deletes_per_file(t).items():
@@ -128,16 +120,18 @@ def test_v2_merges_per_data_file_and_drops_dangling(catalog: neve.Catalog) -> No
     # a second run finds nothing to do
     again = t.maintenance.rewrite_position_delete_files()
     assert (again.data_files, again.removed_delete_files) == (0, 0)
-    assert catalog.load_table("db.t").current_snapshot() == head
+    assert sqlite_catalog.load_table("db.t").current_snapshot() == head
 
 
-def test_upgraded_to_v3_position_deletes_become_deletion_vectors(catalog: neve.Catalog) -> None:
-    t = scattered(catalog)
+def test_upgraded_to_v3_position_deletes_become_deletion_vectors(
+    sqlite_catalog: neve.Catalog,
+) -> None:
+    t = scattered(sqlite_catalog)
     want = canon(t.scan().to_arrow())
     t.upgrade_format_version(3)
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     t.maintenance.rewrite_position_delete_files()
-    t = catalog.load_table("db.t")
+    t = sqlite_catalog.load_table("db.t")
     for path, deletes in position_deletes_per_file(t).items():
         assert len(deletes) == 1 and deletes[0].is_deletion_vector
         assert deletes[0].referenced_data_file == path
@@ -145,13 +139,13 @@ def test_upgraded_to_v3_position_deletes_become_deletion_vectors(catalog: neve.C
     assert t.maintenance.rewrite_position_delete_files().data_files == 0
 
 
-def test_a_concurrent_delete_on_a_merged_file_conflicts(catalog: neve.Catalog) -> None:
-    t = scattered(catalog)
-    stale = catalog.load_table("db.t")
+def test_a_concurrent_delete_on_a_merged_file_conflicts(sqlite_catalog: neve.Catalog) -> None:
+    t = scattered(sqlite_catalog)
+    stale = sqlite_catalog.load_table("db.t")
     t.delete("id = 7 or id = 8")  # merge-on-read: new deletes for files `stale` merges
-    after_delete = catalog.load_table("db.t")
+    after_delete = sqlite_catalog.load_table("db.t")
     listing = files_under(t.location)
     with pytest.raises(CommitConflictError):
         stale.maintenance.rewrite_position_delete_files()
     assert files_under(t.location) == listing  # the merged files it wrote are gone
-    assert catalog.load_table("db.t").metadata_location == after_delete.metadata_location
+    assert sqlite_catalog.load_table("db.t").metadata_location == after_delete.metadata_location

@@ -1,7 +1,7 @@
-"""Concurrent row-level changes (issue 11): each validation rule of a merge-on-read
-change, under both isolation levels, with a typed error and the table exactly as the
-winning commit left it (no files of the losing change left behind); and bad MERGE input
-refused before anything is written."""
+"""Concurrent row-level changes: each validation rule of a merge-on-read change, under
+both isolation levels, with a typed error and the table exactly as the winning commit
+left it (no files of the losing change left behind); and bad MERGE input refused before
+anything is written."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def live_delete_files(t: neve.Table) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
 def test_deletes_of_the_same_file_rebase(
-    catalog: neve.Catalog, tmp_path: Path, version: int, isolation: str
+    catalog: neve.Catalog, version: int, isolation: str
 ) -> None:
     """A concurrent delete file for a data file this change marks: the two are unioned
     into one that replaces the concurrent one (Iceberg-Java fails here), under both
@@ -114,14 +114,13 @@ def test_deletes_of_the_same_file_rebase(
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_updates_of_the_same_rows_conflict_and_of_other_rows_rebase(
-    catalog: neve.Catalog, tmp_path: Path, version: int
+    catalog: neve.Catalog, version: int
 ) -> None:
     t = make(catalog, version, "snapshot")
     stale = catalog.load_table("db.t")
     t.update({"v": "first"}, "id < 10")
     assert_loses(
         catalog,
-        tmp_path,
         stale,
         lambda s: s.update({"v": "second"}, "id >= 5 and id < 15"),
         "changed 5 of the rows",
@@ -162,7 +161,7 @@ def test_a_data_file_deleted_whole_concurrently(
 
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
 def test_data_added_in_the_range_conflicts_only_when_serializable(
-    catalog: neve.Catalog, tmp_path: Path, isolation: str
+    catalog: neve.Catalog, isolation: str
 ) -> None:
     t = make(catalog, 3, isolation)
     stale = catalog.load_table("db.t")
@@ -172,7 +171,7 @@ def test_data_added_in_the_range_conflicts_only_when_serializable(
         return s.update({"v": "u"}, "id >= 50")
 
     if isolation == "serializable":
-        assert_loses(catalog, tmp_path, stale, change, "serializable")
+        assert_loses(catalog, stale, change, "serializable")
         assert ids(t) == [*range(100), 500, 501]
     else:
         change(stale)

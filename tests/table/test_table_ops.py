@@ -54,15 +54,10 @@ def files_under(root: Path) -> set[str]:
 
 
 @pytest.fixture()
-def catalog(tmp_path: Path) -> neve.Catalog:
-    cat = neve.connect(f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
-
-
-@pytest.fixture()
-def table(catalog: neve.Catalog) -> neve.Table:
-    return catalog.create_table("db.events", SCHEMA, partition_by=["day(ts)", "bucket(4, id)"])
+def table(sqlite_catalog: neve.Catalog) -> neve.Table:
+    return sqlite_catalog.create_table(
+        "db.events", SCHEMA, partition_by=["day(ts)", "bucket(4, id)"]
+    )
 
 
 def test_append_and_scan(table: neve.Table) -> None:
@@ -78,16 +73,16 @@ def test_append_and_scan(table: neve.Table) -> None:
 
 
 def test_required_column_and_schema_mismatch_are_rejected_without_files(
-    table: neve.Table, tmp_path: Path
+    table: neve.Table, sqlite_catalog: neve.Catalog
 ) -> None:
-    before = files_under(tmp_path / "wh")
+    before = files_under(Path(sqlite_catalog.warehouse))
     bad = pa.table({"id": pa.array([1, None], pa.int64()), "name": ["a", "b"]})
     with pytest.raises(DataSchemaMismatchError):
         table.append(bad)
     with pytest.raises(DataSchemaMismatchError):
         table.append(pa.table({"id": [1], "nope": ["x"]}))
     assert table.current_snapshot() is None
-    assert files_under(tmp_path / "wh") == before
+    assert files_under(Path(sqlite_catalog.warehouse)) == before
 
 
 def test_delete_whole_files_and_partial_rewrite(table: neve.Table) -> None:
@@ -131,8 +126,8 @@ def test_overwrite_with_filter_and_everything(table: neve.Table) -> None:
     assert sorted_ids(table.scan().to_arrow()) == [5000, 5001, 5002]
 
 
-def test_dynamic_partition_overwrite(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.dyn", SCHEMA, partition_by=["day(ts)"])
+def test_dynamic_partition_overwrite(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table("db.dyn", SCHEMA, partition_by=["day(ts)"])
     t.append(rows(0, 100))  # days 1..10
     new = rows(900, 3)  # days 1..3
     t.dynamic_partition_overwrite(new)
@@ -188,13 +183,13 @@ def test_time_travel_refs_and_rollback(table: neve.Table) -> None:
     assert [e.snapshot_id for e in table.history()][-1] == first.snapshot_id
 
 
-def test_concurrent_appends_all_land(catalog: neve.Catalog) -> None:
-    catalog.create_table("db.conc", SCHEMA)
+def test_concurrent_appends_all_land(sqlite_catalog: neve.Catalog) -> None:
+    sqlite_catalog.create_table("db.conc", SCHEMA)
     errors: list[BaseException] = []
 
     def writer(k: int) -> None:
         try:
-            t = catalog.load_table("db.conc")
+            t = sqlite_catalog.load_table("db.conc")
             for j in range(3):
                 t.append(rows(k * 100 + j * 10, 10))
         except BaseException as exc:  # pragma: no cover - reported below
@@ -206,24 +201,24 @@ def test_concurrent_appends_all_land(catalog: neve.Catalog) -> None:
     for th in threads:
         th.join()
     assert not errors
-    t = catalog.load_table("db.conc")
+    t = sqlite_catalog.load_table("db.conc")
     assert len(t.snapshots()) == 12
     assert len(sorted_ids(t.scan().to_arrow())) == 120
 
 
-def test_conflicting_overwrite_fails_and_cleans_up(catalog: neve.Catalog, tmp_path: Path) -> None:
-    t1 = catalog.create_table("db.cf", SCHEMA, partition_by=["day(ts)"])
+def test_conflicting_overwrite_fails_and_cleans_up(sqlite_catalog: neve.Catalog) -> None:
+    t1 = sqlite_catalog.create_table("db.cf", SCHEMA, partition_by=["day(ts)"])
     t1.append(rows(0, 20))
-    t2 = catalog.load_table("db.cf")
+    t2 = sqlite_catalog.load_table("db.cf")
     # a concurrent writer adds data inside the range t2 is about to replace
     t1.append(rows(100, 1))
-    before = files_under(tmp_path / "wh")
+    before = files_under(Path(sqlite_catalog.warehouse))
     with pytest.raises(CommitConflictError):
         t2.overwrite(rows(900, 1), filter="ts < '2024-01-02T00:00:00+00:00'")
-    assert files_under(tmp_path / "wh") == before
+    assert files_under(Path(sqlite_catalog.warehouse)) == before
     # an append from a stale handle rebases instead
     t2.append(rows(700, 1))
-    assert 700 in sorted_ids(catalog.load_table("db.cf").scan().to_arrow())
+    assert 700 in sorted_ids(sqlite_catalog.load_table("db.cf").scan().to_arrow())
 
 
 def test_transaction_commits_once(table: neve.Table) -> None:
@@ -237,8 +232,8 @@ def test_transaction_commits_once(table: neve.Table) -> None:
     assert sorted_ids(table.scan().to_arrow()) == list(range(10))
 
 
-def test_manifest_merging(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_manifest_merging(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
         "db.merge", SCHEMA, properties={"commit.manifest.min-count-to-merge": "5"}
     )
     for i in range(12):
@@ -252,22 +247,22 @@ def test_manifest_merging(catalog: neve.Catalog) -> None:
     assert sorted_ids(t.scan().to_arrow()) == list(range(24))
 
 
-def test_v1_table_and_unknown_version(catalog: neve.Catalog, tmp_path: Path) -> None:
-    t = catalog.create_table("db.v1", SCHEMA, partition_by=["month(ts)"], format_version=1)
+def test_v1_table_and_unknown_version(sqlite_catalog: neve.Catalog, tmp_path: Path) -> None:
+    t = sqlite_catalog.create_table("db.v1", SCHEMA, partition_by=["month(ts)"], format_version=1)
     t.append(rows(0, 10))
     t.delete("id < 3")
-    assert sorted_ids(catalog.load_table("db.v1").scan().to_arrow()) == list(range(3, 10))
+    assert sorted_ids(sqlite_catalog.load_table("db.v1").scan().to_arrow()) == list(range(3, 10))
     with pytest.raises(UnsupportedFormatVersionError):
-        catalog.create_table("db.v9", SCHEMA, format_version=9)
+        sqlite_catalog.create_table("db.v9", SCHEMA, format_version=9)
     path = tmp_path / "bad.metadata.json"
     path.write_text('{"format-version": 7, "location": "/x", "last-column-id": 0}')
     with pytest.raises(UnsupportedFormatVersionError):
-        catalog.register_table("db.bad", str(path))
-    assert not catalog.table_exists("db.bad")
+        sqlite_catalog.register_table("db.bad", str(path))
+    assert not sqlite_catalog.table_exists("db.bad")
 
 
-def test_rolled_files_respect_target_size(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_rolled_files_respect_target_size(sqlite_catalog: neve.Catalog) -> None:
+    t = sqlite_catalog.create_table(
         "db.roll", SCHEMA, properties={"write.target-file-size-bytes": "20000"}
     )
     t.append(rows(0, 20000))

@@ -1,5 +1,5 @@
-"""Transactions see their own staged changes (issue 9, defect 9), and writes to
-branches start where Iceberg-Java starts them (defect 10)."""
+"""Transactions see their own staged changes (each staged change is planned against the
+transaction's state), and writes to branches start where Iceberg-Java starts them."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def files_under(root: Path) -> set[str]:
     return {str(p) for p in root.rglob("*") if p.is_file()}
 
 
-# -- defect 9: each staged change is planned against the transaction's state -------------
+# -- each staged change is planned against the transaction's state -----------------------
 
 
 def test_delete_after_append_in_one_transaction_deletes_appended_rows(table: neve.Table) -> None:
@@ -173,7 +173,7 @@ def test_aborted_transaction_leaves_no_files(table: neve.Table, tmp_path: Path) 
     assert ids_of(table) == list(range(10))
 
 
-# -- defect 10: branches -------------------------------------------------------------------
+# -- branches ------------------------------------------------------------------------------
 
 
 def test_append_to_new_branch_starts_from_main(table: neve.Table) -> None:

@@ -1,22 +1,23 @@
-"""Issue 9, defects 2, 3 and 5: scans and deletes that lost or wrongly took rows.
+"""Scans and deletes over edge values find exactly the matching rows: partition values
+that wrap at the integer limits (truncate, hour), NaN in row groups whose Parquet
+statistics have min = max, dates and timestamps far from 1970 in year and month
+partitions, comparisons with literals beyond a column's range, NaN and -0.0.
 
 Each test writes a small table with neve and checks the rows a scan returns and a
-delete leaves, for the cases the differential scan tests and the issue found. They
-use only the public API, so they run against any version of neve.
+delete leaves, for cases the differential scan tests found. They use only the public
+API (and the shared ``sqlite_catalog`` fixture).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from neve.catalog import Catalog, connect
+from neve.catalog import Catalog
 from neve.spec.schema import Schema
 from neve.spec.types import (
     DATE,
@@ -34,13 +35,6 @@ NAN = math.nan
 INT_MIN, LONG_MIN, LONG_MAX = -(2**31), -(2**63), 2**63 - 1
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    c = connect(f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    c.create_namespace("db")
-    yield c
-
-
 def _table(
     catalog: Catalog, fields: list[NestedField], data: dict[str, pa.Array], partition_by: list[str]
 ) -> Table:
@@ -55,18 +49,18 @@ def ids(table: Table, text: str | None = None) -> list[int]:
     return sorted(table.scan(filter=text).to_arrow().column("id").to_pylist())
 
 
-# -- defect 5: truncate at the integer minimum --------------------------------------------
+# -- partition values that wrap at the integer limits -------------------------------------
 
 
 @pytest.mark.parametrize(("column_type", "minimum"), [(INT, INT_MIN), (LONG, LONG_MIN)])
-def test_defect5_rows_of_the_integer_minimum_are_found_and_deleted(
-    catalog: Catalog, column_type: Any, minimum: int
+def test_rows_of_the_integer_minimum_are_found_and_deleted(
+    sqlite_catalog: Catalog, column_type: Any, minimum: int
 ) -> None:
     """truncate(100) of the minimum wraps to a large positive partition value (as
     Iceberg-Java writes it); planning must still find and delete that row."""
     arrow = pa.int32() if column_type == INT else pa.int64()
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "i", column_type)],
         {"i": pa.array([minimum, minimum + 47, 5, -7, None], arrow)},
         ["truncate(100, i)"],
@@ -82,11 +76,11 @@ def test_defect5_rows_of_the_integer_minimum_are_found_and_deleted(
     assert ids(table.refresh()) == [5]
 
 
-def test_defect5_hours_beyond_an_int_are_found(catalog: Catalog) -> None:
+def test_hours_beyond_an_int_are_found(sqlite_catalog: Catalog) -> None:
     """hour() of timestamps 245,000 years from 1970 wraps like Iceberg-Java's int cast."""
     values = [LONG_MAX, LONG_MIN + 1, 0, 2**31 * 3_600_000_000]
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "ts", TIMESTAMP)],
         {"ts": pa.array(values, pa.int64()).cast(pa.timestamp("us"))},
         ["hour(ts)"],
@@ -98,14 +92,16 @@ def test_defect5_hours_beyond_an_int_are_found(catalog: Catalog) -> None:
     assert ids(table.refresh()) == [1, 4]
 
 
-# -- defect 3: NaN rows vanished in the reader's row-group pruning -----------------------
+# -- row-group pruning keeps the NaN rows of single-value row groups ---------------------
 
 
-def test_defect3_scans_return_the_nan_rows_of_single_value_row_groups(catalog: Catalog) -> None:
-    """The issue's examples: a row group of 1.0, NaN, 1.0 has Parquet min = max = 1.0;
-    pyarrow's statistics pruning dropped it for these filters and the NaN row vanished."""
+def test_scans_return_the_nan_rows_of_single_value_row_groups(
+    sqlite_catalog: Catalog,
+) -> None:
+    """A row group of 1.0, NaN, 1.0 has Parquet min = max = 1.0: pruning by those
+    statistics must keep it for these filters, which match the NaN row."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "d", DOUBLE), NestedField(3, "f", FLOAT)],
         {"d": pa.array([1.0, NAN, 1.0]), "f": pa.array([-0.0, NAN, -0.0], pa.float32())},
         [],
@@ -118,14 +114,17 @@ def test_defect3_scans_return_the_nan_rows_of_single_value_row_groups(catalog: C
     assert ids(table.refresh()) == [1, 3]
 
 
-# -- defect 2: pruning dropped (and binding took) rows ------------------------------------
+# -- far values and out-of-range literals: nothing pruned or taken wrongly ----------------
 
 
-def test_defect2_far_dates_and_timestamps_in_year_and_month_partitions(catalog: Catalog) -> None:
-    """pyarrow's year/month kernels were wrong beyond 100 million days from 1970, so
-    the partition values written disagreed with what projections expect."""
+def test_far_dates_and_timestamps_in_year_and_month_partitions(
+    sqlite_catalog: Catalog,
+) -> None:
+    """Year and month partition values of dates and timestamps beyond 100 million
+    days from 1970 (where pyarrow's calendar kernels go wrong) agree with what the
+    projections of filters on them expect."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "dt", DATE), NestedField(3, "ts", TIMESTAMP)],
         {
             "dt": pa.array([2**31 - 1, INT_MIN, 0], pa.int32()).cast(pa.date32()),
@@ -139,14 +138,14 @@ def test_defect2_far_dates_and_timestamps_in_year_and_month_partitions(catalog: 
     assert ids(table, "ts < -9000000000000000000") == [2]
 
 
-def test_defect2_comparisons_beyond_the_range_of_a_column_select_no_nulls(
-    catalog: Catalog,
+def test_comparisons_beyond_the_range_of_a_column_select_no_nulls(
+    sqlite_catalog: Catalog,
 ) -> None:
     """A null satisfies no comparison: ``i < 2**40`` holds for every value of an int
-    column but not for its nulls (it was simplified to true), and its negation holds
-    for nothing (it was simplified to ``NOT false``)."""
+    column but not for its nulls (so it must not be simplified to true), and its
+    negation holds for nothing (not ``NOT false``)."""
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "i", INT), NestedField(3, "dec", DecimalType(4, 2))],
         {
             "i": pa.array([1, None, -5], pa.int32()),
@@ -165,16 +164,18 @@ def test_defect2_comparisons_beyond_the_range_of_a_column_select_no_nulls(
     assert ids(table.refresh()) == [2]
 
 
-def test_defect2_issue_examples_nan_and_negative_zero(catalog: Catalog) -> None:
+def test_nan_and_negative_zero_in_partitioned_files_of_nan_next_to_one_value(
+    sqlite_catalog: Catalog,
+) -> None:
     """``d IS NaN`` and ``f NOT IN (-7.0, -0.0)`` over a partitioned table whose files
-    hold NaN next to a single value (the issue's 102 rows instead of 105)."""
+    hold NaN next to a single value (no file's NaN or -0.0 rows may be pruned)."""
     d_by_k: dict[int, list[float | None]] = {0: [1.0, NAN], 1: [NAN, None], 2: [2.0, NAN, 3.0]}
     f_by_k: dict[int, list[float | None]] = {0: [-0.0, NAN], 1: [-7.0, NAN, None], 2: [5.0, 0.0]}
     k = [n % 3 for n in range(30)]
     d = [d_by_k[kn][(n // 3) % len(d_by_k[kn])] for n, kn in enumerate(k)]
     f = [f_by_k[kn][(n // 3) % len(f_by_k[kn])] for n, kn in enumerate(k)]
     table = _table(
-        catalog,
+        sqlite_catalog,
         [NestedField(2, "d", DOUBLE), NestedField(3, "f", FLOAT), NestedField(4, "k", INT)],
         {"d": pa.array(d), "f": pa.array(f, pa.float32()), "k": pa.array(k, pa.int32())},
         ["k"],
