@@ -41,6 +41,7 @@ import time
 import warnings
 from collections.abc import Callable
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -80,7 +81,7 @@ def plan_schema() -> pa.Schema:
     )
 
 
-def _file_bounds(n: int, day: int) -> dict[str, tuple[Any, Any]]:
+def file_bounds(n: int, day: int) -> dict[str, tuple[Any, Any]]:
     """Plausible per-file min/max for each column of file number ``n``."""
     lo_ts = day * MICROS_PER_DAY + (n % 7) * 1_000_000
     return {
@@ -114,7 +115,9 @@ def _day(layout: str, n: int, per_manifest: int) -> int:
     return DAY0 + n % DAYS
 
 
-def _data_files(table: Any, first: int, count: int, layout: str, per: int) -> list[Any]:
+def data_files(table: Any, first: int, count: int, day_of: Callable[[int], int]) -> list[Any]:
+    """DataFile entries numbered ``first`` to ``first + count - 1``, file ``n`` in day
+    ``day_of(n)``, with full metrics for every column (bench_scale.py uses them too)."""
     from neve.spec.manifest import DataFile, FileFormat
     from neve.spec.types import PrimitiveType
     from neve.spec.values import to_bytes
@@ -123,8 +126,8 @@ def _data_files(table: Any, first: int, count: int, layout: str, per: int) -> li
     fields = [(f.field_id, f.name, f.field_type) for f in schema.fields]
     out = []
     for n in range(first, first + count):
-        day = _day(layout, n, per)
-        bounds = _file_bounds(n, day)
+        day = day_of(n)
+        bounds = file_bounds(n, day)
         lower: dict[int, bytes] = {}
         upper: dict[int, bytes] = {}
         for fid, name, t in fields:
@@ -174,7 +177,7 @@ def build_plan_tables(root: Path, files: int, manifests: int) -> tuple[str, str]
         while done < files:
             count = min(per, files - done)
             with table.transaction() as tx:
-                tx.add_files(_data_files(table, done, count, layout, per))
+                tx.add_files(data_files(table, done, count, partial(_day, layout, per_manifest=per)))
             done += count
     return uri, warehouse
 
