@@ -177,7 +177,9 @@ def build_plan_tables(root: Path, files: int, manifests: int) -> tuple[str, str]
         while done < files:
             count = min(per, files - done)
             with table.transaction() as tx:
-                tx.add_files(data_files(table, done, count, partial(_day, layout, per_manifest=per)))
+                tx.add_files(
+                    data_files(table, done, count, partial(_day, layout, per_manifest=per))
+                )
             done += count
     return uri, warehouse
 
