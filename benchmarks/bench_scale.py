@@ -17,8 +17,8 @@ Printed (benchmarks/harness.py says how numbers are taken):
    and median of the first and last 10% and the median of each tenth;
 2. at every tenth of the history, ``--runs`` appends of neve (the build's next appends)
    alternating with pyiceberg 0.12's append of the same files (``merge_append``) to a
-   copy of the table (the current metadata registered in pyiceberg's own SQLite
-   catalog); then the metadata JSON's size and loading the table through the catalog,
+   copy of the version neve's append started from (its metadata registered in
+   pyiceberg's own SQLite catalog), so both make the same commit; then the metadata JSON's size and loading the table through the catalog,
    neve against pyiceberg, alternating;
 3. planning on the whole table, cold (the first plan of a fresh process after loading
    the table) and warm (the median of ``--repeat`` more plans in it), ``--runs``
@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -155,24 +156,45 @@ class Scale:
         assert snap is not None
         return read_manifest_list(self.table.io, snap.manifest_list)
 
-    def copy_for_pyiceberg(self) -> Any:
-        """pyiceberg's copy: the current metadata registered in its own catalog."""
+    def copy_for_pyiceberg(self, location: str | None = None) -> Any:
+        """pyiceberg's copy: the current metadata (or that at ``location``) registered
+        in its own catalog."""
         if self.pcat.table_exists(COPY):
             self.pcat.drop_table(COPY)
-        return self.pcat.register_table(COPY, self.table.metadata_location)
+        return self.pcat.register_table(COPY, location or self.table.metadata_location)
 
-    def pyiceberg_append(self) -> float:
-        """pyiceberg appends the files of the build's last append to a fresh copy."""
-        copy = self.copy_for_pyiceberg()
+    def pyiceberg_append(self, location: str, snapshot: int) -> float:
+        """pyiceberg appends the files of append number ``snapshot`` to a copy of the
+        table at ``location`` (the version that append starts from)."""
+        copy = self.copy_for_pyiceberg(location)
         spec_id = copy.spec().spec_id
-        files = [
-            pyiceberg_file(f, spec_id) for f in data_files(self.table, self.done - 1, self.per)
-        ]
+        files = [pyiceberg_file(f, spec_id) for f in data_files(self.table, snapshot, self.per)]
         t0 = time.perf_counter()
         with copy.transaction() as tx, tx.update_snapshot().merge_append() as add:
             for f in files:
                 add.append_data_file(f)
         return time.perf_counter() - t0
+
+    def paired_appends(self) -> dict[str, Callable[[], float]]:
+        """The two sides of a round of appends: neve's next append, and pyiceberg's
+        append of the same files to a copy of the version neve's append starts from
+        (whichever side runs first in the round), so both make the same commit, manifest
+        merges included."""
+        made = {"neve": 0, "pyiceberg": 0}
+        before = {"location": self.table.metadata_location}
+
+        def neve_side() -> float:
+            before["location"] = self.table.metadata_location
+            made["neve"] += 1
+            return self.append()
+
+        def pyiceberg_side() -> float:
+            made["pyiceberg"] += 1
+            if made["neve"] == made["pyiceberg"]:  # neve's append of this round ran first
+                return self.pyiceberg_append(before["location"], self.done - 1)
+            return self.pyiceberg_append(self.table.metadata_location, self.done)
+
+        return {"neve": neve_side, "pyiceberg": pyiceberg_side}
 
     def load(self, runs: int) -> harness.Runs:
         """Load the table through the catalog, neve against pyiceberg, alternating."""
@@ -206,7 +228,7 @@ def build(s: Scale, runs: int) -> None:
     for c in range(1, 11):
         while s.done < c * tenth - runs:
             s.append()
-        commits = harness.alternate({"neve": s.append, "pyiceberg": s.pyiceberg_append}, runs)
+        commits = harness.alternate(s.paired_appends(), runs)
         size = file_mb(s.table.metadata_location)
         print(f"  at {s.done:,} snapshots, metadata JSON {size:.2f} MB:", flush=True)
         harness.report("append", commits, "neve", "pyiceberg", invert=True, width=6)
@@ -386,12 +408,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--snapshots", type=int, default=10_000, help="appends")
     p.add_argument("--repeat", type=int, default=3, help="warm plans in each planning process")
     p.add_argument(
-        "--quick", action="store_true", help="small scale: 20,000 files, 20 manifests, 200 appends"
+        "--quick", action="store_true", help="small scale: 10,000 files, 10 manifests, 100 appends"
     )
     harness.add_runs_argument(p)
     args = p.parse_args(argv)
     if args.quick:
-        args.files, args.manifests, args.snapshots = 20_000, 20, 200
+        args.files, args.manifests, args.snapshots = 10_000, 10, 100
     warnings.simplefilter("ignore")
     with (
         tempfile.TemporaryDirectory() as d,

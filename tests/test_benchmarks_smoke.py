@@ -184,10 +184,10 @@ def test_bench_changelog_quick_runs() -> None:
 
 def test_bench_scale_quick_runs() -> None:
     out = run_script("bench_scale.py", "--repeat", "1", timeout=900)
-    # 200 appends of 100 files merged into 20 manifests, every tenth compared
-    assert "200 snapshots, 20 manifests in the head, 20,000 data files" in out
+    # 100 appends of 100 files merged into 10 manifests, every tenth compared
+    assert "100 snapshots, 10 manifests in the head, 10,000 data files" in out
     tenths = [line for line in out.splitlines() if line.startswith("  at ")]
-    assert len(tenths) == 10 and tenths[-1].startswith("  at 200 snapshots, metadata JSON")
+    assert len(tenths) == 10 and tenths[-1].startswith("  at 100 snapshots, metadata JSON")
     assert labels(out, "pyiceberg/neve") == [
         *(["append", "load"] * 10),
         *(["cold", "warm"] * 2),
@@ -195,6 +195,6 @@ def test_bench_scale_quick_runs() -> None:
     ]
     assert "neve commit latency, first 10%: mean" in out
     # both libraries planned the same files: one day's 100, and the one file of the ids
-    assert "one day (day 10100): both planned the same 100 files" in out
+    assert "one day (day 10050): both planned the same 100 files" in out
     assert "both planned the same 1 files" in out
-    assert "180 expired, 20 left" in out
+    assert "90 expired, 10 left" in out
