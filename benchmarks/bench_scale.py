@@ -101,7 +101,8 @@ def pyiceberg_file(f: DataFile, spec_id: int) -> PyDataFile:
 
 
 def ms(seconds: list[float]) -> str:
-    return f"mean {1000 * statistics.fmean(seconds):.1f} ms, median {1000 * statistics.median(seconds):.1f} ms"
+    mean, median = 1000 * statistics.fmean(seconds), 1000 * statistics.median(seconds)
+    return f"mean {mean:.1f} ms, median {median:.1f} ms"
 
 
 def file_mb(location: str) -> float:
@@ -242,8 +243,7 @@ def build(s: Scale, runs: int) -> None:
     print(
         f"  built in {built:.0f} s: {len(md.snapshots):,} snapshots, {len(s.manifests()):,} "
         f"manifests in the head, {int(snap.summary['total-data-files']):,} data files; "
-        f"metadata JSON "
-        f"{file_mb(s.table.metadata_location):.2f} MB",
+        f"metadata JSON {file_mb(s.table.metadata_location):.2f} MB",
         flush=True,
     )
     lat, n = s.latency, max(1, len(s.latency) // 10)
