@@ -25,7 +25,7 @@ MOTO_STAMP := $(MOTO_VENV)/.installed
 LANCE_VENV  ?= .venv-lance
 LANCE_STAMP := $(LANCE_VENV)/.installed
 
-.PHONY: demo test test-long lint typecheck bench setup java java-engine paimon-engine duckdb-engine s3-server lance-engine clean
+.PHONY: demo test test-long lint typecheck bench bench-full setup java java-engine paimon-engine duckdb-engine s3-server lance-engine clean
 
 setup: $(STAMP) java java-engine paimon-engine duckdb-engine s3-server lance-engine
 
@@ -128,12 +128,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# The benchmarks (benchmarks/README.md): each runs neve and its reference alternately,
+# RUNS times each, and prints medians, the median ratio and its spread, and the load.
+# `make bench` runs every script at small scale (--quick) for a quick read;
+# `make bench-full` (or `make bench SCALE=full`) at full scale, which takes hours.
+SCALE ?= quick
+RUNS  ?= 5
+BENCHMARKS := bench_commits bench_scan bench_spark bench_merge bench_maintenance \
+  bench_changelog bench_scale
 bench: setup
-	$(PY) benchmarks/bench_commits.py
-	$(PY) benchmarks/bench_scan.py
-	$(PY) benchmarks/bench_spark.py
-	$(PY) benchmarks/bench_merge.py
-	$(PY) benchmarks/bench_take.py
+	@for b in $(BENCHMARKS); do \
+	  echo "== benchmarks/$$b.py $(if $(filter full,$(SCALE)),,--quick) --runs $(RUNS)"; \
+	  $(PY) benchmarks/$$b.py $(if $(filter full,$(SCALE)),,--quick) --runs $(RUNS) || exit 1; \
+	done
+
+bench-full:
+	$(MAKE) bench SCALE=full
 
 clean:
 	rm -rf $(VENV) $(JAVA_VENV) $(PAIMON_VENV) $(DUCKDB_VENV) $(MOTO_VENV) $(LANCE_VENV) .pytest_cache .mypy_cache .ruff_cache .demo

@@ -5,7 +5,8 @@ l_linenumber), bucket(16, l_orderkey), format v3, merge-on-read, written by
 ``neve.spark.write``. Then ``neve.spark.upsert`` of 60,000 rows at SF1 (scaled): half
 existing keys with l_quantity + 1, half new keys (as benchmarks/bench_merge_spark.py).
 Timed, in the same Spark session (``local[2]``), each materialising every column of its
-result (Spark's ``noop`` sink), best of ``--runs``, alternating:
+result (Spark's ``noop`` sink), the four taking turns, ``--runs`` times each
+(benchmarks/harness.py):
 
 - neve: ``neve.spark.changes(spark, table, start_snapshot_id=<before>,
   end_snapshot_id=<upsert>)`` -- the upsert's changelog: the new files, and the rows
@@ -19,16 +20,18 @@ result (Spark's ``noop`` sink), best of ``--runs``, alternating:
 - diff (join): the same snapshots full-outer-joined on the key, keeping keys whose row
   differs (the cheaper of the two ways, usually).
 
-The ratio is against the faster diff. The script checks that all three give the same
-changes (updates as a delete plus an insert), never times in a test.
+The ratios are against the faster diff of each round (median and spread over the
+rounds). The script checks that all three give the same changes (updates as a delete
+plus an insert), never times in a test.
 
-    .venv/bin/python benchmarks/bench_changelog.py [--scale 1] [--runs 3] [--quick]
+    .venv/bin/python benchmarks/bench_changelog.py [--scale 1] [--runs 5] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import tempfile
 import time
 import warnings
@@ -36,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import harness
 from bench_merge_spark import upsert_source
 
 HERE = Path(__file__).resolve().parent
@@ -49,9 +53,7 @@ PROPS = {
 
 
 def timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    return harness.timed(fn)[0]
 
 
 def materialise(df: Any) -> None:
@@ -59,7 +61,7 @@ def materialise(df: Any) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
+def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.Ratio]:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
@@ -109,7 +111,7 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
         print(
             f"TPC-H lineitem SF{scale:g}: {rows:,} rows (loaded in {loaded:.1f} s); upsert of "
             f"{2 * half:,} rows ({half:,} changed, {half:,} new) in {upserted:.1f} s; v3, "
-            f"bucket(16, l_orderkey), merge-on-read, {master}; best of {runs}, alternating",
+            f"bucket(16, l_orderkey), merge-on-read, {master}",
             flush=True,
         )
         columns = [f.name for f in table.schema().fields]
@@ -177,24 +179,32 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
             )  # by column: Spark's nullability flags may differ between plans
             assert same, "the changelog and the diffs disagree"
 
-        times: dict[str, list[float]] = {"neve": [], "tasks": [], "except": [], "join": []}
-        for _ in range(runs):
-            times["neve"].append(timed(lambda: materialise(changelog())))
-            times["tasks"].append(timed(lambda: materialise(changelog(0))))
-            times["except"].append(timed(lambda: materialise(diff_except())))
-            times["join"].append(timed(lambda: materialise(diff_join())))
-        best = {k: min(v) for k, v in times.items()}
-        reference = min(best["except"], best["join"])
-        print(f"  changelog (neve.spark.changes)  {best['neve']:8.2f} s", flush=True)
-        print(f"  changelog on Spark tasks only   {best['tasks']:8.2f} s", flush=True)
-        print(f"  diff of snapshots (exceptAll)   {best['except']:8.2f} s", flush=True)
-        print(f"  diff of snapshots (outer join)  {best['join']:8.2f} s", flush=True)
-        print(f"  ratio diff/changelog            {reference / best['neve']:8.1f}x", flush=True)
+        measured = harness.alternate(
+            {
+                "changelog": lambda: timed(lambda: materialise(changelog())),
+                "tasks-only": lambda: timed(lambda: materialise(changelog(0))),
+                "exceptAll": lambda: timed(lambda: materialise(diff_except())),
+                "outer-join": lambda: timed(lambda: materialise(diff_join())),
+            },
+            runs,
+        )
+        v = measured.values
+        diff = [min(a, b) for a, b in zip(v["exceptAll"], v["outer-join"], strict=True)]
+        runs_ = harness.Runs({**v, "diff": diff}, measured.load_start, measured.load_end)
         print(
-            f"  ratio diff/changelog on Spark tasks only {reference / best['tasks']:8.1f}x",
+            f"  the diffs: exceptAll {statistics.median(v['exceptAll']):.2f} s, outer join "
+            f"{statistics.median(v['outer-join']):.2f} s (medians); diff = the faster of the "
+            "two in each round",
             flush=True,
         )
-        return best
+        return {
+            "changelog": harness.report(
+                "neve.spark.changes", runs_, "changelog", "diff", invert=True, width=22
+            ),
+            "tasks-only": harness.report(
+                "on Spark tasks only", runs_, "tasks-only", "diff", invert=True, width=22
+            ),
+        }
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -203,15 +213,13 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale (1 = 6M rows)")
-    p.add_argument("--runs", type=int, default=3, help="runs per measurement (best taken)")
     p.add_argument("--master", default="local[2]", help="Spark master")
-    p.add_argument("--quick", action="store_true", help="SF0.01, one run (a smoke run)")
+    p.add_argument("--quick", action="store_true", help="SF0.01")
+    harness.add_runs_argument(p)
     args = p.parse_args()
     warnings.simplefilter("ignore")
-    if args.quick:
-        run(0.01, 1, args.master)
-    else:
-        run(args.scale, args.runs, args.master)
+    with harness.session("Changelog of one upsert: neve against diffing snapshots", args.runs):
+        run(0.01 if args.quick else args.scale, args.runs, args.master)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@
     commit, then the data files, manifests and manifest lists deleted with 8 threads)
     against pyiceberg 0.12's ``expire_snapshots`` on a copy (the same metadata
     registered in its own SQLite catalog), which only changes metadata: pyiceberg
-    deletes no file (apache/iceberg-python#2604), so it does less work.
+    deletes no file (apache/iceberg-python#2604), so it does less work. Each run
+    expires a copy of the same table: neve's the same metadata registered under a new
+    name in its catalog, the files its run deleted put back (hard links) afterwards.
 (c) orphan listing: the table of (b), before expiring, with stray files added until
     its location holds ``--orphan-files`` files (100,000 by default), 1% of them older
     than the 3-day cut-off. neve's ``remove_orphan_files`` dry run against
@@ -27,11 +29,12 @@
     table's metadata reaches and report the old unreachable files; both must report
     the same number.
 
-A script, not a test: it checks results agree, never times. The machine may be shared:
-times are from one run each.
+Each step runs neve and its reference alternately, ``--runs`` times each, and prints both
+medians and the median of the per-round ratios with its spread (benchmarks/harness.py).
+A script, not a test: it checks results agree in every run, never times.
 
     .venv/bin/python benchmarks/bench_maintenance.py [--scale 1] [--files 2000]
-        [--snapshots 1000] [--orphan-files 100000] [--runs 2] [--only a,b,c] [--quick]
+        [--snapshots 1000] [--orphan-files 100000] [--runs 5] [--only a,b,c] [--quick]
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import harness
 import pyarrow as pa
 import pyarrow.compute as pc
 from bench_merge import lineitem
@@ -136,9 +140,7 @@ def check_rows(rows: pa.Table) -> tuple[int, float, int]:
     )
 
 
-def bench_compaction(
-    root: Path, scale: float, n_files: int, runs: int, java: Any
-) -> tuple[float, float]:
+def bench_compaction(root: Path, scale: float, n_files: int, runs: int, java: Any) -> harness.Ratio:
     import neve
     from neve.spark import local_session
     from neve.spark import maintenance as spark_maintenance
@@ -166,7 +168,7 @@ def bench_compaction(
             f"TPC-H lineitem SF{scale:g}: {live + deleted:,} rows in {n_data:,} data files "
             f"(v3, unpartitioned), {deleted:,} rows ({deleted / (live + deleted):.2%}) "
             f"deleted by deletion vectors in {n_deletes:,} Puffin files; bin-pack with "
-            f"default options, local[2] both; best of {runs}, alternating",
+            f"default options, local[2] both; each run from the loaded snapshot",
             flush=True,
         )
         base = t.current_snapshot()
@@ -176,39 +178,45 @@ def bench_compaction(
             f"metadata_file => '{location}')"
         )
         rewrite_sql = "CALL neve.system.rewrite_data_files(table => 'bench.lineitem')"
-        neve_times, java_times = [], []
-        for _ in range(runs):  # alternating; each run starts from the loaded snapshot
+        checks: dict[str, list[tuple[int, float, int]]] = {"neve": [], "Java": []}
+        files_after: dict[str, set[int]] = {"neve": set(), "Java": set()}
+
+        def neve_run() -> float:
             t = cat.load_table("bench.lineitem")
             took, result = timed(partial(spark_maintenance.rewrite_data_files, spark, t))
-            neve_times.append(took)
+            assert result.rewritten_data_files_count == n_data, result
             t = cat.load_table("bench.lineitem")
-            neve_rows = check_rows(t.scan(columns=["l_quantity", "l_orderkey"]).to_arrow())
-            neve_files = len({task.file.file_path for task in t.scan().plan_files()})
+            checks["neve"].append(
+                check_rows(t.scan(columns=["l_quantity", "l_orderkey"]).to_arrow())
+            )
+            files_after["neve"].add(len({task.file.file_path for task in t.scan().plan_files()}))
             t.set_current_snapshot(base.snapshot_id)
+            return took
 
+        def java_run() -> float:
             took, out = timed(lambda: java.sql(rewrite_sql))
-            java_times.append(took)
+            assert int(out.rows[0][0]) == n_data, out.rows
             got = java.sql(
                 "SELECT count(*), sum(l_quantity), sum(l_orderkey) FROM neve.bench.lineitem"
             ).rows[0]
-            java_rows = (int(got[0]), round(float(got[1]), 2), int(got[2]))
-            java_files = int(java.sql("SELECT count(*) FROM neve.bench.lineitem.files").scalar())
+            checks["Java"].append((int(got[0]), round(float(got[1]), 2), int(got[2])))
+            files_after["Java"].add(
+                int(java.sql("SELECT count(*) FROM neve.bench.lineitem.files").scalar())
+            )
             java.sql(f"CALL neve.system.rollback_to_snapshot('bench.lineitem', {base.snapshot_id})")
-            assert neve_rows == java_rows and neve_rows[0] == live, (neve_rows, java_rows, live)
-            assert result.rewritten_data_files_count == n_data == int(out.rows[0][0]), out.rows
-        took_neve, took_java = min(neve_times), min(java_times)
+            return took
+
+        measured = harness.alternate({"neve": neve_run, "Java": java_run}, runs)
+        got = set(checks["neve"]) | set(checks["Java"])
+        assert len(got) == 1 and next(iter(got))[0] == live, (checks, live)
         print(
-            f"  neve rewrite_data_files (Spark)   {took_neve:7.2f} s   "
-            f"{result.rewritten_data_files_count:,} -> {neve_files} files",
-            flush=True,
-        )
-        print(
-            f"  Iceberg-Java rewrite_data_files   {took_java:7.2f} s   "
-            f"{int(out.rows[0][0]):,} -> {java_files} files   neve/Java {took_neve / took_java:5.2f}",
+            f"  both rewrote all {n_data:,} files in every run, into "
+            f"{'/'.join(map(str, sorted(files_after['neve'])))} (neve) and "
+            f"{'/'.join(map(str, sorted(files_after['Java'])))} (Java) files",
             flush=True,
         )
         print(f"  rows check passed: both tables hold {live:,} rows with the same sums", flush=True)
-        return took_neve, took_java
+        return harness.report("rewrite_data_files", measured, "neve", "Java", width=18)
     finally:
         spark.stop()
         for path in files_below(cache) - before_run:  # what this run wrote
@@ -262,71 +270,112 @@ def add_strays(location: str, total: int) -> int:
     return old
 
 
-def bench_orphans(t: Any, total: int, java: Any) -> tuple[float, float]:
+def bench_orphans(t: Any, total: int, java: Any, runs: int) -> harness.Ratio:
     old = add_strays(t.location, total)
     listed = len(files_below(t.location.removeprefix("file://")))
     print(
         f"{listed:,} files under the table location ({len(t.snapshots()):,} snapshots), "
-        f"{old:,} of them unreachable and older than 3 days; dry runs",
+        f"{old:,} of them unreachable and older than 3 days; dry runs, so every run sees "
+        "the same files",
         flush=True,
     )
-    took_neve, found = timed(lambda: t.maintenance.remove_orphan_files(dry_run=True))
     java.sql(
         f"CALL neve.system.register_table(table => 'bench.history', "
         f"metadata_file => '{t.metadata_location}')"
     )
-    took_java, out = timed(
-        lambda: java.sql(
-            "CALL neve.system.remove_orphan_files(table => 'bench.history', dry_run => true)"
+    found: dict[str, set[int]] = {"neve": set(), "Java": set()}
+
+    def neve_run() -> float:
+        took, out = timed(lambda: t.maintenance.remove_orphan_files(dry_run=True))
+        found["neve"].add(len(out.orphan_file_locations))
+        return took
+
+    def java_run() -> float:
+        took, out = timed(
+            lambda: java.sql(
+                "CALL neve.system.remove_orphan_files(table => 'bench.history', dry_run => true)"
+            )
         )
-    )
-    assert len(found.orphan_file_locations) == old == len(out.rows), (
-        len(found.orphan_file_locations),
-        old,
-        len(out.rows),
-    )
-    print(f"  neve remove_orphan_files          {took_neve:7.2f} s   {old:,} orphans", flush=True)
-    print(
-        f"  Iceberg-Java remove_orphan_files  {took_java:7.2f} s   {len(out.rows):,} orphans   "
-        f"neve/Java {took_neve / took_java:5.2f}",
-        flush=True,
-    )
+        found["Java"].add(len(out.rows))
+        return took
+
+    measured = harness.alternate({"neve": neve_run, "Java": java_run}, runs)
+    assert found["neve"] == found["Java"] == {old}, (found, old)
+    print(f"  both found the same {old:,} orphans in every run", flush=True)
     for folder in Path(t.location.removeprefix("file://"), "data").glob("stray-*"):
         shutil.rmtree(folder)
-    return took_neve, took_java
+    return harness.report("remove_orphan_files", measured, "neve", "Java", width=19)
 
 
-def bench_expire(root: Path, t: Any) -> tuple[float, float]:
+def link_tree(src: Path, dst: Path) -> None:
+    """Hard links in ``dst`` to every file below ``src`` (a copy that costs no bytes)."""
+    for path in files_below(src):
+        target = dst / Path(path).relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(path, target)
+
+
+def restore(backup: Path, folder: Path) -> None:
+    """Put back every file of ``backup`` missing under ``folder`` (what expiration
+    deleted)."""
+    for path in files_below(backup):
+        target = folder / Path(path).relative_to(backup)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(path, target)
+
+
+def bench_expire(root: Path, t: Any, runs: int) -> harness.Ratio:
     from pyiceberg.catalog.sql import SqlCatalog
 
     head = t.current_snapshot()
     snaps = len(t.snapshots())
-    on_disk = len(files_below(t.location.removeprefix("file://")))
+    folder = Path(t.location.removeprefix("file://"))
+    on_disk = len(files_below(folder))
+    backup = root / "expire-backup"
+    link_tree(folder, backup)
     pcat = SqlCatalog("bench", uri=f"sqlite:///{root}/pyiceberg.db", warehouse=f"file://{root}")
     pcat.create_namespace("bench")
-    ptbl = pcat.register_table(("bench", "history"), t.metadata_location)
     cut = dt.datetime.fromtimestamp(head.timestamp_ms / 1000, tz=dt.timezone.utc)
-    took_pyi, _ = timed(lambda: ptbl.maintenance.expire_snapshots().older_than(cut).commit())
-    took_neve, result = timed(
-        lambda: t.maintenance.expire_snapshots(older_than=head.timestamp_ms, retain_last=1)
-    )
-    left_pyi = len(pcat.load_table(("bench", "history")).snapshots())
     print(
-        f"a v2 table of {snaps:,} snapshots, {on_disk:,} files; expire all but the head",
+        f"a v2 table of {snaps:,} snapshots, {on_disk:,} files; expire all but the head. "
+        "Each run expires a copy: the same metadata registered under a new name (neve: "
+        "the files it deleted are put back after the run; pyiceberg deletes none)",
         flush=True,
     )
-    assert len(result.expired_snapshot_ids) == snaps - 1 and left_pyi == 1, (
-        len(result.expired_snapshot_ids),
-        left_pyi,
-    )
-    counts = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in result.deleted.items() if v)
-    print(f"  neve expire_snapshots             {took_neve:7.2f} s   deleted {counts}", flush=True)
+    done = {"neve": 0, "pyiceberg": 0}
+    deleted: set[str] = set()
+
+    def neve_run() -> float:
+        done["neve"] += 1
+        copy = t.catalog.register_table(f"bench.history_{done['neve']}", t.metadata_location)
+        took, result = timed(
+            lambda: copy.maintenance.expire_snapshots(older_than=head.timestamp_ms, retain_last=1)
+        )
+        assert len(result.expired_snapshot_ids) == snaps - 1, len(result.expired_snapshot_ids)
+        deleted.add(
+            ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in result.deleted.items() if v)
+        )
+        restore(backup, folder)
+        return took
+
+    def pyiceberg_run() -> float:
+        done["pyiceberg"] += 1
+        name = ("bench", f"history_{done['pyiceberg']}")
+        ptbl = pcat.register_table(name, t.metadata_location)
+        took, _ = timed(lambda: ptbl.maintenance.expire_snapshots().older_than(cut).commit())
+        left = len(pcat.load_table(name).snapshots())
+        assert left == 1, left
+        return took
+
+    measured = harness.alternate({"neve": neve_run, "pyiceberg": pyiceberg_run}, runs)
+    assert len(deleted) == 1, deleted
     print(
-        f"  pyiceberg expire_snapshots        {took_pyi:7.2f} s   metadata only, 0 files "
-        f"deleted   neve/pyiceberg {took_neve / took_pyi:5.2f}",
+        f"  every neve run deleted {deleted.pop()}; pyiceberg changes metadata only, 0 "
+        "files deleted; both left the head alone",
         flush=True,
     )
-    return took_neve, took_pyi
+    return harness.report("expire_snapshots", measured, "neve", "pyiceberg", width=16)
 
 
 def main() -> None:
@@ -335,17 +384,25 @@ def main() -> None:
     p.add_argument("--files", type=int, default=2000)
     p.add_argument("--snapshots", type=int, default=1000)
     p.add_argument("--orphan-files", type=int, default=100_000)
-    p.add_argument("--runs", type=int, default=2, help="compaction runs per engine")
     p.add_argument("--only", default="a,b,c")
     p.add_argument("--quick", action="store_true", help="SF0.01, 50 files, 50 snapshots")
+    harness.add_runs_argument(p)
     args = p.parse_args()
     if args.quick:
         args.scale, args.files, args.snapshots, args.orphan_files = 0.01, 50, 50, 2000
-        args.runs = 1
     only = set(args.only.split(","))
     warnings.simplefilter("ignore")
     root = Path(tempfile.mkdtemp(prefix="neve-bench-maintenance-"))
     uri = f"sqlite:///{root}/java.db"
+    try:
+        with harness.session("Table maintenance: neve against the reference engines", args.runs):
+            run(root, uri, only, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run(root: Path, uri: str, only: set[str], args: argparse.Namespace) -> None:
+    """The sections in ``only``."""
     java = None
     try:
         if only & {"a", "c"}:
@@ -357,14 +414,13 @@ def main() -> None:
             t = history_table(root, args.snapshots)
             if "c" in only:
                 print("== (c) orphan listing: neve against Iceberg-Java", flush=True)
-                bench_orphans(t, args.orphan_files, java)
+                bench_orphans(t, args.orphan_files, java, args.runs)
             if "b" in only:
                 print("== (b) expiration: neve against pyiceberg", flush=True)
-                bench_expire(root, t)
+                bench_expire(root, t, args.runs)
     finally:
         if java is not None:
             java.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

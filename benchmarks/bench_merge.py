@@ -7,35 +7,37 @@
     in neve and in pyiceberg (its own SQLite catalog, the same rows, identifier fields
     set). Source: 6,000 rows at SF0.1 (scaled): half existing keys with l_quantity + 1,
     half new keys. ``table.upsert`` (neve, merge-on-read: position delete files) against
-    pyiceberg's ``tbl.upsert`` (copy-on-write); each run starts from the loaded snapshot,
-    runs alternate, best of ``--runs``; both must end with the same rows.
+    pyiceberg's ``tbl.upsert`` (copy-on-write); each run starts from the loaded snapshot;
+    every run of both must end with the same rows.
 (c) delete 1%: lineitem at ``--scale`` in two neve v3 tables, bucket(16, l_orderkey), one
     merge-on-read (deletion vectors), one copy-on-write. Delete ``l_suppkey <= N`` (N =
-    1% of the suppliers, so ~1% of the rows, spread over every file) in each, best of
-    ``--runs``. Then a full-scan aggregate (sum of l_quantity and l_extendedprice by
-    l_returnflag, l_linestatus) on the merge-on-read table with its deletion vectors
-    against the copy-on-write table after its delete (the same rows, no delete files).
+    1% of the suppliers, so ~1% of the rows, spread over every file) in each, each run
+    from the loaded snapshot. Then a full-scan aggregate (sum of l_quantity and
+    l_extendedprice by l_returnflag, l_linestatus) on the merge-on-read table with its
+    deletion vectors against the copy-on-write table after its delete (the same rows, no
+    delete files).
 (d) concurrent deletes: 4 writers per engine deleting disjoint orders from the same 4
     data files of lineitem at ``--scale`` (v3, merge-on-read), neve's ``table.delete``
     (which rebases a lost commit) against Iceberg-Java 1.10.2's ``DELETE FROM`` (a
     statement refused for a concurrent commit is re-run), for ``--window`` seconds:
-    commits per minute and failed attempts for each, then both tables' rows checked
+    commits per minute and failed attempts for each, then both tables' rows checked;
+    ``--runs`` windows per engine, taking turns, each from the loaded snapshot
     (benchmarks/bench_merge_concurrent.py).
 (e) the key-uniqueness check: ``table.append`` of 60,000 rows under new keys (scaled)
     to lineitem at ``--scale`` as a primary-key table (v3, bucket(16, l_orderkey)), with
-    ``write.primary-key.check`` on (the default) and off, median of ``--check-runs``
-    each. Two kinds of new keys: orders inside the key range (TPC-H leaves gaps in
-    l_orderkey: every data file's bounds cover them, so the check probes the key
-    column of every file) and orders above the largest key (bounds skip every file).
-    The check keeps each file's probed key column in a process-wide cache (data files
-    never change): "cached" is a writer appending again in the same process, "cache
-    cleared" the first append of a process.
+    ``write.primary-key.check`` on (the default) and off. Two kinds of new keys: orders
+    inside the key range (TPC-H leaves gaps in l_orderkey: every data file's bounds
+    cover them, so the check probes the key column of every file) and orders above the
+    largest key (bounds skip every file). The check keeps each file's probed key column
+    in a process-wide cache (data files never change): "on" is a writer appending again
+    in the same process, "on-cleared" the first append of a process.
 
-A script, not a test: it checks results agree, never times.
+Every step runs neve and its reference alternately, ``--runs`` times each, and prints
+both medians and the median of the per-round ratios with its spread
+(benchmarks/harness.py). A script, not a test: it checks results agree, never times.
 
     .venv/bin/python benchmarks/bench_merge.py [--scale 1] [--pyarrow-scale 0.1]
-        [--runs 3] [--window 30] [--check-runs 5] [--skip-spark] [--only a,b,c,d,e]
-        [--quick]
+        [--runs 5] [--window 30] [--skip-spark] [--only a,b,c,d,e] [--quick]
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ import time
 import warnings
 from collections.abc import Callable
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,7 +121,7 @@ def checksum(rows: pa.Table) -> tuple[int, Decimal, int]:
 # -- (b) pyarrow upsert: neve against pyiceberg ------------------------------------------
 
 
-def bench_upsert(root: Path, scale: float, runs: int) -> tuple[float, float]:
+def bench_upsert(root: Path, scale: float, runs: int) -> harness.Ratio:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.transforms import BucketTransform
 
@@ -165,7 +169,7 @@ def bench_upsert(root: Path, scale: float, runs: int) -> tuple[float, float]:
         f"TPC-H lineitem SF{scale:g}: {rows:,} rows; upsert {source.num_rows:,} rows "
         f"({half:,} changed, {half:,} new); format v2, {BUCKET}, primary key "
         f"({', '.join(KEYS)}); neve merge-on-read, pyiceberg copy-on-write; loaded in "
-        f"{load_neve:.1f} s (neve), {load_pyi:.1f} s (pyiceberg); best of {runs}, alternating",
+        f"{load_neve:.1f} s (neve), {load_pyi:.1f} s (pyiceberg)",
         flush=True,
     )
 
@@ -194,23 +198,16 @@ def bench_upsert(root: Path, scale: float, runs: int) -> tuple[float, float]:
             ms.set_current_snapshot(snapshot_id=pbase.snapshot_id)
         return took
 
-    neve_times, pyi_times = [], []
-    for _ in range(runs):
-        neve_times.append(neve_run())
-        pyi_times.append(pyi_run())
+    measured = harness.alternate({"neve": neve_run, "pyiceberg": pyi_run}, runs)
     assert len(set(neve_check)) == 1 and len(set(pyi_check)) == 1, (neve_check, pyi_check)
     assert neve_check[0] == pyi_check[0], (neve_check[0], pyi_check[0])
     assert neve_check[0][0] == rows + half, (neve_check[0], rows, half)
-
-    n, p = min(neve_times), min(pyi_times)
-    print(f"  neve table.upsert          {n:7.2f} s", flush=True)
-    print(f"  pyiceberg upsert           {p:7.2f} s   pyiceberg/neve {p / n:5.1f}x", flush=True)
     print(
-        f"  both end with {neve_check[0][0]:,} rows, sum(l_quantity) {neve_check[0][1]}, "
-        f"sum(l_orderkey) {neve_check[0][2]:,}",
+        f"  rows check passed: every run of both ends with {neve_check[0][0]:,} rows, "
+        f"sum(l_quantity) {neve_check[0][1]}, sum(l_orderkey) {neve_check[0][2]:,}",
         flush=True,
     )
-    return n, p
+    return harness.report("table.upsert", measured, "neve", "pyiceberg", invert=True)
 
 
 # -- (c) delete 1%: merge-on-read against copy-on-write, then a scan ---------------------
@@ -224,7 +221,7 @@ def aggregate(table: Any) -> pa.Table:
     return out.sort_by([(c, "ascending") for c in GROUP])
 
 
-def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, float, float]:
+def bench_delete(root: Path, scale: float, runs: int) -> tuple[harness.Ratio, harness.Ratio]:
     import neve
 
     data = lineitem(scale)
@@ -261,28 +258,29 @@ def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, flo
         f"TPC-H lineitem SF{scale:g}: {rows:,} rows in {n_files} data files per table "
         f"(v3, {BUCKET}; loaded in {loads['merge-on-read']:.1f} s and "
         f"{loads['copy-on-write']:.1f} s); delete {where}: {matched:,} rows "
-        f"({100 * matched / rows:.2f}%); best of {runs}, alternating",
+        f"({100 * matched / rows:.2f}%); each run from the loaded snapshot",
         flush=True,
     )
 
-    def delete(name: str, first: bool) -> float:
-        if not first:
+    done = {mor: 0, cow: 0}
+
+    def delete(name: str) -> float:
+        if done[name]:
             cat.load_table(name).set_current_snapshot(bases[name])
+        done[name] += 1
         t = cat.load_table(name)
         return timed(t.delete, where)
 
-    mor_times, cow_times = [], []
-    for i in range(runs):  # the last run's deletes stay for the scans
-        mor_times.append(delete(mor, i == 0))
-        cow_times.append(delete(cow, i == 0))
+    # the last run's deletes stay for the scans
+    deletes = harness.alternate(
+        {"merge-on-read": partial(delete, mor), "copy-on-write": partial(delete, cow)}, runs
+    )
     dvs = cat.load_table(mor).inspect.delete_files().num_rows
     cow_deletes = cat.load_table(cow).inspect.delete_files().num_rows
     assert cow_deletes == 0, cow_deletes
-    m, c = min(mor_times), min(cow_times)
-    print(f"  neve merge-on-read delete  {m:7.2f} s   ({dvs} deletion vectors)", flush=True)
-    print(
-        f"  neve copy-on-write delete  {c:7.2f} s   copy-on-write/merge-on-read {c / m:5.1f}x",
-        flush=True,
+    print(f"  merge-on-read wrote {dvs} deletion vectors, copy-on-write none", flush=True)
+    delete_ratio = harness.report(
+        "delete", deletes, "merge-on-read", "copy-on-write", invert=True, width=19
     )
 
     counts = [
@@ -293,7 +291,7 @@ def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, flo
         f"full-scan aggregate, sum({', '.join(SUMS)}) by {', '.join(GROUP)}: the "
         f"merge-on-read table with its deletion vectors against the copy-on-write table "
         f"after its delete (the same {rows - matched:,} rows, no delete files); after one "
-        f"untimed scan of each, best of {runs}",
+        f"unmeasured scan of each",
         flush=True,
     )
     results: dict[str, list[pa.Table]] = {mor: [], cow: []}
@@ -304,26 +302,23 @@ def bench_delete(root: Path, scale: float, runs: int) -> tuple[float, float, flo
         results[name].append(aggregate(t))
         return time.perf_counter() - t0
 
-    for name in (mor, cow):  # warm up (imports, page cache) before timing
-        results[name].append(aggregate(cat.load_table(name)))
-    dirty_times, clean_times = [], []
-    for _ in range(runs):
-        dirty_times.append(scan(mor))
-        clean_times.append(scan(cow))
+    # warmed up (imports, page cache) by one unmeasured scan of each
+    scans = harness.alternate(
+        {"with-deletes": partial(scan, mor), "clean": partial(scan, cow)}, runs, warmup=True
+    )
     first = results[mor][0]
     assert first.num_rows > 0
     for got in (*results[mor], *results[cow]):
         assert got.equals(first), (got, first)
-    d, k = min(dirty_times), min(clean_times)
-    print(f"  with deletion vectors      {d:7.2f} s", flush=True)
-    print(f"  clean (copy-on-write)      {k:7.2f} s   with-deletes/clean {d / k:5.2f}x", flush=True)
-    return m, c, d, k
+    print("  rows check passed: every scan of both tables gave the same sums", flush=True)
+    scan_ratio = harness.report("full-scan aggregate", scans, "with-deletes", "clean", width=19)
+    return delete_ratio, scan_ratio
 
 
 # -- (e) the key-uniqueness check of appends: on against off -----------------------------
 
 
-def bench_key_check(root: Path, scale: float, runs: int) -> dict[str, tuple[float, float]]:
+def bench_key_check(root: Path, scale: float, runs: int) -> dict[str, harness.Ratio]:
     import neve
     from neve.arrow.keys import key_column_cache
     from neve.errors import DuplicateKeyError
@@ -362,8 +357,9 @@ def bench_key_check(root: Path, scale: float, runs: int) -> dict[str, tuple[floa
         f"TPC-H lineitem SF{scale:g}: {rows:,} rows in {n_files} data files (v3, {BUCKET}, "
         f"primary key ({', '.join(KEYS)}); loaded in {load:.1f} s); table.append of "
         f"{n_new:,} rows under new keys with write.primary-key.check on (default) and off; "
-        f"each run from the loaded snapshot, on and off alternating, median of {runs} "
-        f"after one untimed run of each",
+        f"each run from the loaded snapshot, after one unmeasured run of each; on = the "
+        f"key columns cached (a writer appending again), on-cleared = the cache cleared "
+        f"before the append (a process's first append)",
         flush=True,
     )
 
@@ -380,24 +376,18 @@ def bench_key_check(root: Path, scale: float, runs: int) -> dict[str, tuple[floa
 
     out = {}
     for kind, batch in new_rows.items():
-        append(batch, True)  # warm up: imports, page cache, manifest cache
-        append(batch, False)
-        on_times, cold_times, off_times = [], [], []
-        for _ in range(runs):
-            on_times.append(append(batch, True))
-            cold_times.append(append(batch, True, cold=True))
-            off_times.append(append(batch, False))
-        on, cold, off = (float(np.median(x)) for x in (on_times, cold_times, off_times))
-        label = f"{kind}:"
-        print(f"  {label:<22} check on, key columns cached  {on:7.2f} s", flush=True)
-        print(f"  {'':<22} check on, cache cleared      {cold:7.2f} s", flush=True)
-        print(f"  {'':<22} check off                    {off:7.2f} s", flush=True)
-        print(
-            f"  {'':<22} on/off {on / off:5.2f}x cached, {cold / off:5.2f}x cache cleared",
-            flush=True,
+        # warmed up (imports, page cache, manifest cache) by one unmeasured run of each
+        measured = harness.alternate(
+            {
+                "on": partial(append, batch, True),
+                "on-cleared": partial(append, batch, True, True),
+                "off": partial(append, batch, False),
+            },
+            runs,
+            warmup=True,
         )
-        out[kind] = (on, off)
-        out[f"{kind}, cache cleared"] = (cold, off)
+        out[kind] = harness.report(kind, measured, "on", "off", width=21)
+        out[f"{kind}, cache cleared"] = harness.report("", measured, "on-cleared", "off", width=21)
 
     # the check was on: an existing key is refused and the table is left as it was
     cat.load_table(name).set_properties({"write.primary-key.check": "true"})
@@ -422,72 +412,74 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale: Spark and delete")
     p.add_argument("--pyarrow-scale", type=float, default=0.1, help="TPC-H scale: pyarrow upsert")
-    p.add_argument("--runs", type=int, default=3, help="runs per measurement (best taken)")
     p.add_argument("--master", default="local[2]", help="Spark master for (a)")
     p.add_argument("--window", type=float, default=30.0, help="seconds of concurrent deletes (d)")
-    p.add_argument("--check-runs", type=int, default=5, help="runs per key-check timing (e)")
     p.add_argument("--skip-spark", action="store_true", help="skip (a), the Spark upsert")
     p.add_argument("--only", default="a,b,c,d,e", help="the sections to run, e.g. d,e")
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: scale 0.01 everywhere, 1 run, a 5 s window, 1 key-check run",
+        help="small scale: TPC-H scale 0.01 everywhere, a 5 s window",
     )
+    harness.add_runs_argument(p)
     args = p.parse_args()
     if args.quick:
         args.scale = args.pyarrow_scale = 0.01
-        args.runs = 1
         args.window = 5.0
-        args.check_runs = 1
     sections = set(args.only.split(","))
     if args.skip_spark:
         sections.discard("a")
     warnings.simplefilter("ignore")
     root = Path(tempfile.mkdtemp(prefix="neve-bench-merge-"))
     try:
-        if "a" in sections:
-            print("== (a) Spark upsert: neve against Iceberg-Java MERGE INTO ==", flush=True)
-            sys.path.insert(0, str(HERE))
-            import bench_merge_spark
-
-            bench_merge_spark.run(args.scale, args.runs, args.master)
-        if "b" in sections:
-            print(
-                "== (b) pyarrow upsert: neve table.upsert against pyiceberg upsert ==",
-                flush=True,
-            )
-            (root / "upsert").mkdir()
-            bench_upsert(root / "upsert", args.pyarrow_scale, args.runs)
-        if "c" in sections:
-            print(
-                "== (c) delete 1%: merge-on-read against copy-on-write, then a full scan ==",
-                flush=True,
-            )
-            (root / "delete").mkdir()
-            bench_delete(root / "delete", args.scale, args.runs)
-        if "d" in sections:
-            print(
-                "== (d) concurrent deletes on the same data files: neve against "
-                "Iceberg-Java DELETE FROM ==",
-                flush=True,
-            )
-            sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
-            import bench_merge_concurrent
-
-            (root / "concurrent").mkdir()
-            bench_merge_concurrent.run(
-                root / "concurrent", lineitem(args.scale), args.scale, args.window
-            )
-        if "e" in sections:
-            print(
-                "== (e) key-uniqueness check: append new keys to the primary-key table, "
-                "check on against off ==",
-                flush=True,
-            )
-            (root / "keycheck").mkdir()
-            bench_key_check(root / "keycheck", args.scale, args.check_runs)
+        with harness.session("Row-level changes: neve against the reference engines", args.runs):
+            run(root, sections, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def run(root: Path, sections: set[str], args: argparse.Namespace) -> None:
+    if "a" in sections:
+        print("== (a) Spark upsert: neve against Iceberg-Java MERGE INTO ==", flush=True)
+        sys.path.insert(0, str(HERE))
+        import bench_merge_spark
+
+        bench_merge_spark.run(args.scale, args.runs, args.master)
+    if "b" in sections:
+        print(
+            "== (b) pyarrow upsert: neve table.upsert against pyiceberg upsert ==",
+            flush=True,
+        )
+        (root / "upsert").mkdir()
+        bench_upsert(root / "upsert", args.pyarrow_scale, args.runs)
+    if "c" in sections:
+        print(
+            "== (c) delete 1%: merge-on-read against copy-on-write, then a full scan ==",
+            flush=True,
+        )
+        (root / "delete").mkdir()
+        bench_delete(root / "delete", args.scale, args.runs)
+    if "d" in sections:
+        print(
+            "== (d) concurrent deletes on the same data files: neve against "
+            "Iceberg-Java DELETE FROM ==",
+            flush=True,
+        )
+        sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+        import bench_merge_concurrent
+
+        (root / "concurrent").mkdir()
+        bench_merge_concurrent.run(
+            root / "concurrent", lineitem(args.scale), args.scale, args.window, args.runs
+        )
+    if "e" in sections:
+        print(
+            "== (e) key-uniqueness check: append new keys to the primary-key table, "
+            "check on against off ==",
+            flush=True,
+        )
+        (root / "keycheck").mkdir()
+        bench_key_check(root / "keycheck", args.scale, args.runs)
 
 
 if __name__ == "__main__":

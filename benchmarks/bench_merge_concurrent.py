@@ -19,9 +19,10 @@ k-th statement of writer w deletes the same orders on both sides.
 
 Every writer starts statements for ``window`` seconds; a statement running when the
 window closes finishes (and counts), a failed one is then not re-run. Commits per
-minute are the commits over the time from the start to the last writer's end.
-Afterwards both tables are read by both engines and must hold exactly the loaded rows
-minus the orders whose statements committed.
+minute are the commits over the time from the start to the last writer's end. After
+each window its table is read by both engines and must hold exactly the loaded rows
+minus the orders whose statements committed. The engines take turns, ``runs`` windows
+each, every window from the loaded snapshot (the Java engines are started once).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import harness
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -273,9 +275,10 @@ def report(label: str, results: list[WriterResult], elapsed: float) -> float:
     return per_min
 
 
-def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float, float]:
-    """Run section (d) on ``data`` (lineitem at ``scale``); returns commits per minute
-    for neve and for Iceberg-Java."""
+def run(root: Path, data: pa.Table, scale: float, window: float, runs: int) -> harness.Ratio:
+    """Run section (d) on ``data`` (lineitem at ``scale``): ``runs`` windows per engine,
+    taking turns, each from the loaded snapshot and checked by both engines; returns the
+    ratio of commits per minute, neve over Iceberg-Java."""
     import neve
     from javaengine import IcebergJava, JdbcCatalog
 
@@ -283,12 +286,16 @@ def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float,
     warehouse = str(root / "wh")
     cat = neve.connect(uri, warehouse=warehouse)
     cat.create_namespace("bench")
-    names = {"neve": "bench.lineitem_neve", "java": "bench.lineitem_java"}
-    for name in names.values():
+    names = {"neve": "bench.lineitem_neve", "Java": "bench.lineitem_java"}
+    bases = {}
+    for side, name in names.items():
         t = cat.create_table(
             name, data.schema, partition_by=[BUCKET], format_version=3, properties=PROPS
         )
         t.append(data)
+        snap = t.refresh().current_snapshot()
+        assert snap is not None
+        bases[side] = snap.snapshot_id
     rows = data.num_rows
     n_files = len(cat.load_table(names["neve"]).scan().plan_files())
     plans = plan_statements(data.column("l_orderkey"))
@@ -299,15 +306,13 @@ def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float,
         f"Python processes; Iceberg-Java: {WRITERS} Spark 3.5 sessions local[2]), "
         f"deleting the lines of {HOT_FILES} orders per statement, one in each of the same "
         f"{HOT_FILES} data files, orders disjoint between writers; statements started for "
-        f"{window:g} s; a failed statement is re-run as it is",
+        f"{window:g} s; a failed statement is re-run as it is; every window starts from "
+        "the loaded snapshot and is checked by both engines",
         flush=True,
     )
 
-    neve_results, neve_elapsed = run_neve(uri, warehouse, names["neve"], plans, window)
-    neve_rate = report("neve table.delete", neve_results, neve_elapsed)
-
     specs = [JdbcCatalog.from_sqlalchemy("neve", uri, warehouse)]
-    java_table = f"neve.{names['java']}"
+    java_table = f"neve.{names['Java']}"
     with ThreadPoolExecutor(WRITERS) as pool:
         # 2g each: with 1g (its direct-memory limit too) Iceberg's vectorized reader ran
         # out of direct buffer memory after some hundred statements and the JVM went away
@@ -323,29 +328,45 @@ def run(root: Path, data: pa.Table, scale: float, window: float) -> tuple[float,
             if len(engines) < WRITERS:
                 for e in engines:
                     e.close()
+    windows = {"neve": 0, "Java": 0}
+
+    def start(side: str) -> None:
+        """Back to the loaded snapshot after the first window."""
+        if windows[side]:
+            cat.load_table(names[side]).set_current_snapshot(bases[side])
+        windows[side] += 1
+
+    def check(side: str, results: list[WriterResult]) -> None:
+        deleted = sorted(k for r in results for k in r.deleted)
+        assert len(deleted) == len(set(deleted)), f"{side}: an order deleted twice"
+        want_rows, want_sum = expected(data, deleted)
+        got_neve = neve_reads(cat, names[side], deleted)
+        got_java = java_reads(engines[0], f"neve.{names[side]}", deleted)
+        assert got_neve == (want_rows, want_sum, 0), (side, got_neve, want_rows, want_sum)
+        assert got_java == (want_rows, want_sum, 0), (side, got_java, want_rows, want_sum)
+
+    def neve_window() -> float:
+        start("neve")
+        results, elapsed = run_neve(uri, warehouse, names["neve"], plans, window)
+        check("neve", results)
+        return report("neve table.delete", results, elapsed)
+
+    def java_window() -> float:
+        start("Java")
+        results, elapsed = run_java(engines, java_table, plans, window)
+        check("Java", results)
+        return report("Iceberg-Java DELETE FROM", results, elapsed)
+
     try:
         for java, plan in zip(engines, plans, strict=True):  # warm up: one scan each
             java.sql(f"SELECT count(*) FROM {java_table} WHERE l_orderkey IN ({in_list(plan[0])})")
-        java_results, java_elapsed = run_java(engines, java_table, plans, window)
-        java_rate = report("Iceberg-Java DELETE FROM", java_results, java_elapsed)
-        print(f"  commits per minute, neve over Java {neve_rate / java_rate:5.1f}x", flush=True)
-
-        checks = []
-        for side, results in (("neve", neve_results), ("java", java_results)):
-            deleted = sorted(k for r in results for k in r.deleted)
-            assert len(deleted) == len(set(deleted)), f"{side}: an order deleted twice"
-            want_rows, want_sum = expected(data, deleted)
-            got_neve = neve_reads(cat, names[side], deleted)
-            got_java = java_reads(engines[0], f"neve.{names[side]}", deleted)
-            assert got_neve == (want_rows, want_sum, 0), (side, got_neve, want_rows, want_sum)
-            assert got_java == (want_rows, want_sum, 0), (side, got_java, want_rows, want_sum)
-            checks.append(f"{side} {want_rows:,} rows ({len(deleted):,} orders deleted)")
+        measured = harness.alternate({"neve": neve_window, "Java": java_window}, runs)
     finally:
         for e in engines:
             e.close()
     print(
-        f"  rows check passed: both tables, read by neve and by Iceberg-Java, hold exactly "
-        f"the loaded rows minus the committed deletes: {'; '.join(checks)}",
+        "  rows check passed: after every window both engines read exactly the loaded rows "
+        "minus the committed deletes",
         flush=True,
     )
-    return neve_rate, java_rate
+    return harness.report("commits per minute", measured, "neve", "Java", unit="commits/min")

@@ -5,12 +5,15 @@ l_linenumber), partitioned by bucket(16, l_orderkey), format v3, merge-on-read. 
 source holds 60,000 rows at SF1 (scaled with the scale factor): half are existing keys
 with a changed l_quantity, half new keys. Both engines run PySpark ``local[2]`` (neve
 on PySpark 4, Iceberg-Java on PySpark 3.5 in its own process, see tests/javaengine);
-runs alternate and each starts from the same loaded snapshot (rolled back after the
-run); best of ``--runs``. neve's copy-on-write upsert is timed for reference.
+the engines take turns, ``--runs`` times each (benchmarks/harness.py: medians, the
+median ratio neve/Java and its spread), each run starting from the same loaded snapshot
+(rolled back after the run); the Java engine is started once and its statements
+alternate with neve's calls. neve's copy-on-write upsert is then timed against
+Iceberg-Java the same way.
 
 A script, not a test: it checks both engines end with the same rows, never times.
 
-    .venv/bin/python benchmarks/bench_merge_spark.py [--scale 1] [--runs 3]
+    .venv/bin/python benchmarks/bench_merge_spark.py [--scale 1] [--runs 5]
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import harness
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -36,9 +40,7 @@ PROPS = {
 
 
 def timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    return harness.timed(fn)[0]
 
 
 def upsert_source(spark: Any, lineitem: Any, half: int, path: Path) -> Any:
@@ -64,9 +66,9 @@ def upsert_source(spark: Any, lineitem: Any, half: int, path: Path) -> Any:
     return spark.read.parquet(str(path))
 
 
-def run(scale: float, runs: int, master: str = "local[2]") -> list[tuple[str, float]]:
-    """Time the upserts; returns (label, best seconds) for neve merge-on-read,
-    Iceberg-Java MERGE INTO and neve copy-on-write."""
+def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.Ratio]:
+    """Time the upserts; returns the ratios neve/Java of neve's merge-on-read and
+    copy-on-write upserts."""
 
     import neve
     from neve.spark import from_spark_schema, local_session, upsert, write
@@ -141,8 +143,7 @@ def run(scale: float, runs: int, master: str = "local[2]") -> list[tuple[str, fl
 
         print(
             f"TPC-H lineitem SF{scale:g}: {rows:,} rows; upsert {n_source:,} rows "
-            f"({half:,} changed, {half:,} new); v3, bucket(16, l_orderkey), {master}; "
-            f"best of {runs}, alternating",
+            f"({half:,} changed, {half:,} new); v3, bucket(16, l_orderkey), {master}",
             flush=True,
         )
 
@@ -166,26 +167,25 @@ def run(scale: float, runs: int, master: str = "local[2]") -> list[tuple[str, fl
 
         neve_check: list[tuple[int, tuple[float, int]]] = []
         java_check: list[tuple[int, tuple[float, int]]] = []
-        neve_times, java_times = [], []
-        for _ in range(runs):
-            neve_times.append(neve_run())
-            java_times.append(java_run())
-        assert neve_check[0] == java_check[0], (neve_check[0], java_check[0])
-        assert neve_check[0][0] == rows + half
-
+        sides = {"neve": neve_run, "Java": java_run}
+        mor = harness.alternate(sides, runs)
         table = cat.load_table("bench.lineitem")
         table.set_properties({"write.merge.mode": "copy-on-write"})
-        cow_times = [neve_run() for _ in range(runs)]
-        assert neve_check[-1] == java_check[0]
-
-        out = [
-            ("neve merge-on-read", min(neve_times)),
-            ("Iceberg-Java MERGE INTO", min(java_times)),
-            ("neve copy-on-write", min(cow_times)),
-        ]
-        java_best = out[1][1]
-        for label, t in out:
-            print(f"  {label:<26} {t:7.2f} s   neve/Java {t / java_best:5.2f}", flush=True)
+        cow = harness.alternate(sides, runs)
+        assert len(set(neve_check)) == 1 and set(neve_check) == set(java_check), (
+            neve_check,
+            java_check,
+        )
+        assert neve_check[0][0] == rows + half
+        print(
+            f"  rows check passed: every run of both engines ends with {rows + half:,} rows "
+            "and the same sums",
+            flush=True,
+        )
+        out = {
+            "merge-on-read": harness.report("neve merge-on-read", mor, "neve", "Java", width=20),
+            "copy-on-write": harness.report("neve copy-on-write", cow, "neve", "Java", width=20),
+        }
         return out
     finally:
         if java is not None:
@@ -205,11 +205,12 @@ def _checksum(table: Any) -> tuple[float, int]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--runs", type=int, default=3)
     p.add_argument("--master", default="local[2]")
+    harness.add_runs_argument(p)
     args = p.parse_args()
     warnings.simplefilter("ignore")
-    run(args.scale, args.runs, args.master)
+    with harness.session("Spark upsert: neve against Iceberg-Java MERGE INTO", args.runs):
+        run(args.scale, args.runs, args.master)
 
 
 if __name__ == "__main__":

@@ -11,23 +11,28 @@ value/null/NaN counts and lower/upper bounds for every column, partitioned by
   the filtered day's, whose entries all match the partition filter.
 
 Both libraries load each table through the same SQLite catalog and plan ``ts`` in one
-day and ``id`` in a range. Reported per layout: the first plan in a fresh process
-(cold) and repeated plans (warm), best and median, and the ratios. The data files
-are registered, not written: planning never opens them.
+day and ``id`` in a range. Each run is a fresh process per library (neve's and
+pyiceberg's taking turns, ``--runs`` each): cold is its first plan after loading the
+table, warm the median of ``--repeat`` more plans in the same process. Reported per
+layout: the medians and the median ratio of cold and of warm plans, with their spread
+(benchmarks/harness.py). Both libraries must plan the same files. The data files are
+registered, not written: planning never opens them.
 
 Part 2, reading. TPC-H ``lineitem`` at scale ``--scale`` (default 1), generated once
 with ``tpchgen-cli`` into benchmarks/data/ (git-ignored), appended to a neve table,
-then read in full to Arrow by neve and by pyiceberg.
+then read in full to Arrow by neve and by pyiceberg, taking turns, after one unmeasured
+scan each; every scan must read the same rows.
 
 A script, not a test: it asserts nothing about time.
 
     .venv/bin/python benchmarks/bench_scan.py [--files 10000] [--manifests 100]
-        [--repeat 5] [--processes 5] [--scale 1] [--skip-plan] [--skip-tpch] [--quick]
+        [--repeat 5] [--runs 5] [--scale 1] [--skip-plan] [--skip-tpch] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import subprocess
 import sys
@@ -36,10 +41,13 @@ import time
 import warnings
 from collections.abc import Callable
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import harness
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -73,7 +81,7 @@ def plan_schema() -> pa.Schema:
     )
 
 
-def _file_bounds(n: int, day: int) -> dict[str, tuple[Any, Any]]:
+def file_bounds(n: int, day: int) -> dict[str, tuple[Any, Any]]:
     """Plausible per-file min/max for each column of file number ``n``."""
     lo_ts = day * MICROS_PER_DAY + (n % 7) * 1_000_000
     return {
@@ -107,7 +115,9 @@ def _day(layout: str, n: int, per_manifest: int) -> int:
     return DAY0 + n % DAYS
 
 
-def _data_files(table: Any, first: int, count: int, layout: str, per: int) -> list[Any]:
+def data_files(table: Any, first: int, count: int, day_of: Callable[[int], int]) -> list[Any]:
+    """DataFile entries numbered ``first`` to ``first + count - 1``, file ``n`` in day
+    ``day_of(n)``, with full metrics for every column (bench_scale.py uses them too)."""
     from neve.spec.manifest import DataFile, FileFormat
     from neve.spec.types import PrimitiveType
     from neve.spec.values import to_bytes
@@ -116,8 +126,8 @@ def _data_files(table: Any, first: int, count: int, layout: str, per: int) -> li
     fields = [(f.field_id, f.name, f.field_type) for f in schema.fields]
     out = []
     for n in range(first, first + count):
-        day = _day(layout, n, per)
-        bounds = _file_bounds(n, day)
+        day = day_of(n)
+        bounds = file_bounds(n, day)
         lower: dict[int, bytes] = {}
         upper: dict[int, bytes] = {}
         for fid, name, t in fields:
@@ -167,26 +177,28 @@ def build_plan_tables(root: Path, files: int, manifests: int) -> tuple[str, str]
         while done < files:
             count = min(per, files - done)
             with table.transaction() as tx:
-                tx.add_files(_data_files(table, done, count, layout, per))
+                tx.add_files(
+                    data_files(table, done, count, partial(_day, layout, per_manifest=per))
+                )
             done += count
     return uri, warehouse
 
 
 def _neve_plan(
     uri: str, warehouse: str, name: str, lo: int, hi: int, max_id: int
-) -> Callable[[], int]:
+) -> Callable[[], list[str]]:
     import neve
     from neve.expressions import and_, greater_than_or_equal, less_than
 
     cat = neve.connect(uri, warehouse=warehouse, name=CATALOG)
     table = cat.load_table(name)
     expr = and_(and_(greater_than_or_equal("ts", lo), less_than("ts", hi)), less_than("id", max_id))
-    return lambda: len(table.scan(filter=expr).plan_files())
+    return lambda: [t.file.file_path for t in table.scan(filter=expr).plan_files()]
 
 
 def _pyiceberg_plan(
     uri: str, warehouse: str, name: str, lo: int, hi: int, max_id: int
-) -> Callable[[], int]:
+) -> Callable[[], list[str]]:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
@@ -197,29 +209,22 @@ def _pyiceberg_plan(
         And(GreaterThanOrEqual("ts", lo), LessThan("ts", hi)),  # type: ignore[call-arg, arg-type]
         LessThan("id", max_id),  # type: ignore[call-arg, arg-type]
     )
-    return lambda: len(list(table.scan(row_filter=expr).plan_files()))
+    return lambda: [t.file.file_path for t in table.scan(row_filter=expr).plan_files()]
 
 
-def _time(fn: Callable[[], int], repeat: int) -> tuple[float, list[float], int]:
+def _time(fn: Callable[[], list[str]], repeat: int) -> tuple[float, list[float], list[str]]:
     t0 = time.perf_counter()
-    n = fn()
+    paths = fn()
     cold = time.perf_counter() - t0
     warm = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         warm.append(time.perf_counter() - t0)
-    return cold, warm, n
+    return cold, warm, paths
 
 
-def _line(name: str, cold: float, warm: list[float]) -> None:
-    print(
-        f"  {name:<10} cold {cold * 1000:8.1f} ms   warm best {min(warm) * 1000:8.1f} ms"
-        f"   median {statistics.median(warm) * 1000:8.1f} ms"
-    )
-
-
-def bench_planning(root: Path, files: int, manifests: int, repeat: int, processes: int) -> None:
+def bench_planning(root: Path, files: int, manifests: int, repeat: int, runs: int) -> None:
     t0 = time.perf_counter()
     uri, warehouse = build_plan_tables(root, files, manifests)
     print(
@@ -232,41 +237,43 @@ def bench_planning(root: Path, files: int, manifests: int, repeat: int, processe
     lo, hi = day * MICROS_PER_DAY, (day + 1) * MICROS_PER_DAY
     max_id = (files // 2) * ROWS_PER_FILE
     print(
-        f"  filter: ts in day {day} and id < {max_id}; cold = the first plan in a fresh "
-        f"process after loading the table ({processes} processes per library, taking turns; "
-        "best and median); import = importing the library in that process"
+        f"  filter: ts in day {day} and id < {max_id}. Each run is a fresh process per "
+        f"library: cold = its first plan after loading the table, warm = the median of "
+        f"{repeat} more plans in it, import = importing the library in it"
     )
     for layout in LAYOUTS:
-        runs: dict[str, list[_PlanRun]] = {"neve": [], "pyiceberg": []}
-        for _ in range(processes):
-            for lib in runs:
-                run = _plan_in_subprocess(
-                    lib, uri, warehouse, f"bench.{layout}", lo, hi, max_id, repeat
-                )
-                runs[lib].append(run)
-        print(f"  layout {layout}:")
-        summary = {}
-        for lib, lib_runs in runs.items():
-            colds = [r.cold for r in lib_runs]
-            warm = [w for r in lib_runs for w in r.warm]
-            imports = statistics.median(r.imports for r in lib_runs)
-            cold_best, cold_median, warm_best, warm_median = summary[lib] = (
-                min(colds),
-                statistics.median(colds),
-                min(warm),
-                statistics.median(warm),
-            )
-            print(
-                f"    {lib:<10} cold best {cold_best * 1000:7.1f} ms  median "
-                f"{cold_median * 1000:7.1f} ms   warm best {warm_best * 1000:7.1f} ms"
-                f"  median {warm_median * 1000:7.1f} ms   import "
-                f"{imports * 1000:5.0f} ms   ({lib_runs[0].tasks} tasks)"
-            )
-        n, p = summary["neve"], summary["pyiceberg"]
-        print(
-            f"    ratio pyiceberg/neve ({layout}): cold best {p[0] / n[0]:.1f}x, cold median "
-            f"{p[1] / n[1]:.1f}x, warm best {p[2] / n[2]:.1f}x, warm median {p[3] / n[3]:.1f}x"
+        done: dict[str, list[_PlanRun]] = {"neve": [], "pyiceberg": []}
+
+        def side(
+            lib: str, name: str = f"bench.{layout}", done: dict[str, list[_PlanRun]] = done
+        ) -> Callable[[], float]:
+            def one() -> float:
+                run = _plan_in_subprocess(lib, uri, warehouse, name, lo, hi, max_id, repeat)
+                done[lib].append(run)
+                return run.cold
+
+            return one
+
+        cold = harness.alternate({lib: side(lib) for lib in done}, runs)
+        plans = {lib: {r.digest for r in lib_runs} for lib, lib_runs in done.items()}
+        if len(plans["neve"] | plans["pyiceberg"]) != 1:
+            raise RuntimeError(f"{layout}: the libraries planned different files: {plans}")
+        warm = harness.Runs(
+            {lib: [statistics.median(r.warm) for r in lib_runs] for lib, lib_runs in done.items()},
+            cold.load_start,
+            cold.load_end,
         )
+        tasks = {lib: lib_runs[0].tasks for lib, lib_runs in done.items()}
+        imports = {
+            lib: statistics.median(r.imports for r in lib_runs) for lib, lib_runs in done.items()
+        }
+        print(
+            f"  layout {layout}: both libraries planned the same {tasks['neve']} files in "
+            f"every run; import neve {imports['neve'] * 1000:.0f} ms, pyiceberg "
+            f"{imports['pyiceberg'] * 1000:.0f} ms (medians)"
+        )
+        harness.report(f"{layout} cold", cold, "neve", "pyiceberg", invert=True, width=15)
+        harness.report(f"{layout} warm", warm, "neve", "pyiceberg", invert=True, width=15)
 
 
 class _PlanRun(NamedTuple):
@@ -274,6 +281,7 @@ class _PlanRun(NamedTuple):
     cold: float
     warm: list[float]
     tasks: int
+    digest: str
 
 
 def _plan_in_subprocess(
@@ -298,7 +306,7 @@ def _plan_in_subprocess(
         capture_output=True,
         text=True,
     ).stdout.split()
-    return _PlanRun(float(out[0]), float(out[1]), [float(x) for x in out[3:]], int(out[2]))
+    return _PlanRun(float(out[0]), float(out[1]), [float(x) for x in out[4:]], int(out[2]), out[3])
 
 
 def plan_worker(args: list[str]) -> None:
@@ -314,8 +322,9 @@ def plan_worker(args: list[str]) -> None:
     imports = time.perf_counter() - t0
     make = _neve_plan if lib == "neve" else _pyiceberg_plan
     fn = make(uri, warehouse, name, lo, hi, max_id)
-    cold, warm, n = _time(fn, repeat)
-    print(imports, cold, n, *warm)
+    cold, warm, paths = _time(fn, max(1, repeat))
+    digest = hashlib.sha1("\n".join(sorted(paths)).encode()).hexdigest()[:16]
+    print(imports, cold, len(paths), digest, *warm)
 
 
 # -- part 2: TPC-H lineitem ---------------------------------------------------------------
@@ -329,7 +338,7 @@ def lineitem_path(scale: float) -> Path:
     return generate(DATA_DIR / "tpch", scale, ("lineitem",))["lineitem"]
 
 
-def bench_tpch(root: Path, scale: float, repeat: int) -> None:
+def bench_tpch(root: Path, scale: float, runs: int) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
     import neve
@@ -353,25 +362,28 @@ def bench_tpch(root: Path, scale: float, repeat: int) -> None:
     nfiles = len(table.scan().plan_files())
     print(
         f"TPC-H lineitem SF{scale:g}: {rows} rows, {nfiles} scan tasks "
-        f"(neve append {load:.1f} s); full scan to Arrow"
+        f"(neve append {load:.1f} s); full scan to Arrow, after one unmeasured scan each"
     )
 
-    def neve_read() -> int:
-        return int(table.scan().to_arrow().num_rows)
+    sums: dict[str, set[tuple[int, int]]] = {"neve": set(), "pyiceberg": set()}
 
-    def pyi_read() -> int:
-        return int(ptable.scan().to_arrow().num_rows)
+    def read(lib: str, scan: Callable[[], Any]) -> Callable[[], float]:
+        def one() -> float:
+            took, out = harness.timed(lambda: scan().to_arrow())
+            sums[lib].add((out.num_rows, int(pc.sum(out.column("l_orderkey")).as_py())))
+            return took
 
-    ncold, nwarm, nn = _time(neve_read, repeat)
-    pcold, pwarm, pn = _time(pyi_read, repeat)
-    if nn != rows or pn != rows:
-        raise RuntimeError(f"row counts differ: data {rows}, neve {nn}, pyiceberg {pn}")
-    _line("neve", ncold, nwarm)
-    _line("pyiceberg", pcold, pwarm)
-    print(
-        f"  ratio pyiceberg/neve: warm best {min(pwarm) / min(nwarm):.1f}x, "
-        f"warm median {statistics.median(pwarm) / statistics.median(nwarm):.1f}x"
+        return one
+
+    runs = harness.alternate(
+        {"neve": read("neve", table.scan), "pyiceberg": read("pyiceberg", ptable.scan)},
+        runs,
+        warmup=True,
     )
+    if len(sums["neve"] | sums["pyiceberg"]) != 1 or rows not in {n for n, _ in sums["neve"]}:
+        raise RuntimeError(f"the scans differ: {rows} rows loaded, read {sums}")
+    print(f"  rows check passed: every scan read the {rows:,} rows with the same sum(l_orderkey)")
+    harness.report("full scan", runs, "neve", "pyiceberg", invert=True, width=9)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -383,29 +395,29 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--files", type=int, default=10_000, help="data files in the planning table")
     p.add_argument("--manifests", type=int, default=100, help="manifests (one per append)")
-    p.add_argument("--repeat", type=int, default=5, help="warm repetitions")
-    p.add_argument(
-        "--processes", type=int, default=5, help="fresh processes per library for cold plans"
-    )
+    p.add_argument("--repeat", type=int, default=5, help="warm plans in each planning process")
+    harness.add_runs_argument(p)
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
     p.add_argument("--skip-plan", action="store_true", help="skip part 1 (planning)")
     p.add_argument("--skip-tpch", action="store_true", help="skip part 2 (TPC-H scan)")
     p.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: 200 files in 4 manifests, TPC-H scale 0.01, 1 repetition and process",
+        help="small scale: 200 files in 4 manifests, TPC-H scale 0.01, 1 warm plan",
     )
     args = p.parse_args(argv)
     if args.quick:
         args.files, args.manifests, args.repeat, args.scale = 200, 4, 1, 0.01
-        args.processes = 1
     warnings.simplefilter("ignore")
-    with tempfile.TemporaryDirectory() as d:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        harness.session("Scan speed: neve against pyiceberg 0.12", args.runs),
+    ):
         root = Path(d)
         if not args.skip_plan:
-            bench_planning(root, args.files, args.manifests, args.repeat, args.processes)
+            bench_planning(root, args.files, args.manifests, args.repeat, args.runs)
         if not args.skip_tpch:
-            bench_tpch(root, args.scale, args.repeat)
+            bench_tpch(root, args.scale, args.runs)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,18 @@
 """Spark data plane against raw Spark Parquet, in one Spark session on the same data
 (TPC-H lineitem, generated with tpchgen-cli; SF1 = 6M rows by default).
 
-Four measurements, each printed as raw time, neve time and the ratio neve/raw:
+Four steps, raw Spark and neve taking turns, ``--runs`` times each; each step prints
+both medians and the median ratio neve/raw with its spread (benchmarks/harness.py):
 
 1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
 2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
 3. month-partitioned write raw: partitionBy(month col) neve: table partitioned by month(l_shipdate)
 4. one-month aggregate    raw: partition pruning      neve: filter on l_shipdate, planner pruning
 
-A script, not a test: it asserts results agree, never times.
+A script, not a test: it asserts results agree (every run of both aggregates), never
+times.
 
-    .venv/bin/python benchmarks/bench_spark.py [--scale 1] [--repeat 1] [--quick]
+    .venv/bin/python benchmarks/bench_spark.py [--scale 1] [--runs 5] [--quick]
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import harness
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -46,24 +49,19 @@ def q1(df: Any) -> list[Any]:
     )
 
 
-def best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--scale", type=float, default=1.0)
-    p.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
-    p.add_argument("--quick", action="store_true", help="SF 0.01 smoke run")
+    p.add_argument("--quick", action="store_true", help="SF 0.01")
+    harness.add_runs_argument(p)
     p.add_argument("--master", default="local[2]")
     args = p.parse_args()
-    scale = 0.01 if args.quick else args.scale
     warnings.simplefilter("ignore")
+    with harness.session("Spark data plane: neve against raw Spark Parquet", args.runs):
+        run(0.01 if args.quick else args.scale, args.runs, args.master)
+
+
+def run(scale: float, runs: int, master: str) -> None:
 
     from pyspark.sql import functions as F
 
@@ -75,7 +73,7 @@ def main() -> None:
 
     source = generate(DATA / "tpch", scale, ("lineitem",), parts=4)["lineitem"]
     spark = local_session(
-        args.master,
+        master,
         "neve-bench",
         conf={
             "spark.driver.memory": "6g",
@@ -94,23 +92,36 @@ def main() -> None:
         src = spark.read.parquet(str(source))
         rows = src.count()
         print(
-            f"TPC-H lineitem SF{scale:g}: {rows:,} rows, Spark {spark.version}, {args.master}, "
-            f"Parquet {codec} on both sides, best of {args.repeat}"
+            f"TPC-H lineitem SF{scale:g}: {rows:,} rows, Spark {spark.version}, {master}, "
+            f"Parquet {codec} on both sides"
         )
         cat = neve.connect(f"sqlite:///{root}/cat.db", warehouse=str(root / "wh"))
         cat.create_namespace("tpch")
         schema = from_spark_schema(src.schema)
-        results: list[tuple[str, float, float]] = []
 
-        def measure(label: str, raw: Callable[[], Any], ours: Callable[[], Any]) -> tuple[Any, Any]:
-            t_raw, out_raw = best(args.repeat, raw)
-            t_neve, out_neve = best(args.repeat, ours)
-            results.append((label, t_raw, t_neve))
-            print(
-                f"  {label:<28} raw {t_raw:7.2f} s   neve {t_neve:7.2f} s   "
-                f"neve/raw {t_neve / t_raw:5.2f}"
+        def measure(
+            label: str,
+            raw: Callable[[], Any],
+            ours: Callable[[], Any],
+            check: Callable[[Any, Any], bool] | None = None,
+        ) -> None:
+            out: dict[str, list[Any]] = {"raw": [], "neve": []}
+
+            def side(name: str, fn: Callable[[], Any]) -> Callable[[], float]:
+                def one() -> float:
+                    took, result = harness.timed(fn)
+                    out[name].append(result)
+                    return took
+
+                return one
+
+            measured = harness.alternate(
+                {"neve": side("neve", ours), "raw": side("raw", raw)}, runs
             )
-            return out_raw, out_neve
+            if check is not None:
+                for a, b in zip(out["raw"], out["neve"], strict=True):
+                    assert check(a, b), f"{label}: raw Parquet and neve differ"
+            harness.report(label, measured, "neve", "raw", width=24)
 
         # 1. unpartitioned write
         raw_flat = str(root / "raw-flat")
@@ -124,12 +135,12 @@ def main() -> None:
         flat = flat.refresh()
 
         # 2. full-scan aggregate
-        a, b = measure(
+        measure(
             "full-scan aggregate (Q1)",
             lambda: q1(spark.read.parquet(raw_flat)),
             lambda: q1(neve_read(spark, flat)),
+            lambda a, b: bool(a == b),
         )
-        assert a == b, "Q1 differs between raw Parquet and neve"
 
         # 3. month-partitioned write
         raw_part = str(root / "raw-month")
@@ -146,14 +157,14 @@ def main() -> None:
 
         # 4. one-month filtered aggregate
         lo, hi = MONTH
-        a, b = measure(
+        measure(
             "one-month aggregate",
             lambda: q1(spark.read.parquet(raw_part).where(F.col("l_shipmonth") == lo[:7])),
             lambda: q1(
                 neve_read(spark, monthly, filter=f"l_shipdate >= '{lo}' and l_shipdate < '{hi}'")
             ),
+            lambda a, b: bool(a == b),
         )
-        assert a == b, "one-month aggregate differs between raw Parquet and neve"
         files = len(monthly.scan().plan_files())
         print(
             f"  neve month table: {files} data files; raw month folders: "

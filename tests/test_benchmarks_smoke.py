@@ -1,46 +1,110 @@
-"""The benchmark scripts still run (quick mode); their timings are not checked."""
+"""The benchmark scripts still run (small scale, one run per side) and check their
+results; their timings are not checked. The harness's arithmetic is tested on known
+runs."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402  (benchmarks/ is not a package)
+
+
+def run_script(name: str, *args: str, timeout: int) -> str:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / name), "--quick", "--runs", "1", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    ).stdout
+    # every script states its runs and the load it ran under
+    assert "runs: 1 per side, alternating" in out
+    assert "at start: load average" in out and "at end: load average" in out
+    return out
+
+
+def labels(out: str, ratio: str) -> list[str]:
+    """The step labels of the lines that print the ratio ``ratio`` (e.g. "neve/raw")."""
+    return [line[2:].split("  ")[0].strip() for line in out.splitlines() if f"  {ratio} " in line]
+
+
+# -- the harness ------------------------------------------------------------------------
+
+
+def test_ratios_of_paired_runs() -> None:
+    # per-round ratios 2, 4, 3, 4, 2
+    r = harness.ratio_of([2.0, 4.0, 6.0, 8.0, 10.0], [1.0, 1.0, 2.0, 2.0, 5.0])
+    assert (r.median, r.low, r.high, r.q1, r.q3, r.n) == (3.0, 2.0, 4.0, 2.0, 4.0, 5)
+    # fewer than 5 pairs: no quartiles
+    r = harness.ratio_of([3.0, 1.0], [1.0, 1.0])
+    assert (r.median, r.low, r.high, r.q1, r.q3) == (2.0, 1.0, 3.0, None, None)
+    with pytest.raises(ValueError):
+        harness.ratio_of([1.0], [1.0, 2.0])
+
+
+def test_sides_take_turns_and_report(capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+
+    def side(name: str, value: float) -> Callable[[], float]:
+        def one() -> float:
+            calls.append(name)
+            return value
+
+        return one
+
+    runs = harness.alternate({"a": side("a", 1.0), "b": side("b", 4.0)}, 3, warmup=True)
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-up, then a b, b a, a b
+    assert runs.values == {"a": [1.0, 1.0, 1.0], "b": [4.0, 4.0, 4.0]}
+    r = harness.report("step", runs, "a", "b", invert=True)
+    line = capsys.readouterr().out
+    assert r.median == 4.0
+    assert "  step  a 1.00 s, b 4.00 s  b/a 4.00 (range 4.00-4.00; 3 runs; load " in line
+
+
+# -- the scripts ------------------------------------------------------------------------
+
+
+def test_bench_commits_quick_runs() -> None:
+    out = run_script("bench_commits.py", timeout=600)
+    assert "20 sequential appends of 1000 rows per run" in out
+    assert labels(out, "pyiceberg/neve") == ["commit"]
+    assert labels(out, "neve/floor") == ["commit"]
+    assert "the floor's parts (medians): manifests" in out
+    # neve's, pyiceberg's and the floor's tables read back the same rows
+    assert "rows check passed: every table holds the same 20,000 rows" in out
 
 
 def test_bench_scan_quick_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_scan.py"), "--quick"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    ).stdout
+    out = run_script("bench_scan.py", timeout=600)
     assert "planning: 200 data files in 4 manifests" in out
-    # planning in both layouts, then the TPC-H scan
-    assert "ratio pyiceberg/neve (scattered)" in out
-    assert "ratio pyiceberg/neve (aligned)" in out
-    assert out.count("ratio pyiceberg/neve") == 3
-    # per layout, both libraries planned the same, non-zero number of tasks
-    tasks = [line.split("(")[-1] for line in out.splitlines() if "tasks)" in line]
-    assert len(tasks) == 4
-    assert tasks[0] == tasks[1] and tasks[2] == tasks[3]
-    assert all(int(t.split()[0]) > 0 for t in tasks)
+    # planning in both layouts, cold and warm, then the TPC-H scan
+    assert labels(out, "pyiceberg/neve") == [
+        "scattered cold",
+        "scattered warm",
+        "aligned cold",
+        "aligned warm",
+        "full scan",
+    ]
+    # per layout, both libraries planned the same, non-empty set of files
+    planned = [line for line in out.splitlines() if "both libraries planned the same" in line]
+    assert len(planned) == 2
+    assert all(int(line.split("the same ")[1].split()[0]) > 0 for line in planned)
     assert "TPC-H lineitem SF0.01" in out
+    assert "rows check passed: every scan read the 60,175 rows" in out
 
 
 def test_bench_spark_quick_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_spark.py"), "--quick", "--repeat", "1"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    ).stdout
+    out = run_script("bench_spark.py", timeout=900)
     assert "TPC-H lineitem SF0.01: 60,175 rows" in out
-    lines = [line for line in out.splitlines() if "neve/raw" in line]
-    assert [line.split(" raw ")[0].strip() for line in lines] == [
+    assert labels(out, "neve/raw") == [
         "unpartitioned write",
         "full-scan aggregate (Q1)",
         "month-partitioned write",
@@ -50,32 +114,27 @@ def test_bench_spark_quick_runs() -> None:
 
 
 def test_bench_merge_quick_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_merge.py"), "--quick"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    ).stdout
+    out = run_script("bench_merge.py", timeout=1200)
     sections = ("(a) Spark upsert", "(b) pyarrow upsert", "(c) delete 1%", "(d) concurrent")
     for section in (*sections, "(e) key-uniqueness check"):
         assert out.count(f"== {section}") == 1
-    # (a) Spark: neve merge-on-read, Iceberg-Java MERGE INTO, neve copy-on-write
-    lines = [line for line in out.splitlines() if "neve/Java" in line]
-    assert [line.split("  ")[1].strip() for line in lines] == [
+    # (a) Spark: neve merge-on-read and copy-on-write, each against Iceberg-Java MERGE
+    # INTO; (d) commits per minute of concurrent deletes
+    assert labels(out, "neve/Java") == [
         "neve merge-on-read",
-        "Iceberg-Java MERGE INTO",
         "neve copy-on-write",
+        "commits per minute",
     ]
+    assert "rows check passed: every run of both engines ends with 60,475 rows" in out
     # (b) both libraries upserted 300 changed and 300 new rows into SF0.01 and agree
     assert "TPC-H lineitem SF0.01: 60,175 rows; upsert 600 rows" in out
-    assert "  neve table.upsert" in out
-    assert out.count("pyiceberg/neve") == 1
-    assert "both end with 60,475 rows" in out
+    assert labels(out, "pyiceberg/neve") == ["table.upsert"]
+    assert "rows check passed: every run of both ends with 60,475 rows" in out
     # (c) ~1% deleted both ways, then the scans agreed
     assert "delete l_suppkey <= 1: 615 rows (1.02%)" in out
-    assert "copy-on-write/merge-on-read" in out
-    assert out.count("with-deletes/clean") == 1
+    assert labels(out, "copy-on-write/merge-on-read") == ["delete"]
+    assert labels(out, "with-deletes/clean") == ["full-scan aggregate"]
+    assert "rows check passed: every scan of both tables gave the same sums" in out
     # (d) 4 writers per engine deleted from the same files for 5 s; neve rebased every
     # lost commit (no failed attempt), and both tables hold exactly the expected rows
     assert "SF0.01: 60,175 rows in 16 data files (v3, bucket(16, l_orderkey), merge-on-read" in out
@@ -84,57 +143,58 @@ def test_bench_merge_quick_runs() -> None:
     assert "commits/min" in neve_line and "commits/min" in java_line
     assert " 0 failed attempts (conflicts)" in neve_line
     assert int(neve_line.split(" commits,")[0].split()[-1].replace(",", "")) > 0
-    assert out.count("commits per minute, neve over Java") == 1
-    assert "rows check passed: both tables, read by neve and by Iceberg-Java" in out
-    # (e) 600 new keys appended with the check on and off, for both kinds of new keys;
-    # every run added the rows, and with the check on an existing key was refused
+    assert "rows check passed: after every window both engines read exactly" in out
+    # (e) 600 new keys appended with the check on (cache kept and cleared) and off, for
+    # both kinds of new keys; every run added the rows, and an existing key was refused
     assert "table.append of 600 rows under new keys" in out
-    assert out.count(" check off ") == 2 and out.count("on/off") == 2
+    assert labels(out, "on/off") == ["inside the key range", "above the largest key"]
+    assert out.count("  on-cleared/off ") == 2
     assert "key check passed: every run added 600 rows" in out
 
 
 def test_bench_maintenance_quick_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_maintenance.py"), "--quick"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    ).stdout
+    out = run_script("bench_maintenance.py", timeout=900)
     for section in ("(a) compaction on Spark", "(c) orphan listing", "(b) expiration"):
         assert out.count(f"== {section}") == 1
     # (a) 50 small files with ~1% of rows deleted by DVs; both engines compacted them
     # into one file and hold the same rows (the script checks sums too)
     assert "TPC-H lineitem SF0.01: 60,175 rows in 50 data files (v3, unpartitioned)" in out
-    assert "  neve rewrite_data_files (Spark)" in out and "50 -> 1 files" in out
-    assert out.count("neve/Java") == 2
+    assert "both rewrote all 50 files in every run, into 1 (neve) and 1 (Java) files" in out
     assert "rows check passed: both tables hold 59,560 rows" in out
+    assert labels(out, "neve/Java") == ["rewrite_data_files", "remove_orphan_files"]
     # (c) both engines found the same old unreachable files among 2,000
     assert "2,000 files under the table location" in out
-    assert out.count(" 12 orphans") == 2
+    assert "both found the same 12 orphans in every run" in out
     # (b) 50 appends of 10 files and an overwrite: everything but the head expires,
     # neve deletes the 500 replaced data files, pyiceberg only changes metadata
     assert "a v2 table of 51 snapshots" in out
-    assert "deleted 500 data files, 50 manifest files, 50 manifest lists" in out
-    assert "metadata only, 0 files deleted   neve/pyiceberg" in out
+    assert "every neve run deleted 500 data files, 50 manifest files, 50 manifest lists" in out
+    assert labels(out, "neve/pyiceberg") == ["expire_snapshots"]
 
 
 def test_bench_changelog_quick_runs() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_changelog.py"), "--quick"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    ).stdout
+    out = run_script("bench_changelog.py", timeout=1200)
     # the script checked that the changelog and both diffs found the same changes
     assert "TPC-H lineitem SF0.01: 60,175 rows" in out
     assert "upsert of 600 rows (300 changed, 300 new)" in out
-    labels = [line.split("  ")[1].strip() for line in out.splitlines() if line.endswith(" s")]
-    assert labels == [
-        "changelog (neve.spark.changes)",
-        "changelog on Spark tasks only",
-        "diff of snapshots (exceptAll)",
-        "diff of snapshots (outer join)",
+    assert "the diffs: exceptAll" in out
+    assert labels(out, "diff/changelog") == ["neve.spark.changes"]
+    assert labels(out, "diff/tasks-only") == ["on Spark tasks only"]
+
+
+def test_bench_scale_quick_runs() -> None:
+    out = run_script("bench_scale.py", "--repeat", "1", timeout=900)
+    # 100 appends of 100 files merged into 10 manifests, every tenth compared
+    assert "100 snapshots, 10 manifests in the head, 10,000 data files" in out
+    tenths = [line for line in out.splitlines() if line.startswith("  at ")]
+    assert len(tenths) == 10 and tenths[-1].startswith("  at 100 snapshots, metadata JSON")
+    assert labels(out, "pyiceberg/neve") == [
+        *(["append", "load"] * 10),
+        *(["cold", "warm"] * 2),
+        "load",
     ]
-    assert "ratio diff/changelog " in out and "ratio diff/changelog on Spark tasks only" in out
+    assert "neve commit latency, first 10%: mean" in out
+    # both libraries planned the same files: one day's 100, and the one file of the ids
+    assert "one day (day 10050): both planned the same 100 files" in out
+    assert "both planned the same 1 files" in out
+    assert "90 expired, 10 left" in out
