@@ -135,7 +135,7 @@ typecheck: $(STAMP)
 SCALE ?= quick
 RUNS  ?= 5
 BENCHMARKS := bench_commits bench_scan bench_spark bench_merge bench_maintenance \
-  bench_changelog bench_scale
+  bench_changelog bench_scale bench_take bench_object_store bench_rest bench_stream_upsert
 bench: setup
 	@for b in $(BENCHMARKS); do \
 	  echo "== benchmarks/$$b.py $(if $(filter full,$(SCALE)),,--quick) --runs $(RUNS)"; \

@@ -68,6 +68,7 @@ class WriterResult:
     ended: float = 0.0
     exhausted: bool = False
     longest: float = 0.0  # seconds, first attempt to commit, of the slowest statement
+    latencies: list[float] = field(default_factory=list)  # of every committed statement
     first_failure: str = ""
 
 
@@ -136,6 +137,7 @@ def neve_writer(
             result.commits += 1
             result.deleted.extend(keys)
             result.longest = max(result.longest, time.time() - t0)
+            result.latencies.append(time.time() - t0)
             break
     else:
         result.exhausted = True
@@ -213,6 +215,7 @@ def run_java(
                 result.commits += 1
                 result.deleted.extend(keys)
                 result.longest = max(result.longest, time.time() - t0)
+                result.latencies.append(time.time() - t0)
                 break
         else:
             result.exhausted = True
@@ -267,6 +270,18 @@ def report(label: str, results: list[WriterResult], elapsed: float) -> float:
         f"{max(r.longest for r in results):.1f} s)",
         flush=True,
     )
+    latencies = sorted(x for r in results for x in r.latencies)
+    if latencies:
+        p50 = latencies[len(latencies) // 2]
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        mean_share = commits / len(results)
+        lowest = min(r.commits for r in results)
+        print(
+            f"    statement latency p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms "
+            f"(p99/p50 {p99 / p50:.1f}); the fewest commits of a writer {lowest} = "
+            f"{lowest / mean_share:.2f} of the mean share",
+            flush=True,
+        )
     if any(r.exhausted for r in results):
         print(f"    ({label}: a writer ran out of planned statements)", flush=True)
     first = next((r.first_failure for r in results if r.first_failure), "")

@@ -8,8 +8,10 @@ on PySpark 4, Iceberg-Java on PySpark 3.5 in its own process, see tests/javaengi
 the engines take turns, ``--runs`` times each (benchmarks/harness.py: medians, the
 median ratio neve/Java and its spread), each run starting from the same loaded snapshot
 (rolled back after the run); the Java engine is started once and its statements
-alternate with neve's calls. neve's copy-on-write upsert is then timed against
-Iceberg-Java the same way.
+alternate with neve's calls. First a small upsert of 150 rows (75 changed, 75 new: the
+size of the demo's RF1, which neve finishes on the driver; goal <= 0.5x Java's time),
+then the large one; neve's copy-on-write upsert is then timed against Iceberg-Java the
+same way.
 
 A script, not a test: it checks both engines end with the same rows, never times.
 
@@ -32,6 +34,7 @@ import harness
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 KEYS = ("l_orderkey", "l_linenumber")
+SMALL = 150  # rows of the small upsert
 PROPS = {
     "write.delete.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",
@@ -97,6 +100,10 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.
         source_path = root / "source.parquet"
         source = upsert_source(spark, lineitem, half, source_path)
         n_source = source.count()
+        # a small upsert (75 changed rows, 75 new: the size of the demo's RF1 orders),
+        # which neve finishes on the driver (spark.neve.local.rows-max)
+        small_path = root / "small.parquet"
+        small = upsert_source(spark, lineitem, SMALL // 2, small_path)
 
         # neve: one table, merge-on-read; copy-on-write by switching the property
         cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "neve-wh"))
@@ -135,11 +142,13 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.
         java_base = java.sql(
             "SELECT snapshot_id FROM neve.bench.lineitem.snapshots ORDER BY committed_at DESC LIMIT 1"
         ).scalar()
-        merge_sql = (
-            f"MERGE INTO neve.bench.lineitem t USING (SELECT * FROM parquet.`{source_path}`) s "
-            "ON t.l_orderkey = s.l_orderkey AND t.l_linenumber = s.l_linenumber "
-            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-        )
+
+        def merge_sql(path: Path) -> str:
+            return (
+                f"MERGE INTO neve.bench.lineitem t USING (SELECT * FROM parquet.`{path}`) s "
+                "ON t.l_orderkey = s.l_orderkey AND t.l_linenumber = s.l_linenumber "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+            )
 
         print(
             f"TPC-H lineitem SF{scale:g}: {rows:,} rows; upsert {n_source:,} rows "
@@ -147,27 +156,42 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.
             flush=True,
         )
 
-        def neve_run() -> float:
-            t = cat.load_table("bench.lineitem")
-            took = timed(lambda: upsert(spark, source, t))
-            result = cat.load_table("bench.lineitem").scan().to_arrow()
-            neve_check.append((result.num_rows, _checksum(result)))
-            cat.load_table("bench.lineitem").set_current_snapshot(base.snapshot_id)
-            return took
+        Check = list[tuple[int, tuple[float, int]]]
 
-        def java_run() -> float:
-            assert java is not None
-            took = timed(lambda: java.sql(merge_sql))
-            got = java.sql(
-                "SELECT count(*), sum(l_quantity), sum(l_orderkey) FROM neve.bench.lineitem"
-            ).rows[0]
-            java_check.append((int(got[0]), (float(got[1]), int(got[2]))))
-            java.sql(f"CALL neve.system.rollback_to_snapshot('bench.lineitem', {java_base})")
-            return took
+        def sides_of(src: Any, path: Path, neve_check: Check, java_check: Check) -> Any:
+            """neve's upsert of ``src`` and Java's MERGE of the same rows at ``path``,
+            each recording the rows it ends with and rolling back."""
 
-        neve_check: list[tuple[int, tuple[float, int]]] = []
-        java_check: list[tuple[int, tuple[float, int]]] = []
-        sides = {"neve": neve_run, "Java": java_run}
+            def neve_run() -> float:
+                t = cat.load_table("bench.lineitem")
+                took = timed(lambda: upsert(spark, src, t))
+                result = cat.load_table("bench.lineitem").scan().to_arrow()
+                neve_check.append((result.num_rows, _checksum(result)))
+                cat.load_table("bench.lineitem").set_current_snapshot(base.snapshot_id)
+                return took
+
+            def java_run() -> float:
+                assert java is not None
+                took = timed(lambda: java.sql(merge_sql(path)))
+                got = java.sql(
+                    "SELECT count(*), sum(l_quantity), sum(l_orderkey) FROM neve.bench.lineitem"
+                ).rows[0]
+                java_check.append((int(got[0]), (float(got[1]), int(got[2]))))
+                java.sql(f"CALL neve.system.rollback_to_snapshot('bench.lineitem', {java_base})")
+                return took
+
+            return {"neve": neve_run, "Java": java_run}
+
+        small_neve: Check = []
+        small_java: Check = []
+        small_runs = harness.alternate(sides_of(small, small_path, small_neve, small_java), runs)
+        assert len(set(small_neve)) == 1 and set(small_neve) == set(small_java), (
+            small_neve,
+            small_java,
+        )
+        neve_check: Check = []
+        java_check: Check = []
+        sides = sides_of(source, source_path, neve_check, java_check)
         mor = harness.alternate(sides, runs)
         table = cat.load_table("bench.lineitem")
         table.set_properties({"write.merge.mode": "copy-on-write"})
@@ -183,6 +207,7 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.
             flush=True,
         )
         out = {
+            "small": harness.report(f"{SMALL}-row upsert", small_runs, "neve", "Java", width=20),
             "merge-on-read": harness.report("neve merge-on-read", mor, "neve", "Java", width=20),
             "copy-on-write": harness.report("neve copy-on-write", cow, "neve", "Java", width=20),
         }

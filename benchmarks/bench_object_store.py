@@ -332,14 +332,16 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=100)
     parser.add_argument("--manifests", type=int, default=1000)
     parser.add_argument("--scale", type=float, default=0.1)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=None, help="5 (3 with --quick)")
     parser.add_argument("--spark-scale", type=float, default=1.0, help="TPC-H scale of (d)")
     parser.add_argument("--only", default="a,b,c,d", help="steps to run, e.g. a,c")
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 runs")
     args = parser.parse_args()
     if args.quick:
-        args.appends, args.manifests, args.scale, args.runs = 20, 200, 0.01, 3
+        args.appends, args.manifests, args.scale = 20, 200, 0.01
         args.spark_scale = 0.01
+    if args.runs is None:
+        args.runs = 3 if args.quick else 5
     warnings.filterwarnings("ignore")
     steps = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="neve-bench-s3-") as tmp:

@@ -73,12 +73,14 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--batch-rows", type=int, default=1_000_000)
     p.add_argument("--batches", type=int, default=2)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=None, help="5 (1 with --quick)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--quick", action="store_true", help="100k rows, 50k-row batches, 1 run")
     args = p.parse_args()
     if args.quick:
-        args.rows, args.batch_rows, args.batches, args.runs = 100_000, 50_000, 2, 1
+        args.rows, args.batch_rows, args.batches = 100_000, 50_000, 2
+    if args.runs is None:
+        args.runs = 1 if args.quick else 5
     warnings.simplefilter("ignore")
 
     import neve

@@ -26,7 +26,7 @@ pyarrow stops writing when it writes the page index.
 A script, not a test: it checks that every engine returned the rows asked for and
 asserts nothing about time.
 
-    .venv/bin/python benchmarks/bench_take.py [--rows N] [--repeat 7] [--cold 5] [--quick]
+    .venv/bin/python benchmarks/bench_take.py [--rows N] [--runs 7] [--cold 5] [--quick]
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def duckdb_pages(workdir: Path, n: int, args: Any) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--runs", "--repeat", dest="repeat", type=int, default=7)
     parser.add_argument("--cold", type=int, default=5)
     parser.add_argument("--sizes", default="1,10,100,1000,10000")
     parser.add_argument("--quick", action="store_true", help="1,000,000 rows")

@@ -118,9 +118,10 @@ def test_bench_merge_quick_runs() -> None:
     sections = ("(a) Spark upsert", "(b) pyarrow upsert", "(c) delete 1%", "(d) concurrent")
     for section in (*sections, "(e) key-uniqueness check"):
         assert out.count(f"== {section}") == 1
-    # (a) Spark: neve merge-on-read and copy-on-write, each against Iceberg-Java MERGE
-    # INTO; (d) commits per minute of concurrent deletes
+    # (a) Spark: a 150-row upsert, then neve merge-on-read and copy-on-write, each
+    # against Iceberg-Java MERGE INTO; (d) commits per minute of concurrent deletes
     assert labels(out, "neve/Java") == [
+        "150-row upsert",
         "neve merge-on-read",
         "neve copy-on-write",
         "commits per minute",
@@ -142,6 +143,8 @@ def test_bench_merge_quick_runs() -> None:
     (java_line,) = [line for line in out.splitlines() if "  Iceberg-Java DELETE FROM" in line]
     assert "commits/min" in neve_line and "commits/min" in java_line
     assert " 0 failed attempts (conflicts)" in neve_line
+    # per engine: p50 and p99 statement latency, the least served writer's share
+    assert out.count("    statement latency p50 ") == 2
     assert int(neve_line.split(" commits,")[0].split()[-1].replace(",", "")) > 0
     assert "rows check passed: after every window both engines read exactly" in out
     # (e) 600 new keys appended with the check on (cache kept and cleared) and off, for

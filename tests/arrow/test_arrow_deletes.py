@@ -343,13 +343,6 @@ def test_equality_delete_on_nan_and_promoted_types(tmp_path: Path) -> None:
     assert ids(out) == [i for i in range(50) if i % 5 != 0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NeveIOError,
-    reason="the reader's equality keys need a fill value for nulls, and "
-    "neve.arrow.deletes._zero cannot make one for date32 (no cast from int64) or for "
-    "decimals of precision below 19: a delete keyed on such a column fails to read",
-)
 @pytest.mark.parametrize(
     ("column", "arrow_type", "values"),
     [

@@ -99,14 +99,16 @@ def test_lost_swap_retry_notices_the_recreated_table(catalog: Catalog) -> None:
     real_commit = catalog.commit_metadata
     replaced: list[str] = []
 
-    def commit_after_recreate(ident: tuple[str, ...], base: str, md: object) -> str:
+    def commit_after_recreate(
+        ident: tuple[str, ...], base: str, md: object, turn: str | None = None
+    ) -> str:
         if not replaced:
             other.drop_table("db.t")
             fresh = other.create_table("db.t", NEW)
             fresh.append(new_rows(2))
             fresh.append(new_rows(3))
             replaced.append(fresh.metadata.table_uuid)
-        return real_commit(ident, base, md)  # type: ignore[arg-type]
+        return real_commit(ident, base, md, turn=turn)  # type: ignore[arg-type]
 
     catalog.commit_metadata = commit_after_recreate  # type: ignore[method-assign]
     before = data_files(catalog.warehouse)
@@ -147,12 +149,12 @@ def contended(catalog: Catalog) -> Iterator[tuple[Catalog, Table, Callable[[int]
     left = [0]
     next_id = [1000]
 
-    def commit(ident: tuple[str, ...], base: str, md: object) -> str:
+    def commit(ident: tuple[str, ...], base: str, md: object, turn: str | None = None) -> str:
         if left[0] > 0:
             left[0] -= 1
             other.append(old_rows(next_id[0], 1))
             next_id[0] += 1
-        return real_commit(ident, base, md)  # type: ignore[arg-type]
+        return real_commit(ident, base, md, turn=turn)  # type: ignore[arg-type]
 
     def interfere(n: int) -> None:
         left[0] = n

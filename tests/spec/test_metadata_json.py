@@ -266,8 +266,8 @@ def test_v2_golden_sort_orders_and_properties() -> None:
     assert md.sort_orders[1].fields == (
         SortField(3, IdentityTransform(), SortDirection.ASC, NullOrder.NULLS_FIRST),
     )
-    assert md.int_property("commit.retry.num-retries", 4) == 8
-    assert md.property("comment") == "click stream"
+    assert md.props.as_int("commit.retry.num-retries") == 8
+    assert md.properties["comment"] == "click stream"
 
 
 def test_v2_golden_snapshots_refs_and_logs() -> None:

@@ -67,8 +67,8 @@ def keyed(cat: neve.Catalog, version: int = 2, **kwargs: Any) -> neve.Table:
     )
 
 
-def test_range_is_start_exclusive_end_inclusive(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_range_is_start_exclusive_end_inclusive(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     t.append(rows([1, 2]))
     t.append(rows([3]))
     t.delete("id = 1")
@@ -93,8 +93,8 @@ def test_range_is_start_exclusive_end_inclusive(catalog: neve.Catalog) -> None:
     ]
 
 
-def test_time_range(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_time_range(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     t.append(rows([1]))
     time.sleep(0.01)
     t.append(rows([2]))
@@ -109,8 +109,8 @@ def test_time_range(catalog: neve.Catalog) -> None:
     assert [c[2] for c in changes(t, end_time=snaps[1].timestamp_ms)] == [1, 2]
 
 
-def test_replace_snapshots_contribute_nothing(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_replace_snapshots_contribute_nothing(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     for i in range(4):
         t.append(rows([i]))
     t.delete("id = 0")
@@ -126,9 +126,9 @@ def test_replace_snapshots_contribute_nothing(catalog: neve.Catalog) -> None:
 
 
 def test_equality_and_partition_position_deletes_of_other_engines(
-    catalog: neve.Catalog,
+    cat: neve.Catalog,
 ) -> None:
-    t = catalog.create_table("db.eq", SCHEMA, partition_by=["cat"], format_version=2)
+    t = cat.create_table("db.eq", SCHEMA, partition_by=["cat"], format_version=2)
     t.append(pa.concat_tables([rows([1, 2, 3], cat="a"), rows([4, 5], cat="b")]))
     t.append(rows([6, 7], cat="a"))
     files = {task.file.file_path: task for task in t.scan().plan_files()}
@@ -170,8 +170,8 @@ def test_equality_and_partition_position_deletes_of_other_engines(
     assert got  # the delete file did delete something new
 
 
-def test_pairing_needs_a_key(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.nokey", SCHEMA, format_version=2)
+def test_pairing_needs_a_key(cat: neve.Catalog) -> None:
+    t = cat.create_table("db.nokey", SCHEMA, format_version=2)
     t.append(rows([1, 2]))
     t.update({"v": 100}, "id = 1")
     # no identifier fields: a delete and an insert, as Iceberg-Java without a key
@@ -204,8 +204,8 @@ def test_pairing_needs_a_key(catalog: neve.Catalog) -> None:
         t.changes(identifier_columns=["nope"])
 
 
-def test_net_changes_by_key_and_by_row(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_net_changes_by_key_and_by_row(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     t.append(rows([1, 2, 3]))
     start = t.current_snapshot().snapshot_id
     t.append(rows([4]))
@@ -226,7 +226,7 @@ def test_net_changes_by_key_and_by_row(catalog: neve.Catalog) -> None:
         ("INSERT", 5, 3, 31),
     ]
     # without a key, identical rows cancel across the range (Iceberg-Java's net_changes)
-    nokey = catalog.create_table("db.nk", SCHEMA, format_version=2)
+    nokey = cat.create_table("db.nk", SCHEMA, format_version=2)
     nokey.append(rows([1]))
     s0 = nokey.current_snapshot().snapshot_id
     nokey.update({"v": 5}, "id = 1")
@@ -235,8 +235,8 @@ def test_net_changes_by_key_and_by_row(catalog: neve.Catalog) -> None:
     assert changes(nokey, start_snapshot_id=s0, net_changes=True) == [("INSERT", 2, 8, 8)]
 
 
-def test_columns_and_filter(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_columns_and_filter(cat: neve.Catalog) -> None:
+    t = cat.create_table(
         "db.part", SCHEMA, partition_by=["cat"], primary_key=["id"], format_version=3
     )
     t.append(pa.concat_tables([rows([1, 2], cat="a"), rows([3, 4], cat="b")]))
@@ -260,8 +260,8 @@ def test_columns_and_filter(catalog: neve.Catalog) -> None:
     assert [b.column("_change_ordinal")[0].as_py() for b in batches] == [0, 1]
 
 
-def test_merge_on_read_rows_are_read_back_by_position(catalog: neve.Catalog) -> None:
-    t = keyed(catalog, version=3)
+def test_merge_on_read_rows_are_read_back_by_position(cat: neve.Catalog) -> None:
+    t = keyed(cat, version=3)
     t.append(rows(list(range(100))))
     start = t.current_snapshot().snapshot_id
     t.delete("id IN (3, 50)")
@@ -275,8 +275,8 @@ def test_merge_on_read_rows_are_read_back_by_position(catalog: neve.Catalog) -> 
     ]
 
 
-def test_plans_only_the_manifests_of_the_range(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_plans_only_the_manifests_of_the_range(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     t.append(rows([1, 2]))
     first = t.current_snapshot()
     old = [
@@ -296,8 +296,8 @@ def test_plans_only_the_manifests_of_the_range(catalog: neve.Catalog) -> None:
     ]
 
 
-def test_bad_ranges_are_refused(catalog: neve.Catalog) -> None:
-    t = keyed(catalog)
+def test_bad_ranges_are_refused(cat: neve.Catalog) -> None:
+    t = keyed(cat)
     assert t.changes().num_rows == 0  # no snapshots yet: an empty changelog
     t.append(rows([1]))
     t.append(rows([2]))
@@ -318,12 +318,12 @@ def test_bad_ranges_are_refused(catalog: neve.Catalog) -> None:
 
 
 def test_a_snapshot_whose_parent_expired_reads_its_parent_deletes_from_itself(
-    catalog: neve.Catalog,
+    cat: neve.Catalog,
 ) -> None:
     # after expiration the range starts at a snapshot whose parent is gone; rows the
     # parent had deleted already (by a delete file still live: another engine's v2
     # position deletes, added beside the older ones) are no change of it
-    t = catalog.create_table("db.expired_parent", SCHEMA, format_version=2)
+    t = cat.create_table("db.expired_parent", SCHEMA, format_version=2)
     t.append(rows(list(range(10))))
     (path,) = {task.file.file_path for task in t.scan().plan_files()}
 
@@ -348,13 +348,13 @@ def test_a_snapshot_whose_parent_expired_reads_its_parent_deletes_from_itself(
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_a_range_starts_after_a_snapshot_whose_parent_took_its_baseline_along(
-    catalog: neve.Catalog, version: int
+    cat: neve.Catalog, version: int
 ) -> None:
     # neve's merge-on-read deletes replace a file's delete file (a DV, or the merged
     # position deletes): expiring the parent deletes the replaced one, so the rows the
     # parent had deleted cannot be told apart any more; that snapshot becomes the
     # range's starting state
-    t = keyed(catalog, version, properties={"write.delete.mode": "merge-on-read"})
+    t = keyed(cat, version, properties={"write.delete.mode": "merge-on-read"})
     t.append(rows(list(range(10))))
     t.refresh().delete("id < 3")
     t.refresh().delete("id = 7")  # the file's delete file is replaced

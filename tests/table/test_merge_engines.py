@@ -142,18 +142,18 @@ def test_merge_on_a_key_table_keeps_the_rules_of_merge(cat: neve.Catalog) -> Non
     assert [(r["k"], r["n"]) for r in sorted_rows(t)] == [(1, 10)]
 
 
-def test_other_merges_keep_merge_rules(catalog: neve.Catalog) -> None:
+def test_other_merges_keep_merge_rules(cat: neve.Catalog) -> None:
     """Only an upsert on the primary key goes through the engine: another key, a
     condition, or a table without a primary key still refuses two source rows for one
     target row."""
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"])
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"])
     t.upsert(rows(k=[1, 2], n=[1, 2]))
     dup = rows(k=[1, 1], n=[1, 1])
     with pytest.raises(ValidationError, match="more than one source row"):
         t.upsert(dup, on=["n"])
     with pytest.raises(ValidationError, match="more than one source row"):
         t.merge(dup).when_matched_update_all("source.n > 0").execute()
-    plain = catalog.create_table("db.p", SCHEMA)
+    plain = cat.create_table("db.p", SCHEMA)
     plain.append(rows(k=[1]))
     with pytest.raises(ValidationError, match="more than one source row"):
         plain.upsert(dup, on=["k"])
@@ -189,12 +189,12 @@ def test_other_merges_keep_merge_rules(catalog: neve.Catalog) -> None:
     ],
 )
 def test_bad_properties_are_refused_and_change_nothing(
-    catalog: neve.Catalog, props: dict[str, str], says: str
+    cat: neve.Catalog, props: dict[str, str], says: str
 ) -> None:
     with pytest.raises(MergeEngineError, match=says.replace("\n", " ")):
-        catalog.create_table("db.c", SCHEMA, primary_key=["k"], properties=props)
-    assert not catalog.table_exists("db.c")
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"])
+        cat.create_table("db.c", SCHEMA, primary_key=["k"], properties=props)
+    assert not cat.table_exists("db.c")
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"])
     before = t.metadata_location
     with pytest.raises(MergeEngineError, match=says.replace("\n", " ")):
         t.set_properties(props)
@@ -202,16 +202,16 @@ def test_bad_properties_are_refused_and_change_nothing(
     assert not any(k in t.metadata.properties for k in props)
 
 
-def test_merge_properties_need_a_primary_key(catalog: neve.Catalog) -> None:
+def test_merge_properties_need_a_primary_key(cat: neve.Catalog) -> None:
     with pytest.raises(MergeEngineError, match="primary_key"):
-        catalog.create_table("db.t", SCHEMA, properties={"merge-engine": "first-row"})
-    t = catalog.create_table("db.t", SCHEMA)
+        cat.create_table("db.t", SCHEMA, properties={"merge-engine": "first-row"})
+    t = cat.create_table("db.t", SCHEMA)
     with pytest.raises(MergeEngineError, match="primary_key"):
         t.set_properties({"sequence.field": "s"})
 
 
-def test_a_schema_change_under_the_properties_is_refused(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_a_schema_change_under_the_properties_is_refused(cat: neve.Catalog) -> None:
+    t = cat.create_table(
         "db.t",
         SCHEMA,
         primary_key=["k"],
@@ -236,8 +236,8 @@ def test_a_schema_change_under_the_properties_is_refused(catalog: neve.Catalog) 
     assert t.metadata.schema().column_names == SCHEMA.names
 
 
-def test_bad_row_kinds_are_refused_and_change_nothing(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"], properties={"rowkind.field": "op"})
+def test_bad_row_kinds_are_refused_and_change_nothing(cat: neve.Catalog) -> None:
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], properties={"rowkind.field": "op"})
     t.upsert(rows(k=[1]))
     before = t.refresh().metadata_location
     for kinds in (["+I", "D"], ["+I", None]):
@@ -249,8 +249,8 @@ def test_bad_row_kinds_are_refused_and_change_nothing(catalog: neve.Catalog) -> 
     assert t.refresh().metadata_location == before
 
 
-def test_row_kinds_delete_and_are_not_stored(catalog: neve.Catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"], properties={"rowkind.field": "op"})
+def test_row_kinds_delete_and_are_not_stored(cat: neve.Catalog) -> None:
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], properties={"rowkind.field": "op"})
     t.upsert(rows(k=[1, 2, 3], n=[1, 2, 3]))
     change = rows(k=[1, 2, 2, 4], n=[None, 2, 20, 4]).append_column(
         "op", pa.array(["-D", "-U", "+U", "+I"])
@@ -263,8 +263,8 @@ def test_row_kinds_delete_and_are_not_stored(catalog: neve.Catalog) -> None:
     assert [r["k"] for r in sorted_rows(t)] == [2, 3, 4]
 
 
-def test_retraction_a_function_cannot_take_is_refused(catalog: neve.Catalog) -> None:
-    t = catalog.create_table(
+def test_retraction_a_function_cannot_take_is_refused(cat: neve.Catalog) -> None:
+    t = cat.create_table(
         "db.t",
         SCHEMA,
         primary_key=["k"],
@@ -285,11 +285,11 @@ def test_retraction_a_function_cannot_take_is_refused(catalog: neve.Catalog) -> 
 
 
 @pytest.mark.parametrize("engine", ["partial-update", "aggregation", "deduplicate"])
-def test_a_merged_row_keeps_its_row_id(catalog: neve.Catalog, engine: str) -> None:
+def test_a_merged_row_keeps_its_row_id(cat: neve.Catalog, engine: str) -> None:
     """v3 row lineage: a key's merged row is an update of its stored row (same
     ``_row_id``, the new sequence number); a new key gets a fresh one."""
     props = {"merge-engine": engine, "sequence.field": "s"}
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"], format_version=3, properties=props)
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], format_version=3, properties=props)
     t.upsert(rows(k=[1, 2, 3], s=[1, 1, 1], n=[1, 2, 3]))
 
     def ids() -> dict[int, tuple[int, int]]:
@@ -307,13 +307,13 @@ def test_a_merged_row_keeps_its_row_id(catalog: neve.Catalog, engine: str) -> No
     assert after[4][0] not in {r for r, _ in before.values()}
 
 
-def test_retracting_zero_from_a_product_is_refused(catalog: neve.Catalog) -> None:
+def test_retracting_zero_from_a_product_is_refused(cat: neve.Catalog) -> None:
     props = {
         "merge-engine": "aggregation",
         "fields.n.aggregate-function": "product",
         "rowkind.field": "op",
     }
-    t = catalog.create_table("db.t", SCHEMA, primary_key=["k"], properties=props)
+    t = cat.create_table("db.t", SCHEMA, primary_key=["k"], properties=props)
     t.upsert(rows(k=[1, 2], n=[6, 7]))
     before = t.refresh().metadata_location
     with pytest.raises(MergeEngineError, match="divided by zero"):

@@ -58,9 +58,7 @@ def ids(t: neve.Table) -> list[int]:
     return sorted(t.refresh().scan().to_arrow().column("id").to_pylist())
 
 
-def assert_loses(
-    catalog: neve.Catalog, tmp_path: Path, stale: neve.Table, change: object, match: str
-) -> None:
+def assert_loses(catalog: neve.Catalog, stale: neve.Table, change: object, match: str) -> None:
     """``change(stale)`` fails with a conflict; the table and its files stay as the
     concurrent winner left them."""
     fresh = catalog.load_table("db.t")
@@ -151,7 +149,6 @@ def test_a_data_file_deleted_whole_concurrently(
     assert not [p for p in files_under(Path(catalog.warehouse)) if "-deletes." in p]
     assert_loses(
         catalog,
-        tmp_path,
         updating,
         lambda s: s.update({"v": "u"}, "id = 5"),
         "removed by a concurrent commit",
@@ -208,7 +205,7 @@ def test_copy_on_write_rewrite_refuses_a_concurrent_merge_on_read_delete(
     t.set_properties({"write.delete.mode": "copy-on-write"})
     stale = catalog.load_table("db.t")
     other.delete("id < 3")  # a DV for the file the stale handle rewrites
-    assert_loses(catalog, tmp_path, stale, lambda s: s.delete("id = 50"), "delete file")
+    assert_loses(catalog, stale, lambda s: s.delete("id = 50"), "delete file")
     assert ids(t) == list(range(3, 100))
 
 

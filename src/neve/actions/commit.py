@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from neve.actions.base import Action
-from neve.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
+from neve.errors import (
+    CatalogBusyError,
+    CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
+)
 from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.requirements import AssertTableUUID, TableRequirement
@@ -246,14 +251,17 @@ class _Queue:
         if not catalog.commit_queue_supported:
             return False
         name = self.table.identifier
-        if self.ticket is None:
-            self.ticket = catalog.join_commit_queue(name, self.first_attempt)
-        pause = POLL_SECONDS
-        while not catalog.commit_turn(name, self.ticket):
-            if time.monotonic() - started > timeout:
-                break  # the retry settings decide what happens next
-            time.sleep(pause)
-            pause = min(pause * 2, POLL_SECONDS * 8)
+        try:
+            if self.ticket is None:
+                self.ticket = catalog.join_commit_queue(name, self.first_attempt)
+            pause = POLL_SECONDS
+            while not catalog.commit_turn(name, self.ticket):
+                if time.monotonic() - started > timeout:
+                    break  # the retry settings decide what happens next
+                time.sleep(pause)
+                pause = min(pause * 2, POLL_SECONDS * 8)
+        except CatalogBusyError:
+            return False  # the database is locked by someone else: back off instead
         return True
 
     def leave(self) -> None:

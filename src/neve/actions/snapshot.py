@@ -422,6 +422,8 @@ class SnapshotAction(Action):
     def on_failure(self, io: FileIO) -> None:
         for p in self._written | self.owned_files:
             io.delete(p)
+        for p in self.owned_files:
+            io.remove_empty_parents(p)
 
 
 def file_key(f: DataFile) -> tuple[str, int | None]:

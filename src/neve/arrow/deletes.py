@@ -16,6 +16,8 @@ row, a null matching a null (and, as Java's equality does, a NaN matching a NaN)
 from __future__ import annotations
 
 import array
+import datetime
+import decimal
 import json
 import struct
 import zlib
@@ -499,9 +501,11 @@ def _zero(t: pa.DataType) -> pa.Scalar:
     if pa.types.is_fixed_size_binary(t):
         return pa.scalar(b"\0" * t.byte_width, t)
     if pa.types.is_decimal(t):
-        return pa.scalar(0, pa.int64()).cast(t)
+        return pa.scalar(decimal.Decimal(0), t)  # a cast from int64 needs 19 digits
     if pa.types.is_floating(t):
         return pa.scalar(0.0, t)
+    if pa.types.is_date(t):
+        return pa.scalar(datetime.date(1970, 1, 1), t)  # int64 has no cast to date32
     return pa.scalar(0, pa.int64()).cast(t)
 
 

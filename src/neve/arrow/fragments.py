@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 
 from neve.io.fileio import FileIO
 
-__all__ = ["open_fragment", "row_group_batches"]
+__all__ = ["open_fragment", "retrying", "row_group_batches"]
 
 _T = TypeVar("_T")
 
@@ -37,7 +37,9 @@ _REMOTE_FORMAT = ds.ParquetFileFormat(
 _REMOTE_READ_ATTEMPTS = 3
 
 
-def _retrying(read: Callable[[], _T]) -> _T:
+def retrying(read: Callable[[], _T]) -> _T:
+    """``read()``, tried again (up to three attempts, backing off) when a remote read
+    fails for any reason but a missing file."""
     for attempt in range(_REMOTE_READ_ATTEMPTS):
         try:
             return read()
@@ -63,7 +65,7 @@ def open_fragment(
         made = fmt.make_fragment(inner, filesystem=fs, file_size=None if local else size)
         return made, made.physical_schema
 
-    return footer() if local else _retrying(footer)
+    return footer() if local else retrying(footer)
 
 
 def row_group_batches(
@@ -78,4 +80,4 @@ def row_group_batches(
         )
         return batches
 
-    return _retrying(lambda: list(read())) if remote else read()
+    return retrying(lambda: list(read())) if remote else read()

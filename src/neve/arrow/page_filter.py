@@ -243,6 +243,11 @@ def matching_rows(
 #: pages left out would not pay for reading the rest page by page.
 SKIP_CROSSOVER = 0.5
 
+#: On an object store a request costs tens of milliseconds whatever its size, while a
+#: page-skipping read makes several (the page index, then the pages): row groups below
+#: this size are read whole in one request.
+REMOTE_SKIP_MIN_BYTES = 8 * 2**20
+
 
 def rows_to_read(
     io: FileIO,
@@ -255,10 +260,13 @@ def rows_to_read(
     """The positions (within row group ``group``) of the rows that may match ``expr``
     by the column index, when few enough of them may that reading only their pages
     pays; None to read the row group whole (no column index on the filter's columns,
-    or most rows may match)."""
+    or most rows may match, or, on an object store, a row group small enough that one
+    request for all of it costs less than the page index and page requests)."""
     rg = metadata.row_group(group)
     if not any(rg.column(i).has_column_index for i in range(rg.num_columns)):
         return None  # pyarrow has read the footer: no need to decode it again
+    if io.is_object_store(path) and rg.total_byte_size < REMOTE_SKIP_MIN_BYTES:
+        return None
     try:
         layout, reader = open_page_file(io, path)
         try:

@@ -33,6 +33,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
+from neve.arrow.fragments import retrying
 from neve.arrow.parquet_layout import (
     ColumnChunk,
     Leaf,
@@ -142,7 +143,11 @@ class PageFile:
         self.local = isinstance(fs, pafs.LocalFileSystem)
         self.stats = stats
         try:
-            self._file = fs.open_input_file(inner)
+            self._file = (
+                fs.open_input_file(inner)
+                if self.local
+                else retrying(lambda: fs.open_input_file(inner))
+            )
             self.size = int(self._file.size())
         except FileNotFoundError as exc:
             raise NeveIOError(f"data file not found: {path}") from exc
@@ -151,7 +156,10 @@ class PageFile:
 
     def read_range(self, offset: int, length: int) -> memoryview:
         try:
-            data = self._file.read_at(length, offset)
+            if self.local:
+                data = self._file.read_at(length, offset)
+            else:
+                data = retrying(lambda: self._file.read_at(length, offset))
         except (OSError, pa.ArrowException) as exc:
             raise NeveIOError(f"reading {self.path} failed: {exc}") from exc
         if len(data) != length:

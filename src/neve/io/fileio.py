@@ -283,6 +283,21 @@ class FileIO:
             raise NeveIOError(f"file not found: {path}")
         return int(info.size)
 
+    def remove_empty_parents(self, path: str, stop_at: str = "data") -> None:
+        """After deleting the file at ``path``: remove its folder and then the folders
+        above it while they are empty, up to (not including) a folder named
+        ``stop_at`` (where a table's data files go), so that a failed write leaves no
+        empty folders behind. Only local files have folders of their own."""
+        if not self.is_local(path):
+            return
+        folder = os.path.dirname(local_path(path))
+        while folder and os.path.basename(folder) != stop_at:
+            try:
+                os.rmdir(folder)  # only an empty folder goes
+            except OSError:
+                return
+            folder = os.path.dirname(folder)
+
     def delete(self, path: str, missing_ok: bool = True) -> None:
         if self.is_object_store(path):
             self._forget_written(path)

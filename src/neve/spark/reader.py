@@ -549,6 +549,11 @@ class _Read:
         dels = files.select(F.explode(keys_of(F.col("n"), F.col("d"))).alias(_DKEY))
         if bound <= BROADCAST_DELETE_ROWS:
             dels = F.broadcast(dels)
+        else:
+            # Spark sizes ``dels`` by its few input rows, not by the keys they explode
+            # into, and would broadcast them through the driver: a sort-merge join instead
+            # (it spills, where a hash join must hold one side in memory)
+            dels = dels.hint("merge")
         key = F.shiftleft(F.col(_FIDX), _POS_BITS) + F.col(_POS)
         return df.join(dels, key == dels[_DKEY], "left_anti")
 
