@@ -114,7 +114,7 @@ demo: setup
 	$(VENV)/bin/neve demo
 
 test: setup lint typecheck
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The property-based tests (differential scans, model-based table tests, concurrency)
 # with thousands of examples each; not run by CI.

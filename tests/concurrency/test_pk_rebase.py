@@ -117,10 +117,9 @@ CATALOGS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.p
 def test_eight_writers_upsert_and_delete_overlapping_keys(
     kind: str, catalog_factory: Callable[[str], Catalog], writer_pool: ProcessPoolExecutor
 ) -> None:
-    """8 writers x 25 operations (upserts and deletes of overlapping keys), v3: DVs. To
-    keep ``make test`` within its time, the filesystem and PostgreSQL catalogs run 12
-    operations per writer there and 25 in ``make test-long``."""
-    ops = 25 if kind == "sqlite" or LONG else 12
+    """8 writers x 12 operations (upserts and deletes of overlapping keys), v3: DVs;
+    25 operations per writer in ``make test-long``."""
+    ops = 25 if LONG else 12
     run_round(catalog_factory(kind), writer_pool, "db.pk", 3, ops, seed=1)
 
 
@@ -131,7 +130,8 @@ def test_eight_writers_with_spark_writers_mixed_in(
     """Two of the eight writers upsert and delete with the Spark verbs (Spark jobs, a
     session each): a Spark upsert rebases as the pyarrow engine's does, so every
     operation still commits and the table equals the replay in commit order."""
-    run_round(catalog_factory("sqlite"), writer_pool, "db.sp", 3, 8, seed=11, spark_writers=2)
+    ops = 12 if LONG else 5
+    run_round(catalog_factory("sqlite"), writer_pool, "db.sp", 3, ops, seed=11, spark_writers=2)
 
 
 def test_eight_writers_on_a_partial_update_table_with_a_sequence_field(

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,30 +198,37 @@ def _cluster_helpers() -> tuple[Any, Any]:
     return module.cluster_env, module.standalone_cluster
 
 
-def _run_driver(tmp_path: Path, **env: str) -> dict[str, Any]:
-    """Start a master and two workers, run the driver program against them; its result."""
-    cluster_env, standalone_cluster = _cluster_helpers()
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A master and two workers, shared by this module's drivers."""
+    _, standalone_cluster = _cluster_helpers()
+    with standalone_cluster(tmp_path_factory.mktemp("standalone") / "cluster") as running:
+        yield running
+
+
+def _run_driver(cluster: Any, tmp_path: Path, **env: str) -> dict[str, Any]:
+    """Run the driver program against the cluster; its result."""
+    cluster_env, _ = _cluster_helpers()
     work = tmp_path / "shared"
     work.mkdir()
-    with standalone_cluster(tmp_path / "cluster") as cluster:
-        process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--driver", cluster.master_url, str(work)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=cluster_env(**env),
-            start_new_session=True,
-        )
-        try:
-            out, _ = process.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
+    process = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--driver", cluster.master_url, str(work)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=cluster_env(**env),
+        start_new_session=True,
+    )
+    try:
+        out, _ = process.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, _ = process.communicate()
+        pytest.fail(f"the driver timed out:\n{out.decode(errors='replace')[-5000:]}")
+    finally:
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-            out, _ = process.communicate()
-            pytest.fail(f"the driver timed out:\n{out.decode(errors='replace')[-5000:]}")
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-        text = out.decode(errors="replace")
-        assert process.returncode == 0, f"{cluster.logs()}\n\ndriver failed:\n{text[-8000:]}"
+    text = out.decode(errors="replace")
+    assert process.returncode == 0, f"{cluster.logs()}\n\ndriver failed:\n{text[-8000:]}"
     lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
     assert lines, text[-5000:]
     r: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARK) :])
@@ -249,17 +257,20 @@ def _check(r: dict[str, Any]) -> None:
 
 
 @pytest.mark.spark
-def test_write_and_read_on_a_standalone_cluster(tmp_path: Path) -> None:
-    _check(_run_driver(tmp_path))
+@pytest.mark.xdist_group("standalone-cluster")  # one cluster for both (make test: --dist loadgroup)
+def test_write_and_read_on_a_standalone_cluster(cluster: Any, tmp_path: Path) -> None:
+    _check(_run_driver(cluster, tmp_path))
 
 
 @pytest.mark.spark
+@pytest.mark.xdist_group("standalone-cluster")
 def test_write_and_read_an_s3_table_on_a_standalone_cluster(
-    tmp_path: Path, s3_warehouse: Any
+    cluster: Any, tmp_path: Path, s3_warehouse: Any
 ) -> None:
     """The same on an object store, with no Hadoop S3 jars: the executors read and
     write through neve's FileIO (the store's settings travel with the table)."""
     r = _run_driver(
+        cluster,
         tmp_path,
         NEVE_CLUSTER_WAREHOUSE=s3_warehouse.uri,
         NEVE_CLUSTER_PROPERTIES=json.dumps(s3_warehouse.properties),
