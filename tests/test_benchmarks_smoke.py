@@ -1,6 +1,7 @@
 """The benchmark scripts still run (small scale, one run per side) and check their
 results; their timings are not checked. The harness's arithmetic is tested on known
-runs."""
+runs. The scripts that start Spark or Iceberg-Java sessions take minutes even at small
+scale: they are marked ``long`` and run in ``make test-long``."""
 
 from __future__ import annotations
 
@@ -101,6 +102,7 @@ def test_bench_scan_quick_runs() -> None:
     assert "rows check passed: every scan read the 60,175 rows" in out
 
 
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_spark_quick_runs() -> None:
     out = run_script("bench_spark.py", timeout=900)
     assert "TPC-H lineitem SF0.01: 60,175 rows" in out
@@ -113,6 +115,7 @@ def test_bench_spark_quick_runs() -> None:
     assert "neve month table:" in out  # the script's own result checks passed
 
 
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_merge_quick_runs() -> None:
     out = run_script("bench_merge.py", timeout=1200)
     sections = ("(a) Spark upsert", "(b) pyarrow upsert", "(c) delete 1%", "(d) concurrent")
@@ -155,6 +158,7 @@ def test_bench_merge_quick_runs() -> None:
     assert "key check passed: every run added 600 rows" in out
 
 
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_maintenance_quick_runs() -> None:
     out = run_script("bench_maintenance.py", timeout=900)
     for section in ("(a) compaction on Spark", "(c) orphan listing", "(b) expiration"):
@@ -175,6 +179,7 @@ def test_bench_maintenance_quick_runs() -> None:
     assert labels(out, "neve/pyiceberg") == ["expire_snapshots"]
 
 
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_changelog_quick_runs() -> None:
     out = run_script("bench_changelog.py", timeout=1200)
     # the script checked that the changelog and both diffs found the same changes
@@ -185,6 +190,7 @@ def test_bench_changelog_quick_runs() -> None:
     assert labels(out, "diff/tasks-only") == ["on Spark tasks only"]
 
 
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_scale_quick_runs() -> None:
     out = run_script("bench_scale.py", "--repeat", "1", timeout=900)
     # 100 appends of 100 files merged into 10 manifests, every tenth compared

@@ -18,6 +18,7 @@ import pytest
 from neve.actions.commit import RetrySettings
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
 from neve.errors import (
+    CatalogBusyError,
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
@@ -160,6 +161,15 @@ def contended(catalog: Catalog) -> Iterator[tuple[Catalog, Table, Callable[[int]
         left[0] = n
 
     catalog.commit_metadata = commit  # type: ignore[method-assign]
+
+    def no_queue(name: object, since: float) -> str:
+        raise CatalogBusyError("no commit queue in these tests")
+
+    # These tests count retries and timeouts. The interfering append runs inside this
+    # writer's swap, so were this writer queued the append would wait behind its ticket
+    # until the ticket expired; a writer that cannot queue backs off instead (the queue
+    # has tests of its own, tests/catalog/test_commit_queue.py).
+    catalog.join_commit_queue = no_queue  # type: ignore[method-assign]
     yield catalog, table, interfere
 
 
