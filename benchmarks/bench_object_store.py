@@ -282,7 +282,14 @@ def spark_on_s3(server: S3Server, scale: float, runs: int, root: Path) -> None:
         conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
     )
     spark.sparkContext.setLogLevel("ERROR")
-    source = spark.createDataFrame(data).persist()
+    # the generated Parquet files read by Spark (an Arrow table of SF1 handed over
+    # through the driver does not fit its default heap)
+    from bench_merge import DATA
+
+    from neve.tpch import generate
+
+    folder = generate(DATA / "tpch", scale, ("lineitem",))["lineitem"]
+    source = spark.read.parquet(str(folder)).persist()
     source.count()
     wh = server.warehouse()
     places = {
