@@ -114,13 +114,13 @@ demo: setup
 	$(VENV)/bin/neve demo
 
 test: setup lint typecheck
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not long"
+	$(PY) -m pytest -q -n 2 -m "not long"
 
 # The property-based tests (differential scans, model-based table tests, concurrency)
 # with thousands of examples each, and the tests marked long (the benchmark scripts
 # that start Spark or Iceberg-Java sessions, run at small scale); not run by CI.
 test-long: setup
-	NEVE_LONG=1 $(PY) -m pytest -q -n 2 --dist loadgroup -m "property or long"
+	NEVE_LONG=1 $(PY) -m pytest -q -n 2 -m "property or long"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

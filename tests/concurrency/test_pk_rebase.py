@@ -124,14 +124,14 @@ def test_eight_writers_upsert_and_delete_overlapping_keys(
 
 
 @pytest.mark.spark
+@pytest.mark.long  # two Spark sessions among the writers: minutes (make test-long)
 def test_eight_writers_with_spark_writers_mixed_in(
     catalog_factory: Callable[[str], Catalog], writer_pool: ProcessPoolExecutor
 ) -> None:
     """Two of the eight writers upsert and delete with the Spark verbs (Spark jobs, a
     session each): a Spark upsert rebases as the pyarrow engine's does, so every
     operation still commits and the table equals the replay in commit order."""
-    ops = 12 if LONG else 5
-    run_round(catalog_factory("sqlite"), writer_pool, "db.sp", 3, ops, seed=11, spark_writers=2)
+    run_round(catalog_factory("sqlite"), writer_pool, "db.sp", 3, 8, seed=11, spark_writers=2)
 
 
 def test_eight_writers_on_a_partial_update_table_with_a_sequence_field(

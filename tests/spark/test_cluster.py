@@ -257,7 +257,7 @@ def _check(r: dict[str, Any]) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.xdist_group("standalone-cluster")  # one cluster for both (make test: --dist loadgroup)
+@pytest.mark.xdist_group("standalone-cluster")  # one cluster for both under --dist loadgroup
 def test_write_and_read_on_a_standalone_cluster(cluster: Any, tmp_path: Path) -> None:
     _check(_run_driver(cluster, tmp_path))
 

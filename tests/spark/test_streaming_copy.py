@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 import neve
+from budget import LONG
 from neve.spark.datasource import register_datasource
 from neve.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
 
@@ -36,7 +37,8 @@ SCHEMA = pa.schema(
         pa.field("s", pa.string()),
     ]
 )
-OPERATIONS = 60
+#: The writer's operations (more in make test-long).
+OPERATIONS = 60 if LONG else 30
 #: Upper bound on any wait below (a hung query fails the test instead of hanging it).
 PATIENCE_S = 600
 
