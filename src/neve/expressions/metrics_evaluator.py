@@ -274,7 +274,27 @@ def _comparable(ref: BoundReference) -> tuple[int, PrimitiveType]:
     return ref.field_id, t
 
 
-class _InclusiveCompiler(ClosureCompiler[_Stats]):
+class _MetricsCompiler(ClosureCompiler[_Stats]):
+    """What both metrics compilers share: the four comparisons go to ``_compare``."""
+
+    @staticmethod
+    def _compare(ref: BoundReference, op: Operation, lit: Any) -> Test:
+        raise NotImplementedError
+
+    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT, lit)
+
+    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.LT_EQ, lit)
+
+    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT, lit)
+
+    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
+        return self._compare(ref, Operation.GT_EQ, lit)
+
+
+class _InclusiveCompiler(_MetricsCompiler):
     """Per operation, "might a row of these metrics match?"; unknown means might."""
 
     def visit_is_null(self, ref: BoundReference) -> Test:
@@ -321,18 +341,6 @@ class _InclusiveCompiler(ClosureCompiler[_Stats]):
     def visit_eq(self, ref: BoundReference, lit: Any) -> Test:
         fid, t = _comparable(ref)
         return lambda st: not st.no_values(fid) and st.may_contain_any(fid, t, (lit,))
-
-    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.LT, lit)
-
-    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.LT_EQ, lit)
-
-    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.GT, lit)
-
-    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.GT_EQ, lit)
 
     @staticmethod
     def _compare(ref: BoundReference, op: Operation, lit: Any) -> Test:
@@ -394,7 +402,7 @@ def _may_hold_null_or_nan(ref: BoundReference) -> Test:
     return lambda st: may_hold_null(st) or (floating and st.nan_count(fid) != 0)
 
 
-class _StrictCompiler(ClosureCompiler[_Stats]):
+class _StrictCompiler(_MetricsCompiler):
     """Per operation, "must every row of these metrics match?"; unknown means might not."""
 
     def visit_predicate(self, pred: BoundPredicate) -> Test:
@@ -467,18 +475,6 @@ class _StrictCompiler(ClosureCompiler[_Stats]):
             return lower is not None and upper is not None and lower == lit and upper == lit
 
         return eq
-
-    def visit_lt(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.LT, lit)
-
-    def visit_lt_eq(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.LT_EQ, lit)
-
-    def visit_gt(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.GT, lit)
-
-    def visit_gt_eq(self, ref: BoundReference, lit: Any) -> Test:
-        return self._compare(ref, Operation.GT_EQ, lit)
 
     @staticmethod
     def _compare(ref: BoundReference, op: Operation, lit: Any) -> Test:
