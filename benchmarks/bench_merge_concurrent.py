@@ -22,7 +22,8 @@ window closes finishes (and counts), a failed one is then not re-run. Commits pe
 minute are the commits over the time from the start to the last writer's end. After
 each window its table is read by both engines and must hold exactly the loaded rows
 minus the orders whose statements committed. The engines take turns, ``runs`` windows
-each, every window from the loaded snapshot (the Java engines are started once).
+each, every window from the loaded snapshot (each Java window with freshly started
+writer engines, their start untimed).
 """
 
 from __future__ import annotations
@@ -328,21 +329,31 @@ def run(root: Path, data: pa.Table, scale: float, window: float, runs: int) -> h
 
     specs = [JdbcCatalog.from_sqlalchemy("neve", uri, warehouse)]
     java_table = f"neve.{names['Java']}"
-    with ThreadPoolExecutor(WRITERS) as pool:
-        # 2g each: with 1g (its direct-memory limit too) Iceberg's vectorized reader ran
-        # out of direct buffer memory after some hundred statements and the JVM went away
-        futures = [
-            pool.submit(IcebergJava.start, root / f"java-{w}", specs, memory="2g", timeout=900.0)
-            for w in range(WRITERS)
-        ]
-        engines = []
-        try:
-            for f in futures:
-                engines.append(f.result())
-        finally:
-            if len(engines) < WRITERS:
-                for e in engines:
-                    e.close()
+
+    def start_engines(count: int, tag: str) -> list[Any]:
+        """``count`` Iceberg-Java engines, started together (untimed)."""
+        with ThreadPoolExecutor(count) as pool:
+            # 2g each: with 1g (its direct-memory limit too) Iceberg's vectorized reader
+            # ran out of direct buffer memory after some hundred statements
+            futures = [
+                pool.submit(
+                    IcebergJava.start, root / f"java-{tag}-{w}", specs, memory="2g", timeout=900.0
+                )
+                for w in range(count)
+            ]
+            engines: list[Any] = []
+            try:
+                for f in futures:
+                    engines.append(f.result())
+            finally:
+                if len(engines) < count:
+                    for e in engines:
+                        e.close()
+        return engines
+
+    # one engine reads both tables after every window; the writers are fresh JVMs for each
+    # Java window (a long-lived writer's direct memory ran out after some windows)
+    (checker,) = start_engines(1, "check")
     windows = {"neve": 0, "Java": 0}
 
     def start(side: str) -> None:
@@ -356,7 +367,7 @@ def run(root: Path, data: pa.Table, scale: float, window: float, runs: int) -> h
         assert len(deleted) == len(set(deleted)), f"{side}: an order deleted twice"
         want_rows, want_sum = expected(data, deleted)
         got_neve = neve_reads(cat, names[side], deleted)
-        got_java = java_reads(engines[0], f"neve.{names[side]}", deleted)
+        got_java = java_reads(checker, f"neve.{names[side]}", deleted)
         assert got_neve == (want_rows, want_sum, 0), (side, got_neve, want_rows, want_sum)
         assert got_java == (want_rows, want_sum, 0), (side, got_java, want_rows, want_sum)
 
@@ -368,17 +379,23 @@ def run(root: Path, data: pa.Table, scale: float, window: float, runs: int) -> h
 
     def java_window() -> float:
         start("Java")
-        results, elapsed = run_java(engines, java_table, plans, window)
+        engines = start_engines(WRITERS, f"w{windows['Java']}")
+        try:
+            for java, plan in zip(engines, plans, strict=True):  # warm up: one scan each
+                java.sql(
+                    f"SELECT count(*) FROM {java_table} WHERE l_orderkey IN ({in_list(plan[0])})"
+                )
+            results, elapsed = run_java(engines, java_table, plans, window)
+        finally:
+            for e in engines:
+                e.close()
         check("Java", results)
         return report("Iceberg-Java DELETE FROM", results, elapsed)
 
     try:
-        for java, plan in zip(engines, plans, strict=True):  # warm up: one scan each
-            java.sql(f"SELECT count(*) FROM {java_table} WHERE l_orderkey IN ({in_list(plan[0])})")
         measured = harness.alternate({"neve": neve_window, "Java": java_window}, runs)
     finally:
-        for e in engines:
-            e.close()
+        checker.close()
     print(
         "  rows check passed: after every window both engines read exactly the loaded rows "
         "minus the committed deletes",

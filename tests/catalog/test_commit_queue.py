@@ -6,15 +6,17 @@ retries, and a ticket whose writer is gone stops counting."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import neve.catalog.commit_queue as commit_queue
-from neve.catalog import Catalog
+from neve.catalog import Catalog, SqlCatalog
 from neve.errors import CommitFailedError
 from neve.spec.updates import SetProperties
 
@@ -116,3 +118,44 @@ def test_a_gone_writers_ticket_stops_counting(
     time.sleep(0.5)
     catalog.commit(ident, [], [SetProperties({"x": "1"})])
     assert catalog.load_table(ident).properties["x"] == "1"
+
+
+def test_a_waiting_writer_polls_without_the_write_lock(tmp_path: Path) -> None:
+    """A queued writer asks for its turn often; on SQLite that must be a read, or the
+    pollers take the database's one write lock from the swap they are waiting for. With
+    another connection holding the write lock, a poll still answers at once (within
+    the 0.5 s busy timeout, which a write would wait out and then fail)."""
+    uri = f"sqlite:///{tmp_path}/c.db"
+    cat = SqlCatalog("neve", uri, str(tmp_path / "wh"), {"sqlite.busy-timeout-ms": "500"})
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA)
+    ident = ("db", "t")
+    first = cat.join_commit_queue(ident, time.time() - 2)
+    second = cat.join_commit_queue(ident, time.time() - 1)
+    holder = sqlite3.connect(tmp_path / "c.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer's swap, in progress
+    try:
+        assert cat.commit_turn(ident, first) and not cat.commit_turn(ident, second)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_polling_writer_stays_live(
+    kind: str, catalog_factory: Callable[[str], Catalog], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Polls renew the poller's heartbeat once it is a quarter of the TTL old: a writer
+    that keeps polling stays first, one that stopped polling (its writer died) expires."""
+    cat = catalog_factory(kind)
+    cat.create_namespace("db")
+    cat.create_table("db.t", SCHEMA)
+    ident = ("db", "t")
+    monkeypatch.setattr(commit_queue, "TTL_SECONDS", 2.0)
+    first = cat.join_commit_queue(ident, time.time() - 2)
+    cat.join_commit_queue(ident, time.time() - 1)  # its writer stops polling
+    time.sleep(0.7)
+    assert cat.commit_turn(ident, first)  # renews first's heartbeat
+    time.sleep(1.6)  # gone's heartbeat is now past the TTL, first's is not
+    third = cat.join_commit_queue(ident, time.time())
+    assert not cat.commit_turn(ident, third)  # first is live and ahead of it

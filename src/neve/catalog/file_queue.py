@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import time
 
-from neve.catalog.commit_queue import TTL_SECONDS, QueueEntry, head, new_ticket
+import neve.catalog.commit_queue as commit_queue
+from neve.catalog.commit_queue import QueueEntry, head, new_ticket
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 
@@ -59,7 +60,7 @@ class FileCommitQueue:
         now = time.time()
         entries = self._entries(folder)
         mine = [(p, e) for p, e in entries.items() if e.ticket == ticket]
-        if mine and now - mine[0][1].heartbeat > TTL_SECONDS / 4:
+        if mine and now - mine[0][1].heartbeat > commit_queue.TTL_SECONDS / 4:
             path, entry = mine[0]
             fresh = QueueEntry(entry.since, ticket, now)
             self.io.write_bytes(f"{folder}/{FOLDER}/{_name(fresh)}", b"")

@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql.elements import ColumnElement
 
+import neve.catalog.commit_queue as commit_queue
 from neve.catalog.base import Identifier
 from neve.catalog.commit_queue import QueueEntry, head, new_ticket
 from neve.catalog.sql_tables import dotted_name
@@ -100,14 +101,22 @@ class SqlCommitQueue:
         return ticket
 
     def turn(self, ident: Identifier, ticket: str) -> bool:
+        """Whether ``ticket`` is the oldest live one. A read: waiters poll often, and a
+        write per poll would take the database's write lock from the swap they wait
+        for. The heartbeat is written only when it is a quarter of the TTL old."""
         now = time.time()
-        with self.host.writing(f"waiting to commit to {'.'.join(ident)}") as conn:
-            conn.execute(
-                update(COMMIT_QUEUE)
-                .where(self._where(ident), _Q.ticket == ticket)
-                .values(heartbeat=now)
-            )
-            first = head(self._entries(conn, ident), now)
+        with self.host.reading(f"waiting to commit to {'.'.join(ident)}") as conn:
+            entries = list(self._entries(conn, ident))
+        mine = next((e for e in entries if e.ticket == ticket), None)
+        if mine is not None and now - mine.heartbeat > commit_queue.TTL_SECONDS / 4:
+            with self.host.writing(f"waiting to commit to {'.'.join(ident)}") as conn:
+                conn.execute(
+                    update(COMMIT_QUEUE)
+                    .where(self._where(ident), _Q.ticket == ticket)
+                    .values(heartbeat=now)
+                )
+            entries = [e if e is not mine else QueueEntry(e.since, ticket, now) for e in entries]
+        first = head(entries, now)
         return first is None or first.ticket == ticket
 
     def leave(self, ident: Identifier, ticket: str) -> None:
