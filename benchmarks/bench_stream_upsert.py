@@ -5,9 +5,10 @@ merged on the driver by the pyarrow engine) against ``foreachBatch`` with
 A primary-key table of ``--rows`` rows (v3, merge-on-read, bucket(8, id)) is created
 twice per run; a file stream of ``--batches`` Parquet files of ``--batch-rows`` rows
 each (half of them updates of existing keys, half new keys; one file per micro-batch,
-``maxFilesPerTrigger=1``) is upserted into one copy by each path. Runs alternate; each
-prints seconds per micro-batch; at the end the median of the per-run ratios and their
-spread. Both copies must end with the same rows. A script, not a test.
+``maxFilesPerTrigger=1``) is upserted into a fresh copy by each path, the paths taking
+turns (benchmarks/harness.py): seconds per micro-batch, both medians and the median
+ratio Spark/driver with its spread. Both copies must end with the same rows. A script,
+not a test.
 
     .venv/bin/python benchmarks/bench_stream_upsert.py [--rows 2000000]
         [--batch-rows 1000000] [--batches 2] [--runs 5] [--quick]
@@ -16,14 +17,12 @@ spread. Both copies must end with the same rows. A script, not a test.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
+import harness
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -73,14 +72,12 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=2_000_000)
     p.add_argument("--batch-rows", type=int, default=1_000_000)
     p.add_argument("--batches", type=int, default=2)
-    p.add_argument("--runs", type=int, default=None, help="5 (1 with --quick)")
+    harness.add_runs_argument(p)
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--quick", action="store_true", help="100k rows, 50k-row batches, 1 run")
+    p.add_argument("--quick", action="store_true", help="100k rows, 50k-row batches")
     args = p.parse_args()
     if args.quick:
         args.rows, args.batch_rows, args.batches = 100_000, 50_000, 2
-    if args.runs is None:
-        args.runs = 1 if args.quick else 5
     warnings.simplefilter("ignore")
 
     import neve
@@ -102,63 +99,58 @@ def main() -> None:
     batch_files(source, args.rows, args.batch_rows, args.batches)
     base = rows(range(args.rows), 0)
     props = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
-    times: dict[str, list[float]] = {"driver": [], "spark": []}
     sums: dict[str, tuple[int, int, float]] = {}
-    print(
-        f"table {args.rows:,} rows; {args.batches} micro-batches of {args.batch_rows:,} rows "
-        f"(load {os.getloadavg()[0]:.1f})",
-        flush=True,
+    made = {"driver": 0, "spark": 0}
+
+    def one_run(path: str) -> float:
+        """A fresh copy of the table, the stream upserted into it by ``path``; seconds
+        per micro-batch (the table's creation untimed)."""
+        made[path] += 1
+        name = f"b.t_{path}_{made[path]}"
+        table = cat.create_table(
+            name,
+            SCHEMA,
+            primary_key=["id"],
+            partition_by=["bucket(8, id)"],
+            format_version=3,
+            properties=props,
+        )
+        table.append(base)
+        stream = (
+            spark.readStream.schema(ns.to_spark_schema(table.schema()))
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(source))
+        )
+        ck = str(root / f"ck_{path}_{made[path]}")
+        if path == "driver":
+            writer = stream.writeStream.format("neve").options(uri=uri, warehouse=wh, upsert="true")
+            target: str | None = name
+        else:
+            upsert = ns.upsert_batches(name, query_id=f"q{made[path]}", catalog=uri, warehouse=wh)
+            writer = stream.writeStream.foreachBatch(upsert)
+            target = None
+        q = writer.option("checkpointLocation", ck).trigger(availableNow=True)
+        elapsed, _ = harness.timed(
+            lambda: (q.start(target) if target else q.start()).awaitTermination()
+        )
+        sums[path] = checksum(cat.load_table(name))
+        cat.drop_table(name, purge=True)
+        if len(sums) == 2:
+            assert sums["driver"] == sums["spark"], sums
+        return elapsed / args.batches
+
+    title = (
+        f"Upserting a stream: table {args.rows:,} rows; {args.batches} micro-batches of "
+        f"{args.batch_rows:,} rows; seconds per micro-batch"
     )
     try:
-        for run in range(args.runs):
-            for path in ("driver", "spark") if run % 2 == 0 else ("spark", "driver"):
-                name = f"b.t_{path}_{run}"
-                table = cat.create_table(
-                    name,
-                    SCHEMA,
-                    primary_key=["id"],
-                    partition_by=["bucket(8, id)"],
-                    format_version=3,
-                    properties=props,
-                )
-                table.append(base)
-                stream = (
-                    spark.readStream.schema(ns.to_spark_schema(table.schema()))
-                    .option("maxFilesPerTrigger", 1)
-                    .parquet(str(source))
-                )
-                ck = str(root / f"ck_{path}_{run}")
-                if path == "driver":
-                    writer = (
-                        stream.writeStream.format("neve")
-                        .options(uri=uri, warehouse=wh, upsert="true")
-                        .outputMode("update")
-                    )
-                    target: str | None = name
-                else:
-                    upsert = ns.upsert_batches(name, query_id=f"q{run}", catalog=uri, warehouse=wh)
-                    writer = stream.writeStream.foreachBatch(upsert)
-                    target = None
-                t0 = time.perf_counter()
-                q = writer.option("checkpointLocation", ck).trigger(availableNow=True)
-                (q.start(target) if target else q.start()).awaitTermination()
-                elapsed = time.perf_counter() - t0
-                times[path].append(elapsed / args.batches)
-                sums[path] = checksum(cat.load_table(name))
-                print(
-                    f"run {run + 1} {path:<6} {elapsed / args.batches:7.2f} s per micro-batch",
-                    flush=True,
-                )
-                cat.drop_table(name, purge=True)
-            assert sums["driver"] == sums["spark"], sums
-        ratios = [s / d for d, s in zip(times["driver"], times["spark"], strict=True)]
-        print(
-            f"driver-side (sink) median {statistics.median(times['driver']):.2f} s per batch; "
-            f"Spark-side (upsert_batches) median {statistics.median(times['spark']):.2f} s; "
-            f"ratio Spark/driver median {statistics.median(ratios):.2f} "
-            f"(spread {min(ratios):.2f}-{max(ratios):.2f}, {args.runs} runs; "
-            f"load {os.getloadavg()[0]:.1f})"
-        )
+        with harness.session(title, args.runs):
+            runs = harness.alternate(
+                {"spark": lambda: one_run("spark"), "driver": lambda: one_run("driver")},
+                args.runs,
+            )
+            harness.report("upsert per micro-batch", runs, "spark", "driver")
+            print("  rows check passed: both paths ended every run with the same rows")
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)

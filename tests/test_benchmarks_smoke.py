@@ -207,3 +207,11 @@ def test_bench_scale_quick_runs() -> None:
     assert "one day (day 10050): both planned the same 100 files" in out
     assert "both planned the same 1 files" in out
     assert "90 expired, 10 left" in out
+
+
+@pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
+def test_bench_stream_upsert_quick_runs() -> None:
+    out = run_script("bench_stream_upsert.py", timeout=900)
+    assert "table 100,000 rows; 2 micro-batches of 50,000 rows" in out
+    assert labels(out, "spark/driver") == ["upsert per micro-batch"]
+    assert "both paths ended every run with the same rows" in out

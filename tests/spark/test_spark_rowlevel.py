@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
 from pyspark.sql import SparkSession
@@ -157,3 +158,35 @@ def test_spark_merge_locates_keys_by_list_or_by_range(
     ).when_matched_update_all().when_not_matched_insert_all(insert_if).execute()
     assert content(t) == content(twin)
     assert len(content(t)) == 2000 + n_keys // 2
+
+
+def test_a_small_upsert_reads_its_source_once(
+    spark: SparkSession, tmp_path: Path, sqlite_catalog: SqlCatalog
+) -> None:
+    """A small upsert's source (here a join over a Parquet file, as in `make demo`'s
+    RF1) is computed by one Spark job and kept on the driver: its key filter, the
+    merge and the commit use those rows. (It once took three jobs, each computing the
+    source again: its key bounds, its distinct keys, its rows.)"""
+    from neve.spark import SparkEngine
+
+    t = sqlite_catalog.create_table("db.small", SCHEMA, primary_key=["id"], format_version=3)
+    t.append(rows(range(100)))
+    src = tmp_path / "src.parquet"
+    pq.write_table(rows(range(80, 160), "u"), src)
+    picked = spark.range(90, 140)
+    source = spark.read.parquet(str(src)).join(picked, "id")
+    engine = SparkEngine(spark, local_rows_max=10_000, local_bytes_max=1 << 30)
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("small-upsert", "a small upsert")
+    try:
+        with t.transaction(engine) as tx:
+            done = tx.upsert(source.select("id", "v", "q"))
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    jobs = tracker.getJobIdsForGroup("small-upsert")
+    assert done.executed_by == "spark-driver"
+    assert (done.rows_updated, done.rows_inserted) == (10, 40)
+    assert len(jobs) <= 2, f"{len(jobs)} Spark jobs for a 50-row upsert"
+    got = t.refresh().scan().to_arrow().sort_by("id")
+    assert got.column("id").to_pylist() == list(range(140))
+    assert got.column("v").to_pylist()[88:92] == ["r88", "r89", "u90", "u91"]

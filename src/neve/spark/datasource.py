@@ -535,8 +535,9 @@ class NeveDataSource(DataSource):
         opts = _Options.parse(self.options, _WRITE_KEYS | STREAM_WRITE_KEYS)
         if overwrite:
             raise ValidationError(
-                'the neve streaming sink appends or upserts: use outputMode("append") or '
-                '"update" with .option("upsert", "true")'
+                "the neve streaming sink appends or upserts each micro-batch: use "
+                'outputMode("append") (the only mode Spark gives Python sinks), with '
+                '.option("upsert", "true") to upsert by the primary key'
             )
         with _catalog(opts) as cat:
             table = cat.load_table(opts.table)

@@ -19,7 +19,8 @@ bytes (from the files' column sizes in the manifests; a rewrite and a copy-on-wr
 merge count whole files). ``0`` for either
 always uses Spark jobs. A MERGE's result says which path ran (``executed_by``:
 ``spark`` or ``spark-driver``). UPDATE's values are Spark SQL, so updates always run on
-Spark.
+Spark. A source of at most :data:`_EAGER_ROWS` rows is computed once, before planning,
+and its key filter and rebase keys come from those rows on the driver.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ LOCAL_ROWS_CONF = "spark.neve.local.rows-max"
 LOCAL_BYTES_CONF = "spark.neve.local.bytes-max"
 _LOCAL_ROWS_DEFAULT = 100_000
 _LOCAL_BYTES_DEFAULT = 256 * 1024 * 1024
+#: A source of at most this many rows is collected before planning (one Spark job): its
+#: key filter, rebase keys and, when the target is small too, the merge itself are then
+#: worked out on the driver; a larger one costs this probe and goes the Spark way.
+_EAGER_ROWS = 10_000
 
 
 #: The driver path's engine.
@@ -113,6 +118,9 @@ class SparkEngine(DriverRebases):
             if local_bytes_max is not None
             else _conf_int(spark, LOCAL_BYTES_CONF, _LOCAL_BYTES_DEFAULT)
         )
+        # the last source looked at, and its rows when they were few enough to collect:
+        # a small upsert's key filter, rebase keys and driver merge then share one job
+        self._source: tuple[DataFrame, pa.Table | None, int] | None = None
 
     @property
     def name(self) -> str:
@@ -170,13 +178,35 @@ class SparkEngine(DriverRebases):
             self.spark, table, tasks, expr, values, case_sensitive, merge_on_read
         )
 
+    def _few_rows(self, frame: DataFrame, limit: int) -> pa.Table | None:
+        """``frame``'s rows when there are at most ``limit`` of them (one Spark job,
+        remembered for the same DataFrame), else None."""
+        if limit <= 0:
+            return None
+        if self._source is not None and self._source[0] is frame:
+            _, rows, probed = self._source
+            if rows is not None:
+                return rows if rows.num_rows <= limit else None
+            if probed >= limit:
+                return None  # more than ``probed`` rows
+        rows = frame.limit(limit + 1).toArrow()
+        few = rows if rows.num_rows <= limit else None
+        self._source = (frame, few, limit)
+        return few
+
     def key_filter(
         self, table: TableState, rows: DataFrame, on: Sequence[str]
     ) -> BooleanExpression:
+        few = self._few_rows(_frame(rows), min(self.local_rows_max, _EAGER_ROWS))
+        if few is not None:  # the exact keys, from the rows now on the driver
+            return _DRIVER.key_filter(table, few, on)
         return rowlevel.key_filter(_frame(rows), on)
 
     def source_keys(self, table: TableState, rows: DataFrame, on: Sequence[str]) -> KeySource:
         frame = _frame(rows)
+        few = self._few_rows(frame, min(self.local_rows_max, _EAGER_ROWS))
+        if few is not None:
+            return _DRIVER.source_keys(table, few, on)
         schema = table.metadata.schema()
         types = {n: to_arrow_type(schema.find_field(n).field_type) for n in on}
 
@@ -219,8 +249,7 @@ class SparkEngine(DriverRebases):
             return None
         if not self._small(plan.tasks, plan.target_schema if plan.merge_on_read else None):
             return None
-        rows = source.limit(self.local_rows_max + 1).toArrow()
-        return rows if rows.num_rows <= self.local_rows_max else None
+        return self._few_rows(source, self.local_rows_max)
 
     def compact(
         self, table: TableState, plan: CompactionPlan, on_group: Callable[[int], None]
