@@ -204,8 +204,9 @@ class Catalog(ViewCatalog, ABC):
         return _UUID_NAME.match(location.rsplit("/", 1)[-1]) is not None
 
     def _remember(self, ident: Identifier, location: str, metadata: TableMetadata) -> None:
-        # kept parsed only where a read costs a request (local files are cheap to read)
-        keep = not self.io.is_local(location) and self.immutable_location(location)
+        # kept parsed: a commit's next attempt and the next load start from it (parsing
+        # a long history costs milliseconds even where reading the file is cheap)
+        keep = self.immutable_location(location)
         with self._cache_lock:
             self._latest[ident] = (location, metadata)
             if keep:
@@ -228,8 +229,7 @@ class Catalog(ViewCatalog, ABC):
     def read_metadata(self, location: str) -> TableMetadata:
         """Read and parse a metadata file; a damaged or foreign file is a
         :class:`NeveIOError` naming it (the caller's request was fine, the file is not).
-        Files on object stores that never change are kept parsed (a few dozen per
-        catalog)."""
+        Files that never change are kept parsed (a few dozen per catalog)."""
         with self._cache_lock:
             cached = self._metadata_cache.get(location)
         if cached is not None:
