@@ -21,7 +21,8 @@ from neve.actions.summary import build_summary
 from neve.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
 from neve.io.locations import manifest_list_path, manifest_path
-from neve.planning.manifests import read_manifest, read_manifest_list
+from neve.planning.manifest_cache import cached_manifest_list, remember_manifest_list
+from neve.planning.manifests import read_manifest
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -207,7 +208,7 @@ class SnapshotAction(Action):
             md.location, md.properties, self.snapshot_id, self._attempt, self.commit_uuid
         )
         first_row_id = md.next_row_id if md.format_version >= 3 else None
-        write_manifest_list(
+        written = write_manifest_list(
             self.io,
             list_path,
             format_version=md.format_version,
@@ -218,6 +219,8 @@ class SnapshotAction(Action):
             first_row_id=first_row_id,
         )
         self._written.add(list_path)
+        if md.format_version >= 2:  # a v1 list reads back with sequence numbers 0
+            remember_manifest_list(list_path, written)
         self._final = {m.manifest_path for m in manifests} | {list_path}
         added_rows = None
         if first_row_id is not None:
@@ -311,7 +314,7 @@ class SnapshotAction(Action):
             ManifestContent.DATA if f.content is DataFileContent.DATA else ManifestContent.DELETES
             for f in self.removed_paths.values()
         }
-        for m in read_manifest_list(self.io, parent.manifest_list):
+        for m in cached_manifest_list(self.io, parent.manifest_list):
             if m.content in contents and (m.added_files_count + m.existing_files_count > 0):
                 entries = read_manifest(self.io, m, specs_by_id=md.specs_by_id)
                 hits = [

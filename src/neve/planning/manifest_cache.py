@@ -39,6 +39,7 @@ __all__ = [
     "holds_one_partition",
     "load_manifests",
     "manifest_cache",
+    "remember_manifest_list",
 ]
 
 #: Default bound of the process-wide cache, in manifest entries; the environment
@@ -131,11 +132,16 @@ class ManifestCache:
                 self._lists.move_to_end(path)
                 return list(found)
         found = read_manifest_list(io, path)
+        self.remember_list(path, found)
+        return list(found)
+
+    def remember_list(self, path: str, manifests: Sequence[ManifestFile]) -> None:
+        """Keep the entries of the manifest list at ``path`` (a list is never rewritten)."""
         with self._lock:
-            self._lists[path] = found
+            self._lists[path] = list(manifests)
+            self._lists.move_to_end(path)
             while len(self._lists) > _LIST_CACHE_SIZE:
                 self._lists.popitem(last=False)
-        return list(found)
 
     # -- housekeeping --------------------------------------------------------------------
 
@@ -165,6 +171,12 @@ def manifest_cache() -> ManifestCache:
 
 def cached_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
     return _CACHE.manifest_list(io, path)
+
+
+def remember_manifest_list(path: str, manifests: Sequence[ManifestFile]) -> None:
+    """Keep a manifest list this process wrote, as a read of it would return it, so the
+    next commit on top of it does not read it back."""
+    _CACHE.remember_list(path, manifests)
 
 
 def holds_one_partition(manifest: ManifestFile) -> bool:
