@@ -281,6 +281,18 @@ def rows_to_read(
     return out
 
 
+def _without(wanted: Ints, deleted: BitMap64) -> Ints:
+    """The sorted positions ``wanted`` that ``deleted`` does not hold: each looked up in
+    the sorted deleted positions (no sort of either, as a set difference would)."""
+    gone = np.frombuffer(deleted.to_array(), dtype=np.uint64).astype(np.int64)
+    if not len(gone):
+        return wanted
+    at = np.searchsorted(gone, wanted)
+    hit = gone[np.minimum(at, len(gone) - 1)] == wanted
+    out: Ints = wanted[~hit]
+    return out
+
+
 def skipped_rows(
     io: FileIO,
     path: str,
@@ -301,8 +313,7 @@ def skipped_rows(
         return None
     wanted = local + start
     if deleted is not None and len(wanted):
-        gone = np.frombuffer(deleted.to_array(), dtype=np.uint64).astype(np.int64)
-        wanted = np.setdiff1d(wanted, gone)
+        wanted = _without(wanted, deleted)
     target = pa.schema([file_schema.field(c) for c in columns])
     try:
         rows = read_positions(io, path, target, wanted)
