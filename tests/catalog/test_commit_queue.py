@@ -159,3 +159,21 @@ def test_a_polling_writer_stays_live(
     time.sleep(1.6)  # gone's heartbeat is now past the TTL, first's is not
     third = cat.join_commit_queue(ident, time.time())
     assert not cat.commit_turn(ident, third)  # first is live and ahead of it
+
+
+def test_a_swap_made_in_turn_ends_the_turn(catalog: Catalog) -> None:
+    """The queued writer's swap drops its ticket (in the swap's own transaction on the
+    SQL catalog), so the next writer's turn starts when the swap lands, not when the
+    first writer gets round to leaving."""
+    catalog.create_table("db.t", SCHEMA)
+    ident = ("db", "t")
+    now = time.time()
+    first = catalog.join_commit_queue(ident, now - 2)
+    second = catalog.join_commit_queue(ident, now - 1)
+    assert not catalog.commit_turn(ident, second)
+    catalog.commit(ident, [], [SetProperties({"x": "1"})], turn=first)
+    assert catalog.commit_turn(ident, second)
+    catalog.commit(ident, [], [SetProperties({"y": "1"})], turn=second)
+    catalog.leave_commit_queue(ident, first)  # leaving again changes nothing
+    catalog.commit(ident, [], [SetProperties({"z": "1"})])
+    assert {"x", "y", "z"} <= set(catalog.load_table(ident).properties)

@@ -259,7 +259,7 @@ class _Queue:
                 if time.monotonic() - started > timeout:
                     break  # the retry settings decide what happens next
                 time.sleep(pause)
-                pause = min(pause * 2, POLL_SECONDS * 8)
+                pause = min(pause * 2, POLL_SECONDS * 2)  # a poll is a cheap read
         except CatalogBusyError:
             return False  # the database is locked by someone else: back off instead
         return True

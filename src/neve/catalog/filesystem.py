@@ -203,7 +203,10 @@ class FilesystemCatalog(Catalog):
             self._path(ident, "metadata"), turn
         ):
             raise queued_first(".".join(ident))
-        return self._commit(ident, base_location, metadata)
+        location = self._commit(ident, base_location, metadata)
+        if turn is not None:  # the turn ends with the swap: the next writer's begins
+            self._queue.leave(self._path(ident, "metadata"), turn)
+        return location
 
     def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
         """On an object store the first attempt starts from the version this catalog

@@ -487,6 +487,9 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
                 forget()
                 self._raise_lost_swap(*lost)
             try:
+                if self._queued and turn is not None:  # the turn ends with the swap
+                    for ident, _b, _m in changes:
+                        self._queue.remove(conn, ident, turn)
                 trans.commit()
             except SQLAlchemyError as exc:
                 self._discard_transaction(conn)

@@ -121,7 +121,12 @@ class SqlCommitQueue:
 
     def leave(self, ident: Identifier, ticket: str) -> None:
         with self.host.writing(f"leaving the commit queue of {'.'.join(ident)}") as conn:
-            conn.execute(delete(COMMIT_QUEUE).where(self._where(ident), _Q.ticket == ticket))
+            self.remove(conn, ident, ticket)
+
+    def remove(self, conn: Connection, ident: Identifier, ticket: str) -> None:
+        """Inside a transaction: drop ``ticket`` (a swap made with it drops it, so the
+        next writer's turn starts when the swap commits)."""
+        conn.execute(delete(COMMIT_QUEUE).where(self._where(ident), _Q.ticket == ticket))
 
     def refuses(self, conn: Connection, ident: Identifier, turn: str | None) -> bool:
         """Inside a swap's transaction: whether an older live ticket than ``turn`` (the
