@@ -12,7 +12,8 @@ the writers that lost by when their change first tried to commit:
 - every swap of that table is refused while an older live ticket than the committer's
   own is queued (the SQL catalog checks this in the swap's own transaction; the
   filesystem catalog just before its put), so a writer arriving meanwhile queues behind;
-- a ticket is left when its change commits or fails; one whose writer died is ignored
+- a ticket is dropped by the swap made with it (so the next writer's turn starts when
+  that swap lands) and left when its change fails; one whose writer died is ignored
   once its heartbeat is older than :data:`TTL_SECONDS`.
 
 An uncontended commit never touches the queue: on the SQL catalog the swap reads the
