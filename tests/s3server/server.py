@@ -18,7 +18,17 @@ Control (JSON bodies and answers; control requests are not logged):
   "access_key"}``: list pages of at most ``max_keys`` keys (paging shows with few
   objects), a store that ignores ``If-None-Match`` (one without conditional puts), and
   requests signed with another access key id than ``access_key`` refused (403
-  InvalidAccessKeyId; moto itself checks no credentials).
+  InvalidAccessKeyId; moto itself checks no credentials);
+- ``GET /_neve/sts-sessions``: the sessions moto's STS handed out (``AssumeRole``):
+  access key id, role ARN, session name, duration and the session policy as sent;
+- ``PUT /_neve/sts-evaluate``: ``{"access_key", "action", "resource"}``: what moto's
+  IAM policy evaluator says of that session's policy for the action on the resource
+  (``PERMITTED``, ``DENIED`` or ``NEUTRAL``). moto itself does not apply session
+  policies to requests (its access control reads only the role's own policies).
+
+STS requests (signed for the service ``sts``) go to moto's STS; they are logged, and
+take faults, under the bucket name ``_sts``. Every logged request records the access
+key id it was signed with (``access_key``).
 
 The first line printed is ``port <n>``. Requests are path-style (``/bucket/key``).
 """
@@ -26,6 +36,7 @@ The first line printed is ``port <n>``. Requests are path-style (``/bucket/key``
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import random
 import socket
@@ -86,8 +97,13 @@ def operation(method: str, key: str, query: dict[str, str]) -> str:
 class Front:
     """The WSGI layer in front of moto."""
 
-    def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
+    def __init__(
+        self,
+        app: Callable[[Environ, StartResponse], Iterable[bytes]],
+        sts: Callable[[Environ, StartResponse], Iterable[bytes]] | None = None,
+    ) -> None:
         self.app = app
+        self.sts = sts
         self.lock = threading.Lock()
         self.logs: dict[str, list[dict[str, Any]]] = {}
         self.faults: dict[str, dict[str, Any]] = {}
@@ -119,6 +135,10 @@ class Front:
                 self.settings[body["bucket"]] = body
             elif what == "ping":
                 answer = {"ok": True}
+            elif what == "sts-sessions" and method == "GET":
+                answer = sts_sessions()
+            elif what == "sts-evaluate" and method == "PUT":
+                answer = {"result": sts_evaluate(body)}
             else:
                 start("404 Not Found", [("Content-Type", "application/json")])
                 return [b"{}"]
@@ -132,10 +152,34 @@ class Front:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_neve/"):
             return self.control(environ, start)
+        auth = environ.get("HTTP_AUTHORIZATION", "")
+        if self.sts is not None and "/sts/aws4_request" in auth:
+            return self._sts(environ, start)
         bucket, _, key = unquote(path).lstrip("/").partition("/")
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         method = environ["REQUEST_METHOD"]
         op = operation(method, key, query)
+        return self._serve(environ, start, self.app, bucket, key, query, op)
+
+    def _sts(self, environ: Environ, start: StartResponse) -> Iterable[bytes]:
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(size)
+        environ["wsgi.input"] = io.BytesIO(body)
+        form = dict(parse_qsl(body.decode("utf-8", "replace")))
+        assert self.sts is not None
+        return self._serve(environ, start, self.sts, "_sts", "", {}, form.get("Action", "STS"))
+
+    def _serve(
+        self,
+        environ: Environ,
+        start: StartResponse,
+        app: Callable[[Environ, StartResponse], Iterable[bytes]],
+        bucket: str,
+        key: str,
+        query: dict[str, str],
+        op: str,
+    ) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
         with self.lock:
             settings = self.settings.get(bucket, {})
             fault = self._fault(bucket, op, key)
@@ -155,6 +199,7 @@ class Front:
             "query": environ.get("QUERY_STRING", ""),
             "fault": fault,
             "time": time.time(),
+            "access_key": _access_key(environ.get("HTTP_AUTHORIZATION", "")),
         }
         with self.lock:
             self.logs.setdefault(bucket, []).append(entry)
@@ -185,12 +230,12 @@ class Front:
 
         if fault == "reset-after":
             # moto does the work, the client never hears of it
-            body = b"".join(self.app(environ, lambda s, h, e=None: None))
+            body = b"".join(app(environ, lambda s, h, e=None: None))
             del body
             entry["status"] = "reset"
             self._reset(environ)
             return []
-        return self.app(environ, recording_start)
+        return app(environ, recording_start)
 
     def _fault(self, bucket: str, op: str, key: str) -> str | None:
         config = self.faults.get(bucket)
@@ -233,6 +278,50 @@ class Front:
             pass
 
 
+def _access_key(authorization: str) -> str | None:
+    """The access key id a SigV4 ``Authorization`` header was signed with."""
+    _, found, rest = authorization.partition("Credential=")
+    return rest.split("/", 1)[0] if found else None
+
+
+def _assumed_roles() -> list[Any]:
+    from moto.sts.models import sts_backends  # moto's state, once the server runs
+
+    roles = []
+    for account in list(sts_backends.values()):
+        for backend in list(account.values()):
+            roles.extend(backend.assumed_roles)
+    return roles
+
+
+def sts_sessions() -> list[dict[str, Any]]:
+    return [
+        {
+            "access_key": r.access_key_id,
+            "role_arn": r.role_arn,
+            "session_name": r.session_name,
+            "policy": r.policy,
+            "expiration": r.expiration.isoformat(),
+            "external_id": r.external_id,
+        }
+        for r in _assumed_roles()
+    ]
+
+
+def sts_evaluate(request: dict[str, Any]) -> str:
+    from moto.iam.access_control import IAMPolicy  # moto's own policy evaluator
+
+    for role in _assumed_roles():
+        if role.access_key_id == request["access_key"]:
+            if not role.policy:
+                return "NO-POLICY"
+            found = IAMPolicy(role.policy).is_action_permitted(
+                request["action"], request["resource"]
+            )
+            return str(found.name)
+    return "NO-SESSION"
+
+
 class _Handler(MotoRequestHandler):
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass  # the front logs what the tests need
@@ -244,7 +333,7 @@ class _Handler(MotoRequestHandler):
 
 def main() -> None:
     host = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1"
-    app = Front(create_backend_app("s3"))
+    app = Front(create_backend_app("s3"), create_backend_app("sts"))
     server = make_server(host, 0, app, threaded=True, request_handler=_Handler)
     print(f"port {server.server_port}", flush=True)
     server.serve_forever()
