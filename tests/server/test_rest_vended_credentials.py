@@ -8,11 +8,17 @@ the test server's request log, which records the access key each request was sig
 with.
 
 moto 5.2 does not apply session policies to requests (its access control reads only
-the role's own policies, and its condition evaluator knows only ``StringEquals``), so
-the scope is checked at the policy level: the session policy moto's STS received for
-each vended key names the table's location and nothing else, and moto's own IAM policy
-evaluator permits every object request the clients made with that key and no request
-on another table's objects.
+the role's own policies, and its condition evaluator knows only ``StringEquals``). So
+the scope is checked twice: at the policy level (the session policy moto's STS
+received for each vended key names the table's location and nothing else, and moto's
+own IAM policy evaluator permits every request the clients made with that key and no
+request on another table's objects), and by the test server's front, which refuses
+(403 AccessDenied) every request signed with a session's keys that its policy does not
+allow (moto's evaluator for actions and resources, the front's own ``StringLike`` for
+the ``s3:prefix`` of listings; tests/s3server/server.py). Every test here runs with
+that enforcement on, so the clients' whole read and write paths stay inside the
+table's location; the refusals themselves are shown on another table named ``t2``
+(whose location starts with the same characters as ``t``'s).
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from pyiceberg.catalog.rest import RestCatalog as PyRest
 
 import neve
 from neve.catalog.rest_credentials import VendedFileIO
-from neve.errors import CatalogBusyError, ValidationError
+from neve.errors import CatalogBusyError, NeveIOError, ValidationError
+from neve.io.fileio import FileIO
 from neve.server.config import load_config
 from restserver import NeveServer
 from s3server import ACCESS_KEY, REGION, SECRET_KEY, S3Warehouse
@@ -78,6 +85,9 @@ def _config(wh: S3Warehouse) -> dict[str, Any]:
 
 @pytest.fixture
 def served(tmp_path: Path, s3_warehouse: S3Warehouse) -> Iterator[NeveServer]:
+    """``neve serve`` vending keys for ``s3_warehouse``, whose test server refuses what
+    a session's policy does not allow."""
+    s3_warehouse.settings(session_policies=True)
     with NeveServer.start(
         tmp_path / "server", config=_config(s3_warehouse), warehouse=s3_warehouse.uri
     ) as server:
@@ -331,3 +341,42 @@ def test_sts_config_is_checked(tmp_path: Path) -> None:
     ]:
         with pytest.raises(ValidationError, match=words):
             load_config(config(bad, prefix), uri="sqlite://", warehouse="s3://b/wh")
+
+
+def test_vended_keys_are_refused_outside_their_table(
+    served: NeveServer, s3_warehouse: S3Warehouse
+) -> None:
+    cat = neve.connect(served.url, credential="admin:admin-secret")
+    cat.create_namespace("db")
+    rows = pa.table({"id": [1, 2], "s": ["p", "q"]}, schema=SCHEMA)
+    t, t2 = cat.create_table("db.t", SCHEMA), cat.create_table("db.t2", SCHEMA)
+    t.append(rows)
+    t2.append(rows)
+    key = t.io.properties["s3.access-key-id"]
+    io = FileIO(dict(t.io.properties))  # only db.t's vended keys
+    assert io.read_bytes(t.metadata_location)
+    assert io.list_files(t.location)
+    bucket_root = f"s3://{s3_warehouse.bucket}"
+    s3_warehouse.clear_log()
+    refused: list[Any] = [
+        lambda: io.read_bytes(t2.metadata_location),
+        lambda: io.write_bytes(f"{t2.location}/data/intruder.parquet", b"x"),
+        lambda: io.write_bytes(f"{bucket_root}/elsewhere.bin", b"x"),
+        lambda: io.delete(t2.metadata_location),
+        lambda: io.list_files(t2.location),
+        lambda: io.list_files(f"{bucket_root}/wh"),
+    ]
+    for attempt in refused:
+        with pytest.raises(NeveIOError):
+            attempt()
+    log = s3_warehouse.log()
+    assert log and all(e["access_key"] == key and e["status"] == 403 for e in log), log
+    assert {e["op"] for e in log} == {"GET", "PUT", "DELETE_MULTI", "LIST"}
+    # db.t2 is untouched, and pyiceberg's FileIO with db.t's keys is refused there too
+    assert sorted(cat.load_table("db.t2").scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    py = PyRest("neve", uri=served.url, credential="admin:admin-secret")
+    py_t = py.load_table("db.t")
+    assert py_t.io.properties["s3.access-key-id"] == key
+    with pytest.raises(OSError):
+        py_t.io.new_input(t2.metadata_location).open().read()
+    assert py_t.io.new_input(t.metadata_location).open().read()
