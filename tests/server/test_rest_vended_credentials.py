@@ -41,7 +41,8 @@ import neve
 from neve.catalog.rest_credentials import VendedFileIO
 from neve.errors import CatalogBusyError, NeveIOError, ValidationError
 from neve.io.fileio import FileIO
-from neve.server.config import load_config
+from neve.server.config import StsVending, load_config
+from neve.server.credentials import CredentialVendor
 from restserver import NeveServer
 from s3server import ACCESS_KEY, REGION, SECRET_KEY, S3Warehouse
 
@@ -380,3 +381,75 @@ def test_vended_keys_are_refused_outside_their_table(
     with pytest.raises(OSError):
         py_t.io.new_input(t2.metadata_location).open().read()
     assert py_t.io.new_input(t.metadata_location).open().read()
+
+
+def test_the_server_renews_kept_keys_after_three_quarters_of_their_lifetime(
+    s3_warehouse: S3Warehouse,
+) -> None:
+    now = [1_000_000.0]
+    entry = StsVending(
+        prefix=f"s3://{s3_warehouse.bucket}/",
+        role_arn=ROLE,
+        region=REGION,
+        endpoint=s3_warehouse.server.endpoint,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        duration_s=900,
+    )
+    vendor = CredentialVendor((), (entry,), clock=lambda: now[0])
+    location = f"s3://{s3_warehouse.bucket}/wh/db/t"
+
+    def key() -> str:
+        (cred,) = vendor.storage_credentials(location, vend=True, write=True)
+        return str(cred["config"]["s3.access-key-id"])
+
+    first = key()
+    now[0] += 0.74 * 900
+    assert key() == first  # still kept
+    now[0] += 0.02 * 900
+    second = key()
+    assert second != first  # past three quarters of 900 s: a new session
+    assert vendor.storage_credentials(location, vend=False, write=True) == []
+
+
+def test_the_client_refreshes_before_expiry() -> None:
+    now = [1_000.0]
+    fetched: list[int] = []
+
+    def refresh() -> dict[str, str]:
+        fetched.append(1)
+        expiry = int((now[0] + 900) * 1000)
+        return {"s3.region": REGION, "s3.session-token-expires-at-ms": str(expiry)}
+
+    first_expiry = int((now[0] + 900) * 1000)
+    io = VendedFileIO(
+        {"s3.region": REGION, "s3.session-token-expires-at-ms": str(first_expiry)},
+        refresh,
+        clock=lambda: now[0],
+    )
+    path = "s3://some-bucket/t/data/f.parquet"
+    io.store(path)
+    now[0] += 599  # 301 s left
+    io.store(path)
+    assert fetched == []
+    now[0] += 2  # 299 s left: within five minutes of expiry
+    io.store(path)
+    assert fetched == [1] and io.refreshes == 1
+    assert io.expires_at_ms == int((now[0] + 900) * 1000)
+    # keys that came with 100 s left are refreshed halfway
+    short = VendedFileIO(
+        {"s3.session-token-expires-at-ms": str(int((now[0] + 100) * 1000))},
+        refresh,
+        clock=lambda: now[0],
+    )
+    now[0] += 49
+    short.store(path)
+    assert short.refreshes == 0
+    now[0] += 2
+    short.store(path)
+    assert short.refreshes == 1
+    # credentials without an expiry are never refreshed
+    static = VendedFileIO({"s3.region": REGION}, refresh, clock=lambda: now[0])
+    now[0] += 10**6
+    static.store(path)
+    assert static.refreshes == 0

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from neve.catalog.base import Catalog, CommitResult, Identifier, parse_identifier
-from neve.catalog.rest_credentials import VendedFileIO, best_credential, table_properties
+from neve.catalog.rest_credentials import (
+    VENDED_KEYS,
+    VendedFileIO,
+    best_credential,
+    table_properties,
+)
 from neve.catalog.rest_expressions import expression_from_json, expression_to_json
 from neve.catalog.rest_http import RestHttp, RestResponseError
 from neve.catalog.views import View, view_ident
@@ -251,7 +256,8 @@ class RestCatalog(Catalog):
         known = self._ios.get(table.identifier)
         if known is None or known.properties != props:
             ident, location = table.identifier, table.location
-            config = {**props}
+            # without the old keys: a server that hands out none any more leaves none
+            config = {k: v for k, v in props.items() if k not in VENDED_KEYS}
 
             def refresh() -> dict[str, str]:
                 return {**config, **self._fresh_credentials(ident, location)}

@@ -19,10 +19,20 @@ from typing import Any
 from neve.io.fileio import FileIO
 from neve.io.objectstore import ObjectStore
 
-__all__ = ["EXPIRES_AT_KEY", "VendedFileIO", "best_credential", "table_properties"]
+__all__ = [
+    "EXPIRES_AT_KEY",
+    "VENDED_KEYS",
+    "VendedFileIO",
+    "best_credential",
+    "table_properties",
+]
 
 #: The expiry of vended credentials, milliseconds since the epoch (Iceberg's name).
 EXPIRES_AT_KEY = "s3.session-token-expires-at-ms"
+#: The properties that make up vended credentials (dropped before new ones are merged).
+VENDED_KEYS = frozenset(
+    {"s3.access-key-id", "s3.secret-access-key", "s3.session-token", EXPIRES_AT_KEY}
+)
 #: Fetch new credentials this long before they expire (at most half their lifetime).
 _REFRESH_MARGIN_MS = 300_000
 

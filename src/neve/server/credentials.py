@@ -173,8 +173,9 @@ class CredentialVendor:
                 return found
             obtained_ms = int(self.clock() * 1000)
             config = self._assume(entry, location, write)
-            expires_ms = int(config[EXPIRES_AT_KEY])
-            renew_at = obtained_ms + (expires_ms - obtained_ms) * 3 // 4
+            # the lifetime asked for, or less when STS gave less (its clock may differ)
+            life_ms = min(entry.duration_s * 1000, int(config[EXPIRES_AT_KEY]) - obtained_ms)
+            renew_at = obtained_ms + life_ms * 3 // 4
             with self._lock:
                 self._cache[key] = _Vended(config, renew_at)
                 self._cache.move_to_end(key)
