@@ -3,7 +3,8 @@
 
 Real parts throughout: a ``neve serve`` process whose warehouse is a bucket on the S3
 test server and whose config names an STS endpoint (the same test server), pyiceberg's
-``RestCatalog`` and neve's own REST client holding no storage keys of their own, and
+``RestCatalog``, neve's own REST client and DuckDB 1.5's iceberg extension holding no
+storage keys of their own, and
 the test server's request log, which records the access key each request was signed
 with.
 
@@ -38,6 +39,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog as PyRest
 
 import neve
+from duckdbengine import duckdb_query
 from neve.catalog.rest_credentials import VendedFileIO
 from neve.errors import CatalogBusyError, NeveIOError, ValidationError
 from neve.io.fileio import FileIO
@@ -453,3 +455,26 @@ def test_the_client_refreshes_before_expiry() -> None:
     now[0] += 10**6
     static.store(path)
     assert static.refreshes == 0
+
+
+def test_duckdb_reads_with_a_readers_vended_keys(
+    served: NeveServer, s3_warehouse: S3Warehouse
+) -> None:
+    cat = neve.connect(served.url, credential="admin:admin-secret")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": [1, 2, 3], "s": ["a", "é 🦆", None]}, schema=SCHEMA))
+    t.delete("id = 2")
+    s3_warehouse.clear_log()
+    setup = [
+        f"ATTACH 'neve' AS c (TYPE ICEBERG, ENDPOINT '{served.url}', "
+        "CLIENT_ID 'reader', CLIENT_SECRET 'reader-secret')"
+    ]
+    got = duckdb_query("SELECT id, s FROM c.db.t ORDER BY id", setup=setup)
+    assert got == [{"id": 1, "s": "a"}, {"id": 3, "s": None}]
+    used = {e["access_key"] for e in s3_warehouse.log()}
+    (key,) = used  # one key for every request DuckDB made, a reader's
+    assert key.startswith("ASIA")
+    policy = json.loads(_session(s3_warehouse, key)["policy"])
+    assert policy["Statement"][0]["Action"] == ["s3:GetObject", "s3:GetObjectVersion"]
+    assert _check_in_scope(s3_warehouse, key, t.location) > 0
