@@ -412,6 +412,18 @@ def test_the_server_renews_kept_keys_after_three_quarters_of_their_lifetime(
     second = key()
     assert second != first  # past three quarters of 900 s: a new session
     assert vendor.storage_credentials(location, vend=False, write=True) == []
+    # Hadoop's s3a:// names the same bucket; the session is scoped the same way
+    hadoop = f"s3a://{s3_warehouse.bucket}/wh/db/h"
+    (cred,) = vendor.storage_credentials(hadoop, vend=True, write=False)
+    assert cred["prefix"] == hadoop
+    policy = json.loads(_session(s3_warehouse, cred["config"]["s3.access-key-id"])["policy"])
+    assert policy["Statement"][0] == {
+        "Sid": "TableObjects",
+        "Effect": "Allow",
+        "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+        "Resource": f"arn:aws:s3:::{s3_warehouse.bucket}/wh/db/h/*",
+    }
+    assert vendor.storage_credentials("s3://another-bucket/wh/t", vend=True, write=True) == []
 
 
 def test_the_client_refreshes_before_expiry() -> None:

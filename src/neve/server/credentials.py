@@ -74,6 +74,14 @@ def split_location(location: str) -> tuple[str, str]:
     raise StorageCredentialsError(f"{location!r} is not an s3:// location; STS cannot scope it")
 
 
+def _as_s3(location: str) -> str:
+    """``location`` with Hadoop's ``s3a://`` or ``s3n://`` written ``s3://`` (one bucket)."""
+    for scheme in _S3_SCHEMES[1:]:
+        if location.startswith(scheme):
+            return "s3://" + location[len(scheme) :]
+    return location
+
+
 def _partition(region: str) -> str:
     """The ARN partition of an AWS region."""
     if region.startswith("cn-"):
@@ -149,7 +157,7 @@ class CredentialVendor:
             for c in self.static
             if location.startswith(str(c["prefix"]))
         ]
-        entries = [v for v in self.vending if location.startswith(v.prefix)]
+        entries = [v for v in self.vending if _as_s3(location).startswith(_as_s3(v.prefix))]
         if vend and entries:
             entry = max(entries, key=lambda v: len(v.prefix))
             scope = location.rstrip("/")
