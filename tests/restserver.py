@@ -76,12 +76,14 @@ class NeveServer:
         workers: int = 1,
         warehouse_root: bool = False,
         timeout: float = 60.0,
+        warehouse: str | None = None,
     ) -> NeveServer:
         """Start ``neve serve`` on a free loopback port, backed by SQLite in
-        ``workdir`` (or ``uri``), and wait until it answers."""
+        ``workdir`` (or ``uri``), its warehouse in ``workdir`` (or ``warehouse``), and
+        wait until it answers."""
         workdir.mkdir(parents=True, exist_ok=True)
         db = uri or f"sqlite:///{workdir}/rest-catalog.db"
-        warehouse = str(workdir / "warehouse")
+        warehouse = warehouse or str(workdir / "warehouse")
         args = [*_neve(), "serve", "--uri", db, "--warehouse", warehouse]
         if anonymous:
             args.append("--anonymous")

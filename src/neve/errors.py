@@ -37,6 +37,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     ├── NeveIOError                      (reading or writing a file failed)
     │   └── CatalogBusyError             (the catalog database stayed locked for longer
     │                                     than its busy timeout; retryable)
+    ├── StorageCredentialsError          (a catalog server could not get short-lived
+    │                                     storage credentials from STS for a table)
     └── EngineSetupError                 (a Spark session or its executors lack what
                                           neve needs; nothing was read or written)
 """
@@ -70,6 +72,7 @@ __all__ = [
     "NonAppendSnapshotError",
     "NotFoundError",
     "SchemaError",
+    "StorageCredentialsError",
     "TableAlreadyExistsError",
     "UnsupportedFormatVersionError",
     "ValidationError",
@@ -213,6 +216,11 @@ class CatalogBusyError(NeveIOError):
     busy timeout; nothing was changed. Retry, or raise the timeout."""
 
     retryable = True
+
+
+class StorageCredentialsError(NeveError):
+    """A catalog server could not get short-lived storage credentials for a table (its
+    STS ``AssumeRole`` call failed or was refused); nothing was written."""
 
 
 class EngineSetupError(NeveError):

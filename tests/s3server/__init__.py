@@ -185,6 +185,19 @@ class S3Server:
     def set_settings(self, bucket: str, **settings: Any) -> None:
         self._control("PUT", "settings", {"bucket": bucket, **settings})
 
+    def sts_sessions(self) -> list[dict[str, Any]]:
+        """The sessions moto's STS handed out: ``access_key``, ``role_arn``,
+        ``session_name``, ``policy`` (the session policy as sent), ``expiration``."""
+        found: list[dict[str, Any]] = self._control("GET", "sts-sessions")
+        return found
+
+    def sts_evaluate(self, access_key: str, action: str, resource: str) -> str:
+        """moto's IAM policy evaluator on the session policy of ``access_key``:
+        ``PERMITTED``, ``DENIED`` or ``NEUTRAL`` (not allowed)."""
+        body = {"access_key": access_key, "action": action, "resource": resource}
+        found: dict[str, str] = self._control("PUT", "sts-evaluate", body)
+        return found["result"]
+
     # -- warehouses ----------------------------------------------------------------------
 
     def properties(self) -> dict[str, str]:

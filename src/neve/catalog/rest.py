@@ -20,6 +20,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from neve.catalog.base import Catalog, CommitResult, Identifier, parse_identifier
+from neve.catalog.rest_credentials import (
+    VENDED_KEYS,
+    VendedFileIO,
+    best_credential,
+    table_properties,
+)
 from neve.catalog.rest_expressions import expression_from_json, expression_to_json
 from neve.catalog.rest_http import RestHttp, RestResponseError
 from neve.catalog.views import View, view_ident
@@ -60,6 +66,7 @@ __all__ = ["RestCatalog"]
 
 _SEP = "\x1f"
 _PLAN = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"
+_CREDENTIALS = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 _LINEAGE = {"_row_id", "_last_updated_sequence_number"}
 
 
@@ -98,6 +105,8 @@ class RestCatalog(Catalog):
         self.http.idempotency = bool(config.get("idempotency-key-lifetime"))
         #: the last answer per table: (ETag, metadata, location)
         self._loaded: dict[Identifier, tuple[str, TableMetadata, str]] = {}
+        #: the file IO of each table the server handed credentials for
+        self._ios: dict[Identifier, VendedFileIO] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {
@@ -126,6 +135,7 @@ class RestCatalog(Catalog):
         self.prefix = state["prefix"]
         self.endpoints = set(state["endpoints"])
         self._loaded = {}
+        self._ios = {}
 
     def __repr__(self) -> str:
         return f"RestCatalog(name={self.name!r}, uri={self.uri!r}, warehouse={self.warehouse!r})"
@@ -232,7 +242,41 @@ class RestCatalog(Catalog):
             location = str(body["metadata-location"])
         except (KeyError, TypeError) as exc:
             raise RestResponseError(f"the server's table answer lacks {exc}") from exc
-        return Table(ident, md, location, self)
+        table = Table(ident, md, location, self)
+        self._table_io(table, body)
+        return table
+
+    def _table_io(self, table: Table, body: Mapping[str, Any]) -> None:
+        """Give ``table`` the file IO of the credentials in the server's answer (the
+        catalog's own IO when it has none)."""
+        props = table_properties(self.properties, table.location, body)
+        if props == self.properties:
+            self._ios.pop(table.identifier, None)
+            return
+        known = self._ios.get(table.identifier)
+        if known is None or known.properties != props:
+            ident, location = table.identifier, table.location
+            # without the old keys: a server that hands out none any more leaves none
+            config = {k: v for k, v in props.items() if k not in VENDED_KEYS}
+
+            def refresh() -> dict[str, str]:
+                return {**config, **self._fresh_credentials(ident, location)}
+
+            known = self._ios[ident] = VendedFileIO(props, refresh)
+        table.io = known
+
+    def _fresh_credentials(self, ident: Identifier, location: str) -> dict[str, str]:
+        """New storage credentials for a table: from the ``credentials`` endpoint when
+        the server offers it, else from loading the table again."""
+        what = f"fetching storage credentials of table {'.'.join(ident)}"
+        if _CREDENTIALS in self.endpoints:
+            resp = self.http.request("GET", self._table_path(ident, "credentials"), what)
+            body = resp.json()
+            found = body.get("storage-credentials") if isinstance(body, Mapping) else None
+            return best_credential(found, location)
+        resp = self.http.request("GET", self._table_path(ident), what)
+        answer = resp.json()
+        return table_properties({}, location, answer if isinstance(answer, Mapping) else {})
 
     def _metadata_location(self, ident: Identifier) -> str:
         return self.load_table(ident).metadata_location
@@ -251,7 +295,11 @@ class RestCatalog(Catalog):
             ok=lambda s: 200 <= s < 300 or (s == 304 and known is not None),
         )
         if resp.status_code == 304 and known is not None:
-            return Table(ident, known[1], known[2], self)
+            table = Table(ident, known[1], known[2], self)
+            found = self._ios.get(ident)
+            if found is not None:
+                table.io = found
+            return table
         table = self._table(ident, resp.json())
         etag = resp.headers.get("etag")
         if etag:

@@ -91,6 +91,15 @@ class FileIO:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["properties"])  # type: ignore[misc]
 
+    def replace_properties(self, properties: dict[str, str]) -> None:
+        """Use ``properties`` from now on (fresh credentials, say): the clients made
+        with the old ones are dropped, and new ones are made on next use. Reads and
+        writes already under way finish with the old clients."""
+        with self._lock:
+            self.properties = dict(properties)
+            self._stores.clear()
+            self._cache.clear()
+
     # -- resolution ------------------------------------------------------------------
 
     def is_object_store(self, path: str) -> bool:

@@ -37,6 +37,7 @@ from neve.server.config import (
     WarehouseConfig,
     load_config,
 )
+from neve.server.credentials import CredentialVendor
 from neve.server.http import Call, Reply, RestError, error_body, error_for
 from neve.server.store import IdempotencyStore, MetricsStore
 from neve.spec.table_metadata import TableMetadata
@@ -109,6 +110,7 @@ class RestServer:
         default = self.catalog(DEFAULT_WAREHOUSE)
         self.idempotency = IdempotencyStore(default.engine, config.idempotency_lifetime_s)
         self.metrics = MetricsStore(default.engine)
+        self.vendor = CredentialVendor(config.storage_credentials, config.vended_credentials)
 
     def catalog(self, warehouse: str) -> ServedCatalog:
         with self._lock:
@@ -220,7 +222,7 @@ class RestServer:
             raw_body=body,
             principal=principal,
             authorize=self._authorizer(principal, warehouse),
-            credentials=self.config.storage_credentials,
+            vendor=self.vendor,
             keep_metrics=lambda ident, report: self.metrics.keep(warehouse, ident, report),
         )
         key = request.headers.get("idempotency-key")

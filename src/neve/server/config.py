@@ -29,6 +29,17 @@
     storage-credentials:          # handed to clients with each table
       - prefix: s3://lake/
         config: {s3.access-key-id: ..., s3.secret-access-key: ...}
+      - prefix: s3://lake/warehouse/  # short-lived, scoped to each table (STS AssumeRole)
+        config: {s3.region: eu-west-1}  # handed along with the vended keys
+        sts:
+          role-arn: arn:aws:iam::123456789012:role/neve-tables
+          region: eu-west-1
+          endpoint: https://sts.eu-west-1.amazonaws.com   # default: the region's
+          access-key-id: ...      # the server's own key for STS (default: its
+          secret-access-key: ...  # environment, profile or instance role)
+          duration-seconds: 3600
+          session-name: neve-serve
+          external-id: ...        # when the role's trust policy asks for one
     max-body-bytes: 16777216
     idempotency-lifetime-seconds: 1800
 
@@ -66,6 +77,7 @@ __all__ = [
     "PrincipalConfig",
     "Privilege",
     "ServerConfig",
+    "StsVending",
     "WarehouseConfig",
     "load_config",
     "parse_grant",
@@ -149,6 +161,98 @@ class OidcConfig:
 
 
 @dataclass(frozen=True)
+class StsVending:
+    """Short-lived credentials for the tables under ``prefix`` (``s3://bucket/...``),
+    vended by STS ``AssumeRole`` of ``role_arn`` with a session policy that allows only
+    the table's own location. ``config`` is handed to clients along with the keys; the
+    access key, secret and session token are the server's own for calling STS (None:
+    botocore's default chain)."""
+
+    prefix: str
+    role_arn: str
+    region: str
+    endpoint: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+    duration_s: int = 3600
+    session_name: str = "neve-serve"
+    external_id: str | None = None
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+_STS_KEYS = {
+    "role-arn",
+    "region",
+    "endpoint",
+    "access-key-id",
+    "secret-access-key",
+    "session-token",
+    "duration-seconds",
+    "session-name",
+    "external-id",
+}
+_SESSION_NAME = re.compile(r"^[\w+=,.@-]{2,64}$")
+
+
+def _sts_vending(prefix: str, raw: Any, config: dict[str, str]) -> StsVending:
+    where = f"storage-credentials {prefix!r}: sts"
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where} must be a mapping with role-arn: and region:")
+    unknown = sorted(set(map(str, raw)) - _STS_KEYS)
+    if unknown:
+        raise ValidationError(f"{where} has unknown keys {unknown}; known: {sorted(_STS_KEYS)}")
+    if not prefix.startswith(("s3://", "s3a://", "s3n://")) or len(prefix.split("/")) < 3:
+        raise ValidationError(f"{where}: the prefix must be an s3:// location, s3://bucket/...")
+    if not raw.get("role-arn") or not raw.get("region"):
+        raise ValidationError(f"{where} needs a role-arn and a region")
+    duration = int(raw.get("duration-seconds", 3600))
+    if not 900 <= duration <= 43200:
+        raise ValidationError(f"{where}: duration-seconds must be 900..43200 (STS's range)")
+    name = str(raw.get("session-name", "neve-serve"))
+    if not _SESSION_NAME.match(name):
+        raise ValidationError(f"{where}: session-name must be 2-64 of letters, digits, +=,.@-_")
+
+    def opt(key: str) -> str | None:
+        value = raw.get(key)
+        return None if value is None else str(value)
+
+    return StsVending(
+        prefix=prefix,
+        role_arn=str(raw["role-arn"]),
+        region=str(raw["region"]),
+        endpoint=opt("endpoint"),
+        access_key_id=opt("access-key-id"),
+        secret_access_key=opt("secret-access-key"),
+        session_token=opt("session-token"),
+        duration_s=duration,
+        session_name=name,
+        external_id=opt("external-id"),
+        config=config,
+    )
+
+
+def _storage_credentials(
+    raw: Any,
+) -> tuple[tuple[Mapping[str, Any], ...], tuple[StsVending, ...]]:
+    """The config file's ``storage-credentials``: static entries and STS entries."""
+    static: list[Mapping[str, Any]] = []
+    vending: list[StsVending] = []
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise ValidationError("storage-credentials must be a list of {prefix:, config:, sts:}")
+    for c in raw:
+        if not isinstance(c, Mapping) or "prefix" not in c or not ("config" in c or "sts" in c):
+            raise ValidationError("each storage credential needs a prefix and a config or sts")
+        prefix = str(c["prefix"])
+        config = _str_map(c.get("config"), f"storage-credentials {prefix!r}: config")
+        if "sts" in c:
+            vending.append(_sts_vending(prefix, c["sts"], config))
+        else:
+            static.append({"prefix": prefix, "config": config})
+    return tuple(static), tuple(vending)
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     catalog: WarehouseConfig
     warehouses: Mapping[str, WarehouseConfig] = field(default_factory=dict)
@@ -163,6 +267,7 @@ class ServerConfig:
     )
     oidc: OidcConfig | None = None
     storage_credentials: tuple[Mapping[str, Any], ...] = ()
+    vended_credentials: tuple[StsVending, ...] = ()
     max_body_bytes: int = 16 * 1024 * 1024
     idempotency_lifetime_s: int = 1800
 
@@ -281,10 +386,7 @@ def load_config(
             str(oidc_raw.get("principal-claim", "sub")),
             str(oidc_raw.get("roles-claim", "roles")),
         )
-    creds = data.get("storage-credentials") or []
-    for c in creds:
-        if not isinstance(c, Mapping) or "prefix" not in c or "config" not in c:
-            raise ValidationError("each storage credential needs a prefix and a config")
+    static, vending = _storage_credentials(data.get("storage-credentials") or [])
     return ServerConfig(
         catalog=catalog,
         warehouses=warehouses,
@@ -294,9 +396,8 @@ def load_config(
         token_lifetime_s=int(token.get("lifetime-seconds", 3600)),
         principals=_principals(data.get("principals") or {}),
         oidc=oidc,
-        storage_credentials=tuple(
-            {"prefix": str(c["prefix"]), "config": _str_map(c["config"], "config")} for c in creds
-        ),
+        storage_credentials=static,
+        vended_credentials=vending,
         max_body_bytes=int(data.get("max-body-bytes", 16 * 1024 * 1024)),
         idempotency_lifetime_s=int(data.get("idempotency-lifetime-seconds", 1800)),
         **kwargs,

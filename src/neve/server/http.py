@@ -3,7 +3,7 @@ errors in the spec's ``ErrorModel`` with the status the spec gives each.
 
 Every error a handler raises becomes ``{"error": {"message", "type", "code"}}``: neve's
 errors by kind (404 for what does not exist, 409 for what exists or a commit that lost,
-400 for bad input, 503 for a busy database, 500 when a commit's outcome is unknown), and
+400 for bad input, 503 for a busy database or an STS call that failed, 500 when a commit's outcome is unknown), and
 :class:`RestError` for what the HTTP layer itself refuses.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +29,11 @@ from neve.errors import (
     NoSuchTableError,
     NoSuchViewError,
     NotFoundError,
+    StorageCredentialsError,
     ValidationError,
 )
 from neve.server.auth import Principal
+from neve.server.credentials import CredentialVendor
 
 __all__ = [
     "Call",
@@ -74,6 +76,7 @@ def error_for(exc: NeveError) -> RestError:
         (CommitStateUnknownError, 500, "CommitStateUnknownException"),
         (ValidationError, 400, "BadRequestException"),
         (CatalogBusyError, 503, "ServiceUnavailableException"),
+        (StorageCredentialsError, 503, "ServiceUnavailableException"),
         (NeveIOError, 500, "ServerErrorException"),
     ]
     for cls, status, kind in table:
@@ -121,8 +124,8 @@ class Call:
     raw_body: bytes
     principal: Principal
     authorize: Callable[[int, str, tuple[str, ...]], None]
-    #: static storage credentials of the server's config (``prefix`` and ``config``)
-    credentials: Sequence[Mapping[str, Any]] = ()
+    #: the storage credentials of table locations (static and vended)
+    vendor: CredentialVendor = field(default_factory=CredentialVendor)
     #: keeps a metrics report of a table
     keep_metrics: Callable[[tuple[str, ...], dict[str, Any]], None] | None = None
     _json: Any = None

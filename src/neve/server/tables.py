@@ -26,7 +26,14 @@ from neve.spec.table_metadata import TableMetadata
 from neve.spec.updates import TableUpdate
 from neve.table.table import Table
 
-__all__ = ["HANDLERS", "load_result", "metadata_json", "page"]
+__all__ = [
+    "HANDLERS",
+    "load_result",
+    "metadata_json",
+    "page",
+    "storage_credentials",
+    "wants_vended",
+]
 
 SEPARATOR = "\x1f"
 
@@ -180,19 +187,38 @@ def _etag(location: str, snapshots: str) -> str:
     return '"' + hashlib.sha256(f"{location}|{snapshots}".encode()).hexdigest()[:32] + '"'
 
 
-def _storage_credentials(call: Call, location: str) -> list[dict[str, Any]]:
-    return [
-        {"prefix": str(c["prefix"]), "config": dict(c["config"])}
-        for c in call.credentials
-        if location.startswith(str(c["prefix"]))
-    ]
+def wants_vended(call: Call) -> bool:
+    """Whether the client asked for vended credentials (the spec's
+    ``X-Iceberg-Access-Delegation`` header, a comma-separated list)."""
+    asked = call.headers.get("x-iceberg-access-delegation", "")
+    return "vended-credentials" in (m.strip() for m in asked.split(","))
+
+
+def _may_write(call: Call, ident: tuple[str, ...]) -> bool:
+    try:
+        call.authorize(WRITE, "table", ident)
+    except RestError:
+        return False
+    return True
+
+
+def storage_credentials(
+    call: Call, ident: tuple[str, ...], location: str, vend: bool
+) -> list[dict[str, Any]]:
+    """The credentials for the table ``ident`` at ``location``: read-only vended keys
+    for a principal that may only read it."""
+    return call.vendor.storage_credentials(location, vend=vend, write=_may_write(call, ident))
 
 
 def load_result(
-    call: Call, metadata: TableMetadata, location: str | None, snapshots: str = "all"
+    metadata: TableMetadata,
+    location: str | None,
+    credentials: list[dict[str, Any]],
+    snapshots: str = "all",
 ) -> dict[str, Any]:
     """A ``LoadTableResult``: the metadata, its location, and the storage credentials
-    the caller may use for the table (longest prefix first)."""
+    the caller may use for the table (:func:`storage_credentials`, longest prefix
+    first; got before anything is written, so an STS failure leaves nothing behind)."""
     md = metadata
     if snapshots == "refs":
         wanted = {r.snapshot_id for r in md.refs.values()}
@@ -201,10 +227,9 @@ def load_result(
         "metadata-location": location,
         "metadata": metadata_json(md, location, snapshots),
     }
-    creds = _storage_credentials(call, metadata.location)
+    creds = credentials
     config: dict[str, str] = {}
     if creds:
-        creds.sort(key=lambda c: -len(str(c["prefix"])))
         out["storage-credentials"] = creds
         config.update(creds[0]["config"])
     out["config"] = config
@@ -235,10 +260,12 @@ def create_table(call: Call) -> Reply:
     if cat.table_exists(ident):
         raise TableAlreadyExistsError(f"table {'.'.join(ident)} exists already")
     md = create_request_metadata(data, cat.default_table_location(ident))
+    # credentials first: when STS fails, nothing is written
+    creds = storage_credentials(call, ident, md.location, wants_vended(call))
     if data.get("stage-create"):
-        return Reply(200, load_result(call, md, None))
+        return Reply(200, load_result(md, None, creds))
     location = cat.create_table_metadata(ident, md)
-    return Reply(200, load_result(call, md, location))
+    return Reply(200, load_result(md, location, creds))
 
 
 def load_table(call: Call) -> Reply:
@@ -251,7 +278,8 @@ def load_table(call: Call) -> Reply:
     etag = _etag(table.metadata_location, snapshots)
     if call.headers.get("if-none-match") == etag:
         return Reply(304, None, {"ETag": etag})
-    body = load_result(call, table.metadata, table.metadata_location, snapshots)
+    creds = storage_credentials(call, ident, table.location, wants_vended(call))
+    body = load_result(table.metadata, table.metadata_location, creds, snapshots)
     return Reply(200, body, {"ETag": etag})
 
 
@@ -280,8 +308,16 @@ def register_table(call: Call) -> Reply:
         raise RestError(400, "BadRequestException", "register needs a name and metadata-location")
     if data.get("overwrite"):
         raise RestError(400, "BadRequestException", "register with overwrite is not supported")
-    table = call.catalog.register_table((*ns, check_name(name, "table")), location)
-    return Reply(200, load_result(call, table.metadata, table.metadata_location))
+    ident = (*ns, check_name(name, "table"))
+    creds = None
+    if wants_vended(call) and call.vendor.vending:
+        # credentials first: when STS fails, nothing is written
+        md = call.catalog.read_metadata(location)
+        creds = storage_credentials(call, ident, md.location, True)
+    table = call.catalog.register_table(ident, location)
+    if creds is None:
+        creds = storage_credentials(call, ident, table.location, False)
+    return Reply(200, load_result(table.metadata, table.metadata_location, creds))
 
 
 def rename_table(call: Call) -> Reply:
@@ -370,7 +406,8 @@ def load_credentials(call: Call) -> Reply:
     ident = call.ident()
     call.authorize(READ, "table", ident)
     table: Table = call.catalog.load_table(ident)
-    return Reply(200, {"storage-credentials": _storage_credentials(call, table.location)})
+    creds = storage_credentials(call, ident, table.location, vend=True)
+    return Reply(200, {"storage-credentials": creds})
 
 
 #: (method, path after the prefix, handler, whether it mutates).

@@ -76,7 +76,9 @@ class Table:
         """A handle on another version of this table's metadata (same catalog and
         name), e.g. a transaction's staged state, for planning and writing data files
         as that version would. Committing goes through the original handle."""
-        return Table(self.identifier, metadata, self._metadata_location, self.catalog)
+        other = Table(self.identifier, metadata, self._metadata_location, self.catalog)
+        other.io = self.io  # the table's own credentials, when its catalog vends them
+        return other
 
     def set_current(self, metadata: TableMetadata, location: str) -> None:
         """Point this handle at a newer version (after a commit through it)."""
