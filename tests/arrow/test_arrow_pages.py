@@ -191,3 +191,47 @@ def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:
         decoded, end = decode_struct(footer)
         assert end == n
         assert encode_struct(decoded) == footer
+
+
+_LOCATION = st.tuples(
+    st.integers(0, 2**63 - 1), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**63 - 1)
+)
+
+
+@settings(max_examples=examples(60, 1000), deadline=None)
+@given(
+    locations=st.lists(_LOCATION, min_size=1, max_size=40),
+    unencoded=st.booleans(),
+    pad=st.integers(0, 3),
+)
+def test_the_offset_index_decoder_reads_every_page_location(
+    locations: list[tuple[int, int, int]], unencoded: bool, pad: int
+) -> None:
+    """The vectorized decoder of an ``OffsetIndex`` reads back what the generic
+    compact-protocol decoder reads, for any offsets, sizes and row numbers (one to ten
+    byte varints), with or without the optional list that follows the locations."""
+    from neve.arrow.parquet_layout import _page_locations  # the decoder under test
+    from neve.arrow.thrift import I32, I64, LIST, STRUCT, Field, TList
+
+    locations = [(o, z, min(f + i * pad, 2**63 - 1)) for i, (o, z, f) in enumerate(locations)]
+    encoded: dict[int, Field] = {
+        1: Field(
+            LIST,
+            TList(
+                STRUCT,
+                [{1: Field(I64, o), 2: Field(I32, z), 3: Field(I64, f)} for o, z, f in locations],
+            ),
+        )
+    }
+    if unencoded:
+        encoded[2] = Field(LIST, TList(I64, [o // 3 for o, _, _ in locations]))
+    data = np.frombuffer(encode_struct(encoded), dtype=np.uint8)
+    got = _page_locations(data)
+    assert got is not None
+    offsets, sizes, first = got
+    assert offsets.tolist() == [o for o, _, _ in locations]
+    assert sizes.tolist() == [z for _, z, _ in locations]
+    assert first.tolist() == [f for _, _, f in locations]
+    # a location with its fields in another order is left to the generic decoder
+    swapped = {1: Field(LIST, TList(STRUCT, [{1: Field(I64, 1), 3: Field(I64, 0)}]))}
+    assert _page_locations(np.frombuffer(encode_struct(swapped), dtype=np.uint8)) is None

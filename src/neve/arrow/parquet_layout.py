@@ -192,12 +192,12 @@ class ParquetLayout:
                 span = next(s for s in spans if s[0] <= offset and offset + length <= s[1])
                 buf = blobs[span]
                 at = offset - span[0]
-                decoded, _ = decode_struct(memoryview(buf)[at : at + length])
+                data = memoryview(buf)[at : at + length]
                 if is_stats:
-                    chunk.stats = _column_index(decoded)
+                    chunk.stats = _column_index(decode_struct(data)[0])
                     continue
                 try:
-                    chunk.pages = _page_index(decoded)
+                    chunk.pages = _offset_index(data)
                 except UnsupportedLayout:  # pages not starting at rows: read it whole
                     chunk.offset_index = chunk.column_index = None
 
@@ -215,8 +215,13 @@ def _coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, in
     return out
 
 
-def _page_index(s: Struct) -> PageIndex:
-    locations = s[1].value.values
+def _offset_index(data: memoryview) -> PageIndex:
+    """The pages an encoded ``OffsetIndex`` lists: decoded with numpy where its page
+    locations have the shape every writer gives them, else field by field."""
+    fast = _page_locations(np.frombuffer(data, dtype=np.uint8))
+    if fast is not None:
+        return _page_index(*fast)
+    locations = decode_struct(data)[0][1].value.values
     n = len(locations)
     offsets = np.empty(n, dtype=np.int64)
     sizes = np.empty(n, dtype=np.int64)
@@ -225,9 +230,67 @@ def _page_index(s: Struct) -> PageIndex:
         offsets[i] = loc[1].value
         sizes[i] = loc[2].value
         first[i] = loc[3].value
+    return _page_index(offsets, sizes, first)
+
+
+def _page_index(offsets: Ints, sizes: Ints, first: Ints) -> PageIndex:
+    n = len(first)
     if n == 0 or first[0] != 0 or np.any(np.diff(first) <= 0):
         raise UnsupportedLayout("an offset index whose pages do not start at row 0 in order")
     return PageIndex(offsets, sizes, first)
+
+
+#: A ``PageLocation`` in the compact protocol is seven tokens, each ending at the first
+#: byte below 0x80: field 1 (i64) header, its value, field 2 (i32) header, its value,
+#: field 3 (i64) header, its value, the struct's end.
+_LOCATION_HEADERS = np.array([0x16, 0x15, 0x16, 0x00], dtype=np.uint8)
+
+
+def _page_locations(b: npt.NDArray[np.uint8]) -> tuple[Ints, Ints, Ints] | None:
+    """The offsets, sizes and first rows of an ``OffsetIndex`` whose list of page
+    locations is encoded as writers do (field ids in order, no optional field), decoded
+    at once; None when it is encoded otherwise (the caller decodes it field by field).
+    Decoding a long index value by value in Python took about 20 ms per 1,000 pages."""
+    if len(b) < 3 or b[0] != 0x19 or b[1] & 0x0F != 12:  # field 1: a list of structs
+        return None
+    n = int(b[1]) >> 4
+    pos = 2
+    if n == 15:  # the size follows as a varint
+        n = shift = 0
+        while pos < len(b) and shift < 35:
+            n |= (int(b[pos]) & 0x7F) << shift
+            pos += 1
+            shift += 7
+            if b[pos - 1] < 0x80:
+                break
+        else:
+            return None
+    body = b[pos:]
+    ends = np.flatnonzero(body < 0x80)
+    if n == 0 or len(ends) < 7 * n:
+        return None
+    ends = ends[: 7 * n]
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    heads = starts.reshape(n, 7)[:, [0, 2, 4, 6]]
+    if np.any(lengths.reshape(n, 7)[:, [0, 2, 4, 6]] != 1) or np.any(
+        body[heads] != _LOCATION_HEADERS
+    ):
+        return None
+    at = starts.reshape(n, 7)[:, [1, 3, 5]].reshape(-1)
+    size = lengths.reshape(n, 7)[:, [1, 3, 5]].reshape(-1)
+    if size.max() > 10:  # past 64 bits: not a number
+        return None
+    raw = np.zeros(len(at), dtype=np.uint64)
+    for j in range(int(size.max())):
+        live = size > j
+        part = (body[at[live] + j] & 0x7F).astype(np.uint64)
+        raw[live] |= part << np.uint64(7 * j)
+    values = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
+    table = values.reshape(n, 3)
+    return table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy()
 
 
 def _list(s: Struct, fid: int) -> list[Any] | None:
