@@ -579,13 +579,17 @@ def live_rows_at(
     row_groups: Sequence[int],
     deleted: BitMap64 | None,
     only: BitMap64 | None,
+    *,
+    sparse_only: bool = True,
 ) -> tuple[pa.Table, Ints] | None:
     """With ``only`` (positions asked for), the rows of ``row_groups`` not in
     ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
     read from only the pages holding them; None without ``only``, or when the file has
-    no offset index to find their pages by, or most pages hold wanted rows (or the
-    file cannot be read page by page): the caller then reads whole row groups (or the
-    whole file with polars), as fast as this would or faster."""
+    no offset index to find their pages by, or (with ``sparse_only``) most pages hold
+    wanted rows, or the file cannot be read page by page: the caller then reads whole
+    row groups (or the whole file with polars), as fast as this would or faster.
+    Without ``sparse_only`` column chunks most of whose pages are wanted are read
+    whole here (the row groups holding no wanted row are not read)."""
     if only is None:
         return None
     try:
@@ -603,7 +607,7 @@ def live_rows_at(
         where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
         # where every chunk would be read whole, the caller's own reads are as fast
         rows = read_positions(
-            io, path, target, where, sparse_only=True, opened=(layout, reader)
+            io, path, target, where, sparse_only=sparse_only, opened=(layout, reader)
         )  # closes the reader
         return None if rows is None else (rows, where)
     except UnsupportedLayout:

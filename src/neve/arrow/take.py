@@ -52,7 +52,8 @@ _SHOWN = 5
 
 @dataclass(frozen=True)
 class _Snapshot:
-    """What a read of one snapshot needs: its index, schemas and shared caches."""
+    """What a read of one snapshot needs: its index, schemas and shared caches (the
+    deletes, deletion vectors and footers of its files, kept across takes)."""
 
     metadata: TableMetadata
     io: FileIO
@@ -61,6 +62,7 @@ class _Snapshot:
     projected: Schema
     mapping: NameMapping | None
     deletes: DeleteCache
+    result_schema: pa.Schema
 
 
 class _LiveRows:
@@ -90,6 +92,13 @@ _live_cache: OrderedDict[tuple[str, int | None], _LiveRows] = OrderedDict()
 _live_lock = threading.Lock()
 
 
+#: Opened snapshots, by the metadata object, FileIO, columns and snapshot asked for.
+#: Metadata objects are immutable and the entry holds them (so their ``id`` is not
+#: reused while it lives): a table loaded anew, or after a commit, is a new key.
+_opened: OrderedDict[tuple[Any, ...], _Snapshot] = OrderedDict()
+_OPENED = 8
+
+
 def _open(
     metadata: TableMetadata,
     io: FileIO,
@@ -98,18 +107,42 @@ def _open(
     as_of: Any,
     ref: str | None,
 ) -> _Snapshot:
+    key: tuple[Any, ...] = (
+        id(metadata),
+        id(io),
+        None if columns is None else tuple(columns),
+        snapshot_id,
+        as_of,
+        ref,
+    )
+    try:
+        with _live_lock:
+            found = _opened.get(key)
+            if found is not None:
+                _opened.move_to_end(key)
+                return found
+    except TypeError:  # an unhashable as_of: opened every time
+        key = ()
     plan = ScanPlan(metadata, io, columns=columns, snapshot_id=snapshot_id, as_of=as_of, ref=ref)
     index = row_id_index(metadata, io, snapshot_id=snapshot_id, as_of=as_of, ref=ref)
     text = metadata.properties.get("schema.name-mapping.default")
-    return _Snapshot(
+    projected = plan.projected_schema()
+    out = _Snapshot(
         metadata,
         io,
         index,
         plan.table_schema,
-        plan.projected_schema(),
+        projected,
         parse_name_mapping(text) if text else None,
-        DeleteCache(),
+        DeleteCache(random_access=True),
+        to_arrow_schema(projected),
     )
+    if key:
+        with _live_lock:
+            _opened[key] = out
+            while len(_opened) > _OPENED:
+                _opened.popitem(last=False)
+    return out
 
 
 def _read(
@@ -159,7 +192,7 @@ def _shown(values: Ints) -> str:
 
 def _result(s: _Snapshot, parts: list[pa.Table], order: Ints) -> pa.Table:
     """The rows of ``parts`` (concatenated) at ``order``, with the projected columns."""
-    schema = to_arrow_schema(s.projected)
+    schema = s.result_schema
     if not parts:
         return schema.empty_table()
     rows = pa.concat_tables([p.select(schema.names) for p in parts])
