@@ -18,31 +18,19 @@ up) is read by whole column chunks of the row groups touched.
 
 from __future__ import annotations
 
-import contextlib
 import struct
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from neve.arrow.fragments import retrying
-from neve.arrow.parquet_layout import (
-    ColumnChunk,
-    Leaf,
-    ParquetLayout,
-    UnsupportedLayout,
-    layout_cache,
-    parse_layout,
-    tail_size,
-)
+from neve.arrow.page_file import PageFile, ReadStats, counting_reads, executor, open_page_file
+from neve.arrow.parquet_layout import ColumnChunk, Leaf, ParquetLayout, UnsupportedLayout
 from neve.arrow.thrift import (
     BOOL,
     I32,
@@ -78,141 +66,9 @@ Ints = npt.NDArray[np.int64]
 #: by benchmarks/bench_take.py; docs/RANDOM-ACCESS.md).
 CROSSOVER = 0.5
 
-#: Holes up to this size between two wanted byte ranges are read along with them:
-#: one read of a local file (or one request to an object store) costs more than that
-#: many bytes copied.
-_GAP_LOCAL = 8 * 1024
-_GAP_REMOTE = 512 * 1024
-
 #: Decode units are decoded in parallel from this many bytes read: below it handing
 #: the work to threads costs more than it saves.
 _PARALLEL_FROM = 256 * 1024
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    """A pool shared by all page reads (positioned reads and decoding release the GIL)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-pages")
-        return _pool
-
-
-@dataclass
-class ReadStats:
-    """What reads cost: bytes read from files and the number of reads (thread-safe)."""
-
-    bytes: int = 0
-    reads: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, nbytes: int) -> None:
-        with self._lock:
-            self.bytes += nbytes
-            self.reads += 1
-
-
-_counters: list[ReadStats] = []
-_counters_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def counting_reads() -> Iterator[ReadStats]:
-    """Count every read the page reader makes, in any thread, while the block runs
-    (benchmarks print bytes read per row taken with it)."""
-    stats = ReadStats()
-    with _counters_lock:
-        _counters.append(stats)
-    try:
-        yield stats
-    finally:
-        with _counters_lock:
-            _counters.remove(stats)
-
-
-class PageFile:
-    """Positioned reads of one file through pyarrow's filesystem, counted in
-    ``stats``."""
-
-    def __init__(self, io: FileIO, path: str, stats: ReadStats | None = None) -> None:
-        fs, inner = io.filesystem(path)
-        self.path = path
-        self.local = isinstance(fs, pafs.LocalFileSystem)
-        self.stats = stats
-        try:
-            self._file = (
-                fs.open_input_file(inner)
-                if self.local
-                else retrying(lambda: fs.open_input_file(inner))
-            )
-            self.size = int(self._file.size())
-        except FileNotFoundError as exc:
-            raise NeveIOError(f"data file not found: {path}") from exc
-        except (OSError, pa.ArrowException) as exc:
-            raise NeveIOError(f"cannot read {path}: {exc}") from exc
-
-    def read_range(self, offset: int, length: int) -> memoryview:
-        try:
-            if self.local:
-                data = self._file.read_at(length, offset)
-            else:
-                data = retrying(lambda: self._file.read_at(length, offset))
-        except (OSError, pa.ArrowException) as exc:
-            raise NeveIOError(f"reading {self.path} failed: {exc}") from exc
-        if len(data) != length:
-            raise NeveIOError(f"{self.path} ends before byte {offset + length}")
-        if self.stats is not None:
-            self.stats.add(length)
-        for counter in _counters:
-            counter.add(length)
-        return memoryview(data)
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> dict[int, memoryview]:
-        """The bytes of each ``(offset, length)`` range, by offset: neighbouring ranges
-        are read as one, and several reads run at once on an object store."""
-        gap = _GAP_LOCAL if self.local else _GAP_REMOTE
-        spans: list[list[int]] = []
-        for offset, length in sorted(set(ranges)):
-            end = offset + length
-            if spans and offset - spans[-1][1] <= gap:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([offset, end])
-        if len(spans) > 1 and not self.local:
-            blobs = list(_executor().map(lambda s: self.read_range(s[0], s[1] - s[0]), spans))
-        else:  # positioned reads of a local file are cheaper than handing them out
-            blobs = [self.read_range(s[0], s[1] - s[0]) for s in spans]
-        starts = np.array([s[0] for s in spans], dtype=np.int64)
-        offsets = [r[0] for r in ranges]
-        which = (np.searchsorted(starts, offsets, side="right") - 1).tolist()
-        out: dict[int, memoryview] = {}
-        for (offset, length), i in zip(ranges, which, strict=True):
-            at = offset - spans[i][0]
-            out[offset] = blobs[i][at : at + length]
-        return out
-
-    def close(self) -> None:
-        self._file.close()
-
-
-def open_page_file(
-    io: FileIO, path: str, stats: ReadStats | None = None
-) -> tuple[ParquetLayout, PageFile]:
-    """The layout of the Parquet file at ``path`` (cached) and a reader of its bytes."""
-    f = PageFile(io, path, stats)
-    try:
-        layout = layout_cache.get(path, f.size)
-        if layout is None:
-            n = tail_size(f.size)
-            layout = parse_layout(path, f.size, f.read_range(f.size - n, n), f)
-            layout_cache.put(layout)
-    except BaseException:
-        f.close()
-        raise
-    return layout, f
 
 
 # -- planning the pages ----------------------------------------------------------------
@@ -561,7 +417,7 @@ def read_positions(
     finally:
         reader.close()
     if len(units) > 1 and sum(r[1] for r in ranges) > _PARALLEL_FROM:
-        decoded = list(_executor().map(lambda u: decode(layout, u, blobs), units))
+        decoded = list(executor().map(lambda u: decode(layout, u, blobs), units))
     else:
         decoded = [decode(layout, u, blobs) for u in units]
     by_top: dict[str, list[pa.Array]] = {}
