@@ -115,6 +115,8 @@ WRITES = st.fixed_dictionaries(
     {
         "write_page_index": st.booleans(),
         "use_dictionary": st.booleans(),
+        # small limits make the writer fall back from the dictionary within a chunk
+        "dictionary_pagesize_limit": st.sampled_from([16, 256, 1 << 20]),
         "compression": st.sampled_from(["zstd", "snappy", "none"]),
         "data_page_size": st.sampled_from([64, 512, 8192, 1 << 20]),
         "max_rows_per_page": st.sampled_from([1, 3, 50, 20_000]),
@@ -177,6 +179,60 @@ def test_a_page_index_reads_about_a_page_per_column_per_row(tmp_path: Path) -> N
     assert 2 * 8192 <= one <= 2 * 8192 + 200
     # without a page index the row group's column chunks are read whole
     assert _touched_bytes(plain, [150_001]) >= 2 * 8 * n
+
+
+def _fallen_back(path: Path) -> pa.Table:
+    """A file whose column falls back from its dictionary after a few pages."""
+    n = 20_000
+    table = pa.table({"a": np.arange(n, dtype=np.int64) * 7919 % 100_003})
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        data_page_size=1024,
+        dictionary_pagesize_limit=2048,
+        compression="none",
+    )
+    return table
+
+
+def test_pages_written_after_the_dictionary_fell_back_are_read_without_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fallback.parquet"
+    _fallen_back(path)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.has_dictionary_page
+    dictionary = chunk.data_page_offset - chunk.dictionary_page_offset
+    # the last row's page is plain encoded: its page alone is read, not the dictionary
+    layout_cache.clear()
+    _touched_bytes(path, [0])
+    last = _touched_bytes(path, [19_999])
+    assert 0 < last < dictionary
+    # the first row's page is dictionary encoded: the dictionary page is read too
+    assert _touched_bytes(path, [0]) > dictionary
+
+
+def test_a_dictionary_page_left_out_by_mistake_is_read_after_all(tmp_path: Path) -> None:
+    """Where a chunk's encoding statistics say fewer pages are dictionary encoded than
+    are, the page headers tell, and the dictionary page is read after all."""
+    from neve.arrow.thrift import I32, Field
+
+    path = tmp_path / "fallback.parquet"
+    table = _fallen_back(path)
+    data = path.read_bytes()
+    (n,) = struct.unpack("<I", data[-8:-4])
+    footer, _ = decode_struct(data[-8 - n : -8])
+    for group in footer[4].value.values:
+        for chunk in group[1].value.values:
+            for entry in chunk[3].value[13].value.values:
+                entry[3] = Field(I32, 0)  # no page dictionary encoded, says the writer
+    doctored = encode_struct(footer)
+    wrong = tmp_path / "wrong.parquet"
+    wrong.write_bytes(data[: -8 - n] + doctored + struct.pack("<I", len(doctored)) + b"PAR1")
+    positions = np.array([0, 3, 10_000, 19_999], np.int64)
+    got = read_positions(FileIO(), str(wrong), table.schema, positions)
+    assert got.column("a").to_pylist() == table.column("a").take(positions).to_pylist()
 
 
 def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:

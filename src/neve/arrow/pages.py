@@ -79,7 +79,10 @@ class _Group:
     """The part of original row group ``number`` a decode unit reads: per leaf the
     dictionary page's byte range (when spliced in front) and the data byte ranges
     (pages, or the whole chunk), and their value count; the rows they hold; and where
-    each wanted row of the group is among them."""
+    each wanted row of the group is among them. ``omitted``: per leaf, a dictionary
+    page left out because the chunk's encoding statistics tell the pages chosen were
+    written after the writer fell back from the dictionary (their headers confirm it
+    once read, :func:`_settle_dictionaries`)."""
 
     number: int
     dictionaries: list[tuple[int, int] | None]
@@ -88,6 +91,7 @@ class _Group:
     rows: int
     index: Ints
     whole: bool = False
+    omitted: list[tuple[int, int] | None] | None = None
 
     def all_ranges(self) -> list[tuple[int, int]]:
         out = [d for d in self.dictionaries if d is not None]
@@ -122,8 +126,65 @@ def _plan_pages(
     n = int(rows.sum())
     # a value per row, except where a list holds several: then the page headers tell
     values = -1 if repeated else n
-    group = _Group(number, [chunk.dictionary], [ranges], [values], n, index)
+    dictionary = chunk.dictionary
+    omitted: list[tuple[int, int] | None] | None = None
+    if dictionary is not None and len(chosen) <= _CONFIRMED:
+        encoded = _dictionary_pages(chunk)
+        if encoded is not None and int(chosen[0]) >= encoded:
+            dictionary, omitted = None, [chunk.dictionary]
+    group = _Group(number, [dictionary], [ranges], [values], n, index, omitted=omitted)
     return group, len(chosen) / len(pages.first_rows)
+
+
+#: A dictionary page is left out for at most this many pages of a chunk (their headers
+#: are decoded to confirm none needs it); past it, it is read as one more page.
+_CONFIRMED = 64
+
+_DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
+
+
+def _dictionary_pages(chunk: ColumnChunk) -> int | None:
+    """How many data pages of the chunk are dictionary encoded, from its encoding
+    statistics (None where the writer kept none). Writers encode a chunk's first pages
+    with the dictionary and, once it grows too large, the rest without: pages past
+    that count need no dictionary page (a 1 MiB or larger page to read in parquet-java's
+    layout)."""
+    stats = chunk.meta.get(13)
+    if stats is None:
+        return None
+    count = 0
+    for entry in stats.value.values:
+        kind, encoding = entry.get(1), entry.get(2)
+        if kind is None or encoding is None or 3 not in entry:
+            return None
+        if kind.value in (0, 3) and encoding.value in _DICTIONARY_ENCODINGS:
+            count += int(entry[3].value)
+    return count
+
+
+def _page_encoding(page: memoryview) -> int:
+    """The encoding of a data page's values, from its header (v1 or v2)."""
+    header, _ = decode_struct(page)
+    for kind, field_id in ((5, 2), (8, 4)):
+        if kind in header:
+            return int(header[kind].value[field_id].value)
+    raise UnsupportedLayout("an offset index pointing at a page that holds no data")
+
+
+def _settle_dictionaries(
+    units: list[_Unit], blobs: dict[int, memoryview], reader: PageFile
+) -> None:
+    """Put back a dictionary page left out where a page's header says it is dictionary
+    encoded after all (a writer that did not fall back for good)."""
+    for u in units:
+        for g in u.groups:
+            for n, dictionary in enumerate(g.omitted or ()):
+                if dictionary is None:
+                    continue
+                pages = g.ranges[n]
+                if any(_page_encoding(blobs[o]) in _DICTIONARY_ENCODINGS for o, _ in pages):
+                    blobs[dictionary[0]] = reader.read_range(*dictionary)
+                    g.dictionaries[n] = dictionary
 
 
 def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> _Group:
@@ -253,8 +314,9 @@ def _page_values(page: memoryview) -> int:
 
 
 #: Column metadata fields a spliced chunk drops: the index page offset, statistics,
-#: bloom filter, size and geospatial statistics (none describe the spliced pages).
-_DROPPED = (10, 12, 14, 15, 16, 17)
+#: encoding statistics, bloom filter, size and geospatial statistics (none describe
+#: the spliced pages).
+_DROPPED = (10, 12, 13, 14, 15, 16, 17)
 
 
 def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Buffer:
@@ -414,6 +476,7 @@ def read_positions(
         if sparse_only and _dense(layout, units, ranges):
             return None
         blobs = reader.read_ranges(ranges)
+        _settle_dictionaries(units, blobs, reader)
     finally:
         reader.close()
     if len(units) > 1 and sum(r[1] for r in ranges) > _PARALLEL_FROM:
