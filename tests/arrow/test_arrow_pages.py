@@ -177,8 +177,11 @@ def test_a_page_index_reads_about_a_page_per_column_per_row(tmp_path: Path) -> N
     _touched_bytes(paged, [5])
     one = _touched_bytes(paged, [150_001])
     assert 2 * 8192 <= one <= 2 * 8192 + 200
-    # without a page index the row group's column chunks are read whole
-    assert _touched_bytes(plain, [150_001]) >= 2 * 8 * n
+    # without a page index the page headers of a local file are read once (a small
+    # read each), then only the page holding the row (pyarrow's 1 MiB pages)
+    _touched_bytes(plain, [5])
+    again = _touched_bytes(plain, [150_001])
+    assert again <= 2 * ((1 << 20) + 200) < 2 * 8 * n
 
 
 def _fallen_back(path: Path) -> pa.Table:

@@ -128,7 +128,10 @@ def _plan_pages(
     values = -1 if repeated else n
     dictionary = chunk.dictionary
     omitted: list[tuple[int, int] | None] | None = None
-    if dictionary is not None and len(chosen) <= _CONFIRMED:
+    if dictionary is not None and pages.encodings is not None:  # the headers were read
+        if not np.isin(pages.encodings[chosen], _DICTIONARY_ENCODINGS).any():
+            dictionary = None
+    elif dictionary is not None and len(chosen) <= _CONFIRMED:
         encoded = _dictionary_pages(chunk)
         if encoded is not None and int(chosen[0]) >= encoded:
             dictionary, omitted = None, [chunk.dictionary]
@@ -233,6 +236,8 @@ def _plan(
         if layout.chunks[int(g)][u.leaves[0].index].offset_index is not None
     ]
     layout.load_page_indexes(reader, wanted)
+    if reader.local:  # chunks without an offset index: their page headers tell
+        layout.walk_pages(reader, [(int(g), u.leaves[0].index) for g in touched for u in paged])
     for k, g in enumerate(touched.tolist()):
         local = positions[bounds[k] : bounds[k + 1]] - starts[g]
         rows = layout.group_rows[g]
@@ -403,21 +408,29 @@ def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> 
     return table.column(0).take(pa.array(index))
 
 
-#: With ``sparse_only``, pages are read only where they are at most this share of the
-#: bytes of the column chunks touched: past it reading those chunks whole (polars for
-#: a whole file) is as fast (measured: a changelog of 1% of a file's rows scattered
-#: over 8 KiB pages, and of 0.01% over 1 MiB pages, read faster whole).
+#: For a changelog's reads, pages are read only where they are at most this share of
+#: the bytes of the column chunks touched: past it reading those chunks whole (polars
+#: for a whole file) is as fast (measured: a changelog of 1% of a file's rows
+#: scattered over 8 KiB pages, and of 0.01% over 1 MiB pages, read faster whole).
 SPARSE_SHARE = 0.25
 
+#: The same for takes, which read fewer columns and rows: measured with
+#: benchmarks/bench_take.py at 1,000,000 rows, 100 and 1,000 rows of the 8 KiB
+#: layout read 2-3x faster by pages than whole with a quarter, and 100 or 1,000 rows
+#: of 1 MiB pages (most pages touched) about 1.4x faster whole (polars) than by pages.
+TAKE_SPARSE_SHARE = 0.75
 
-def _dense(layout: ParquetLayout, units: list[_Unit], ranges: list[tuple[int, int]]) -> bool:
+
+def _dense(
+    layout: ParquetLayout, units: list[_Unit], ranges: list[tuple[int, int]], share: float
+) -> bool:
     whole = sum(
         layout.chunks[g.number][leaf.index].length
         for u in units
         for g in u.groups
         for leaf in u.leaves
     )
-    return sum(r[1] for r in ranges) > SPARSE_SHARE * whole
+    return sum(r[1] for r in ranges) > share * whole
 
 
 def _merge(target: pa.DataType, parts: Sequence[pa.Array]) -> pa.Array:
@@ -449,7 +462,7 @@ def read_positions(
     *,
     stats: ReadStats | None = None,
     crossover: float = CROSSOVER,
-    sparse_only: bool = False,
+    sparse_share: float | None = None,
     opened: tuple[ParquetLayout, PageFile] | None = None,
 ) -> pa.Table | None:
     """The rows of the Parquet file at ``path`` at file positions ``positions``
@@ -458,8 +471,8 @@ def read_positions(
     order. Reads only the pages holding them where the file has an offset index.
 
     ``opened``: the file's layout and reader, already open (closed here). With
-    ``sparse_only``, None when the pages are over a quarter of the chunks' bytes (the caller
-    has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
+    ``sparse_share``, None when the pages are over that share of the chunks' bytes (the
+    caller has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
     file cannot be read this way (the caller reads it otherwise)."""
     layout, reader = opened or open_page_file(io, path, stats)
     try:
@@ -473,7 +486,7 @@ def read_positions(
         units = _units(layout, target.names)
         _plan(layout, reader, units, positions, crossover)
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
-        if sparse_only and _dense(layout, units, ranges):
+        if sparse_share is not None and _dense(layout, units, ranges, sparse_share):
             return None
         blobs = reader.read_ranges(ranges)
         _settle_dictionaries(units, blobs, reader)
@@ -499,22 +512,25 @@ def live_rows_at(
     deleted: BitMap64 | None,
     only: BitMap64 | None,
     *,
-    sparse_only: bool = True,
+    random_access: bool = False,
 ) -> tuple[pa.Table, Ints] | None:
     """With ``only`` (positions asked for), the rows of ``row_groups`` not in
     ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
     read from only the pages holding them; None without ``only``, or when the file has
-    no offset index to find their pages by, or (with ``sparse_only``) most pages hold
-    wanted rows, or the file cannot be read page by page: the caller then reads whole
-    row groups (or the whole file with polars), as fast as this would or faster.
-    Without ``sparse_only`` column chunks most of whose pages are wanted are read
-    whole here (the row groups holding no wanted row are not read)."""
+    no offset index to find their pages by and is not local (a local file's page
+    headers are read instead, once per file), or the pages are over
+    :data:`SPARSE_SHARE` of the bytes of the chunks touched (:data:`TAKE_SPARSE_SHARE`
+    for ``random_access``: a take), or the file cannot be read page by page: the caller
+    then reads whole row groups (or the whole file with polars), as fast as this would
+    or faster."""
     if only is None:
         return None
     try:
         layout, reader = open_page_file(io, path)
-        if not any(c.offset_index is not None for g in layout.chunks for c in g):
-            reader.close()
+        if not reader.local and not any(
+            c.offset_index is not None for g in layout.chunks for c in g
+        ):
+            reader.close()  # no page index, and finding pages by their headers is slow
             return None
         starts = layout.group_starts
         wanted = BitMap64()
@@ -524,9 +540,10 @@ def live_rows_at(
             wanted -= deleted
         target = pa.schema([file_schema.field(c) for c in columns])
         where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
+        share = TAKE_SPARSE_SHARE if random_access else SPARSE_SHARE
         # where every chunk would be read whole, the caller's own reads are as fast
         rows = read_positions(
-            io, path, target, where, sparse_only=sparse_only, opened=(layout, reader)
+            io, path, target, where, sparse_share=share, opened=(layout, reader)
         )  # closes the reader
         return None if rows is None else (rows, where)
     except UnsupportedLayout:

@@ -74,11 +74,13 @@ class Leaf:
 @dataclass(frozen=True, slots=True)
 class PageIndex:
     """Where each data page of a column chunk lies (file offset, size with header) and
-    the first row (within the row group) it holds."""
+    the first row (within the row group) it holds; and, where the pages' headers were
+    read to find them, each page's encoding."""
 
     offsets: Ints
     sizes: Ints
     first_rows: Ints
+    encodings: Ints | None = None
 
     def rows(self, group_rows: int) -> Ints:
         """How many rows each page holds."""
@@ -114,6 +116,8 @@ class ColumnChunk:
     column_index: tuple[int, int] | None
     pages: PageIndex | None = None
     stats: ColumnIndex | None = None
+    #: whether its pages were looked for by their headers (found or not)
+    walked: bool = False
     #: the metadata fields a spliced copy of the chunk keeps as they are, encoded once
     template: Struct | None = None
 
@@ -200,6 +204,61 @@ class ParquetLayout:
                     chunk.pages = _offset_index(data)
                 except UnsupportedLayout:  # pages not starting at rows: read it whole
                     chunk.offset_index = chunk.column_index = None
+
+    def walk_pages(self, reader: RangeReader, wanted: Sequence[tuple[int, int]]) -> None:
+        """Find the data pages of the ``(row group, leaf)`` chunks that have no offset
+        index by reading their page headers one after another (a local file: each is a
+        small read), as the offset index would tell them; a chunk of a repeated leaf
+        (whose version 1 pages do not tell their rows) or whose headers do not add up
+        is left without pages (read whole)."""
+        with self._lock:
+            for g, leaf in wanted:
+                chunk = self.chunks[g][leaf]
+                if chunk.pages is not None or chunk.walked or chunk.offset_index is not None:
+                    continue
+                chunk.walked = True
+                if not self.leaves[leaf].repeated:
+                    chunk.pages = _walk(reader, chunk, self.group_rows[g])
+
+
+#: Bytes read for a page header at first: most fit (statistics of long strings too).
+_HEADER = 512
+_DATA_PAGE, _DATA_PAGE_V2 = 0, 3
+
+
+def _walk(reader: RangeReader, chunk: ColumnChunk, rows: int) -> PageIndex | None:
+    """The data pages of a chunk of a leaf that is not repeated (a value per row), from
+    their headers; None where they do not add up to the row group's rows."""
+    pos, end = chunk.start, chunk.start + chunk.length
+    found: list[tuple[int, int, int, int]] = []
+    row = 0
+    while pos < end:
+        n = min(_HEADER, end - pos)
+        while True:
+            try:
+                header, used = decode_struct(memoryview(reader.read_range(pos, n)))
+                break
+            except NeveIOError:  # a longer header, or not a header at all
+                if n == end - pos:
+                    return None
+                n = min(n * 16, end - pos)
+        size = header.get(3)
+        kind = header.get(1)
+        if size is None or kind is None or int(size.value) < 0:
+            return None
+        if kind.value in (_DATA_PAGE, _DATA_PAGE_V2):
+            body = header.get(5 if kind.value == _DATA_PAGE else 8)
+            if body is None:
+                return None
+            count, encoding = (1, 2) if kind.value == _DATA_PAGE else (3, 4)
+            values = int(body.value[count].value)
+            found.append((pos, used + int(size.value), row, int(body.value[encoding].value)))
+            row += values
+        pos += used + int(size.value)
+    if row != rows or not found:
+        return None
+    table = np.array(found, dtype=np.int64)
+    return PageIndex(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
 
 
 def _coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:

@@ -512,7 +512,7 @@ def iter_data_file_batches(
         row_groups,
         deleted,
         only_positions,
-        sparse_only=not cache.random_access,
+        random_access=cache.random_access,
     )
     if paged is not None:
         yield from finish_rows(paged, _POSITION, read.finish, path, batch_size)
