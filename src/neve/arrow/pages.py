@@ -54,6 +54,7 @@ __all__ = [
     "counting_reads",
     "describe_pages",
     "finish_rows",
+    "int64_array",
     "live_rows_at",
     "open_page_file",
     "read_positions",
@@ -108,6 +109,25 @@ class _Unit:
     groups: list[_Group] = field(default_factory=list)
 
 
+def int64_array(values: Ints) -> pa.Array:
+    """An Arrow array over int64 numpy values, without a copy (and without the import
+    of ``numpy.ma`` that ``pa.array`` makes on first use: 30 ms of a cold take)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _distinct(ordered: Ints) -> Ints:
+    """The distinct values of a sorted array (``np.unique`` without its sort, and
+    without the import of ``numpy.ma`` its first call makes: 40 ms of a cold take)."""
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    out: Ints = ordered[keep]
+    return out
+
+
 def _plan_pages(
     number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
 ) -> tuple[_Group, float]:
@@ -116,7 +136,7 @@ def _plan_pages(
     pages = chunk.pages
     assert pages is not None
     page_of = np.searchsorted(pages.first_rows, local, side="right") - 1
-    chosen = np.unique(page_of)
+    chosen = _distinct(page_of)
     rows = pages.rows(group_rows)[chosen]
     out_start = np.zeros(len(chosen), dtype=np.int64)
     np.cumsum(rows[:-1], out=out_start[1:])
@@ -129,7 +149,8 @@ def _plan_pages(
     dictionary = chunk.dictionary
     omitted: list[tuple[int, int] | None] | None = None
     if dictionary is not None and pages.encodings is not None:  # the headers were read
-        if not np.isin(pages.encodings[chosen], _DICTIONARY_ENCODINGS).any():
+        chosen_encodings = pages.encodings[chosen]
+        if not any((chosen_encodings == e).any() for e in _DICTIONARY_ENCODINGS):
             dictionary = None
     elif dictionary is not None and len(chosen) <= _CONFIRMED:
         encoded = _dictionary_pages(chunk)
@@ -226,7 +247,7 @@ def _plan(
 ) -> None:
     starts = layout.group_starts
     group_of = np.searchsorted(starts, positions, side="right") - 1
-    touched = np.unique(group_of)
+    touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
     paged = [u for u in units if len(u.leaves) == 1]
     wanted = [
@@ -405,7 +426,7 @@ def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> 
         parts.append(g.index + base)
         base += g.rows
     index = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return table.column(0).take(pa.array(index))
+    return table.column(0).take(int64_array(index))
 
 
 #: For a changelog's reads, pages are read only where they are at most this share of
@@ -560,7 +581,7 @@ def finish_rows(
     """The batches ``finish`` makes of rows read page by page, their file positions
     added as ``position_column``."""
     rows, positions = read
-    rows = rows.append_column(pa.field(position_column, pa.int64()), pa.array(positions))
+    rows = rows.append_column(pa.field(position_column, pa.int64()), int64_array(positions))
     try:
         for live in rows.to_batches(max_chunksize=batch_size):
             out = finish(live)

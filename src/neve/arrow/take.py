@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 from pyroaring import BitMap64
 
+from neve.arrow.pages import int64_array
 from neve.arrow.reader import DeleteCache, deleted_positions, read_data_file, read_workers
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.errors import NoSuchRowError, ValidationError
@@ -197,7 +198,7 @@ def _result(s: _Snapshot, parts: list[pa.Table], order: Ints) -> pa.Table:
         return schema.empty_table()
     rows = pa.concat_tables([p.select(schema.names) for p in parts])
     if len(order) != rows.num_rows or np.any(order != np.arange(len(order))):
-        rows = rows.take(pa.array(order))
+        rows = rows.take(int64_array(order))
     return rows if rows.schema == schema else rows.cast(schema)
 
 
@@ -365,7 +366,7 @@ def take_positions(
     before = np.concatenate([[0], live.cumulative[:-1]])
     k = wanted - before[task]
     file_pos = np.empty(len(wanted), dtype=np.int64)
-    for t in np.unique(task).tolist():
+    for t in sorted(set(task.tolist())):
         here = task == t
         file_pos[here] = live.positions(t, k[here])
     read_schema = _with(s.projected, ROW_POSITION)
