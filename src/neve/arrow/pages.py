@@ -93,6 +93,8 @@ class _Group:
     index: Ints
     whole: bool = False
     omitted: list[tuple[int, int] | None] | None = None
+    #: the rows of the pages chosen (their first rows and counts), for lining units up
+    spans: bytes = b""
 
     def all_ranges(self) -> list[tuple[int, int]]:
         out = [d for d in self.dictionaries if d is not None]
@@ -156,7 +158,8 @@ def _plan_pages(
         encoded = _dictionary_pages(chunk)
         if encoded is not None and int(chosen[0]) >= encoded:
             dictionary, omitted = None, [chunk.dictionary]
-    group = _Group(number, [dictionary], [ranges], [values], n, index, omitted=omitted)
+    spans = pages.first_rows[chosen].tobytes() + rows.tobytes()
+    group = _Group(number, [dictionary], [ranges], [values], n, index, omitted=omitted, spans=spans)
     return group, len(chosen) / len(pages.first_rows)
 
 
@@ -271,6 +274,48 @@ def _plan(
                 u.groups.append(_whole(g, chunks, local, rows))
 
 
+def _aligned(units: list[_Unit]) -> list[_Unit]:
+    """The units, those of one leaf whose pages hold the same rows (in every group)
+    made one: pyarrow decodes their columns from one spliced file, at the cost of one
+    (the columns of a type width share page boundaries: three of the benchmark's five
+    in the random-access layout, four in parquet-java's)."""
+    out: list[list[_Unit]] = []
+    by_key: dict[tuple[tuple[int, bool, bytes], ...], list[_Unit]] = {}
+    for u in units:
+        if len(u.leaves) > 1 or u.leaves[0].repeated:
+            out.append([u])
+            continue
+        key = tuple((g.number, g.whole, g.spans) for g in u.groups)
+        found = by_key.get(key)
+        if found is None:
+            by_key[key] = found = []
+            out.append(found)
+        found.append(u)
+    return [members[0] if len(members) == 1 else _joined(members) for members in out]
+
+
+def _joined(members: list[_Unit]) -> _Unit:
+    members = sorted(members, key=lambda m: m.leaves[0].index)  # the file's column order
+    groups = []
+    for parts in zip(*(m.groups for m in members), strict=True):
+        first = parts[0]
+        omitted = [o for g in parts for o in (g.omitted or [None])]
+        groups.append(
+            _Group(
+                first.number,
+                [d for g in parts for d in g.dictionaries],
+                [r for g in parts for r in g.ranges],
+                [v for g in parts for v in g.values],
+                first.rows,
+                first.index,
+                whole=first.whole,
+                omitted=omitted if any(o is not None for o in omitted) else None,
+                spans=first.spans,
+            )
+        )
+    return _Unit([m.leaves[0] for m in members], groups)
+
+
 # -- splicing and decoding ---------------------------------------------------------------
 
 
@@ -350,24 +395,22 @@ def _merged(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) ->
     column chunk: a single leaf, no dictionary page, the same codec. Pages are
     self-contained, so pages of several row groups make one chunk, and pyarrow decodes
     one row group at far less cost than several (0.1 ms each)."""
-    if len(unit.groups) < 2 or len(unit.leaves) > 1:
+    if len(unit.groups) < 2 or any(leaf.repeated for leaf in unit.leaves):
         return unit.groups
-    leaf = unit.leaves[0].index
-    chunks = [layout.chunks[g.number][leaf] for g in unit.groups]
-    codec = chunks[0].meta[4].value
-    for g, chunk in zip(unit.groups, chunks, strict=True):
-        if g.dictionaries[0] is not None or chunk.meta[4].value != codec:
-            return unit.groups
-        if g.whole and chunk.dictionary is not None:
-            return unit.groups
-    values = 0
-    for g in unit.groups:
-        count = g.values[0]
-        values += count if count >= 0 else sum(_page_values(blobs[o]) for o, _ in g.ranges[0])
-    ranges = [r for g in unit.groups for r in g.ranges[0]]
+    for n, leaf in enumerate(unit.leaves):
+        chunks = [layout.chunks[g.number][leaf.index] for g in unit.groups]
+        codec = chunks[0].meta[4].value
+        for g, chunk in zip(unit.groups, chunks, strict=True):
+            if g.dictionaries[n] is not None or chunk.meta[4].value != codec:
+                return unit.groups
+            if g.whole and chunk.dictionary is not None:
+                return unit.groups
+    leaves = range(len(unit.leaves))
+    values = [sum(g.values[n] for g in unit.groups) for n in leaves]
+    ranges = [[r for g in unit.groups for r in g.ranges[n]] for n in leaves]
     rows = sum(g.rows for g in unit.groups)
-    first = unit.groups[0].number
-    return [_Group(first, [None], [ranges], [values], rows, unit.groups[0].index)]
+    first = unit.groups[0]
+    return [_Group(first.number, [None] * len(values), ranges, values, rows, first.index)]
 
 
 def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Buffer:
@@ -435,9 +478,9 @@ def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) ->
     return pa.py_buffer(body)
 
 
-def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.ChunkedArray:
-    """The unit's column decoded by pyarrow from its spliced file, and the wanted rows
-    taken from it."""
+def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Table:
+    """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
+    named as in the file), and the wanted rows taken from them."""
     data = _splice(layout, unit, blobs)
     try:
         table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(
@@ -451,7 +494,7 @@ def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> 
         parts.append(g.index + base)
         base += g.rows
     index = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return table.column(0).take(int64_array(index))
+    return table.take(int64_array(index))
 
 
 #: For a changelog's reads, pages are read only where they are at most this share of
@@ -531,6 +574,7 @@ def read_positions(
             return target.empty_table()
         units = _units(layout, target.names)
         _plan(layout, reader, units, positions, crossover)
+        units = _aligned(units)
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
         if sparse_share is not None and _dense(layout, units, ranges, sparse_share):
             return None
@@ -543,8 +587,9 @@ def read_positions(
     else:
         decoded = [decode(layout, u, blobs) for u in units]
     by_top: dict[str, list[pa.Array]] = {}
-    for unit, column in zip(units, decoded, strict=True):
-        by_top.setdefault(unit.leaves[0].top, []).append(_combined(column))
+    for table in decoded:
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            by_top.setdefault(name, []).append(_combined(column))
     arrays = [_merge(f.type, by_top[f.name]) for f in target]
     return pa.Table.from_arrays(arrays, schema=target)
 
