@@ -1,8 +1,9 @@
 """Positioned reads of data files for the page reader (:mod:`neve.arrow.pages`):
 local files mapped into memory (a read is a slice), files in object stores read through
 pyarrow's filesystem with neighbouring ranges coalesced and several requests at once;
-every read counted for benchmarks (:func:`counting_reads`); and a file's layout
-(footer, page index) from the process-wide cache or parsed once."""
+every read counted for benchmarks (:func:`counting_reads`); a file's layout (footer,
+page index) from the process-wide cache or parsed once; and its description for
+``neve files --pages`` (:func:`describe_pages`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,14 @@ from neve.arrow.parquet_layout import ParquetLayout, layout_cache, parse_layout,
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 
-__all__ = ["PageFile", "ReadStats", "counting_reads", "executor", "open_page_file"]
+__all__ = [
+    "PageFile",
+    "ReadStats",
+    "counting_reads",
+    "describe_pages",
+    "executor",
+    "open_page_file",
+]
 
 #: Holes up to this size between two wanted byte ranges of a file in an object store
 #: are read along with them: a request costs more than that many bytes transferred.
@@ -196,3 +204,41 @@ def open_page_file(
         f.close()
         raise
     return layout, f
+
+
+def describe_pages(io: FileIO, path: str) -> list[dict[str, object]]:
+    """The physical layout of a Parquet file, one entry per column chunk: its row
+    group, column, rows, compressed bytes, whether it has a dictionary page, an offset
+    index and a column index, and its data pages' count and sizes (when the offset
+    index tells them)."""
+    layout, reader = open_page_file(io, path)
+    try:
+        wanted = [
+            (g, leaf.index)
+            for g in range(len(layout.chunks))
+            for leaf in layout.leaves
+            if layout.chunks[g][leaf.index].offset_index is not None
+        ]
+        layout.load_page_indexes(reader, wanted)
+    finally:
+        reader.close()
+    out: list[dict[str, object]] = []
+    for g, chunks in enumerate(layout.chunks):
+        for leaf, chunk in zip(layout.leaves, chunks, strict=True):
+            sizes = chunk.pages.sizes if chunk.pages is not None else None
+            out.append(
+                {
+                    "row_group": g,
+                    "column": ".".join(leaf.path),
+                    "rows": layout.group_rows[g],
+                    "bytes": chunk.length,
+                    "dictionary": chunk.dictionary is not None,
+                    "offset_index": chunk.offset_index is not None,
+                    "column_index": chunk.column_index is not None,
+                    "pages": None if sizes is None else len(sizes),
+                    "page_bytes_min": None if sizes is None else int(sizes.min()),
+                    "page_bytes_median": None if sizes is None else int(np.median(sizes)),
+                    "page_bytes_max": None if sizes is None else int(sizes.max()),
+                }
+            )
+    return out

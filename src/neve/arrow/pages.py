@@ -29,7 +29,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from neve.arrow.page_file import PageFile, ReadStats, counting_reads, executor, open_page_file
+from neve.arrow.page_file import (
+    PageFile,
+    ReadStats,
+    counting_reads,
+    describe_pages,
+    executor,
+    open_page_file,
+)
 from neve.arrow.parquet_layout import ColumnChunk, Leaf, ParquetLayout, UnsupportedLayout
 from neve.arrow.thrift import (
     BOOL,
@@ -661,41 +668,3 @@ def finish_rows(
         raise
     except (OSError, pa.ArrowException) as exc:
         raise NeveIOError(f"reading {path} failed: {exc}") from exc
-
-
-def describe_pages(io: FileIO, path: str) -> list[dict[str, object]]:
-    """The physical layout of a Parquet file, one entry per column chunk: its row
-    group, column, rows, compressed bytes, whether it has a dictionary page, an offset
-    index and a column index, and its data pages' count and sizes (when the offset
-    index tells them)."""
-    layout, reader = open_page_file(io, path)
-    try:
-        wanted = [
-            (g, leaf.index)
-            for g in range(len(layout.chunks))
-            for leaf in layout.leaves
-            if layout.chunks[g][leaf.index].offset_index is not None
-        ]
-        layout.load_page_indexes(reader, wanted)
-    finally:
-        reader.close()
-    out: list[dict[str, object]] = []
-    for g, chunks in enumerate(layout.chunks):
-        for leaf, chunk in zip(layout.leaves, chunks, strict=True):
-            sizes = chunk.pages.sizes if chunk.pages is not None else None
-            out.append(
-                {
-                    "row_group": g,
-                    "column": ".".join(leaf.path),
-                    "rows": layout.group_rows[g],
-                    "bytes": chunk.length,
-                    "dictionary": chunk.dictionary is not None,
-                    "offset_index": chunk.offset_index is not None,
-                    "column_index": chunk.column_index is not None,
-                    "pages": None if sizes is None else len(sizes),
-                    "page_bytes_min": None if sizes is None else int(sizes.min()),
-                    "page_bytes_median": None if sizes is None else int(np.median(sizes)),
-                    "page_bytes_max": None if sizes is None else int(sizes.max()),
-                }
-            )
-    return out
