@@ -144,9 +144,13 @@ def _plan_pages(
     chunk's pages they are."""
     pages = chunk.pages
     assert pages is not None
-    page_of = np.searchsorted(pages.first_rows, local, side="right") - 1
+    first = pages.first_rows
+    page_of = np.searchsorted(first, local, side="right") - 1
     chosen = _distinct(page_of)
-    rows = pages.rows(group_rows)[chosen]
+    after = chosen + 1  # each chosen page ends where the next begins, the last at the end
+    ends = first[np.minimum(after, len(first) - 1)]
+    ends[after == len(first)] = group_rows
+    rows = ends - first[chosen]
     out_start = np.zeros(len(chosen), dtype=np.int64)
     np.cumsum(rows[:-1], out=out_start[1:])
     slot = np.searchsorted(chosen, page_of)

@@ -64,6 +64,9 @@ class _Snapshot:
     mapping: NameMapping | None
     deletes: DeleteCache
     result_schema: pa.Schema
+    #: what a take by row id reads (with the ids and positions), and one by position
+    by_id: Schema
+    by_position: Schema
 
 
 class _LiveRows:
@@ -137,6 +140,8 @@ def _open(
         parse_name_mapping(text) if text else None,
         DeleteCache(random_access=True),
         to_arrow_schema(projected),
+        _with(projected, ROW_ID, ROW_POSITION),
+        _with(projected, ROW_POSITION),
     )
     if key:
         with _live_lock:
@@ -244,7 +249,7 @@ def take_row_ids(
         raise ValidationError(f"missing={missing!r}: use one of {', '.join(MISSING)}")
     ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
     s = _open(metadata, io, columns, snapshot_id, as_of, ref)
-    read_schema = _with(s.projected, ROW_ID, ROW_POSITION)
+    read_schema = s.by_id
     parts: list[pa.Table] = []
     found_at = np.full(len(ids), -1, dtype=np.int64)  # row in the concatenated parts
     base = 0
@@ -386,7 +391,7 @@ def take_positions(
     for t in sorted(set(task.tolist())):
         here = task == t
         file_pos[here] = live.positions(t, k[here])
-    read_schema = _with(s.projected, ROW_POSITION)
+    read_schema = s.by_position
     todo = sorted(set(task.tolist()))
     jobs = [
         (
