@@ -137,14 +137,16 @@ def _distinct(ordered: Ints) -> Ints:
     return out
 
 
-def _plan_pages(
-    number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
-) -> tuple[_Group, float]:
-    """The pages of ``chunk`` that hold rows ``local`` (sorted), and the share of the
-    chunk's pages they are."""
-    pages = chunk.pages
-    assert pages is not None
-    first = pages.first_rows
+def _chosen(first: Ints, local: Ints, group_rows: int) -> tuple[Ints, Ints, Ints]:
+    """The pages (by their first rows ``first``) holding rows ``local``: their numbers,
+    their row counts, and where each row is among the rows of those pages."""
+    if len(local) == 1:  # a take of few rows: one per row group, in scalars
+        row = int(local[0])
+        p = int(first.searchsorted(row, side="right")) - 1
+        start = int(first[p])
+        end = int(first[p + 1]) if p + 1 < len(first) else group_rows
+        one = np.array([p, end - start, row - start], dtype=np.int64)
+        return one[0:1], one[1:2], one[2:3]
     page_of = np.searchsorted(first, local, side="right") - 1
     chosen = _distinct(page_of)
     after = chosen + 1  # each chosen page ends where the next begins, the last at the end
@@ -154,7 +156,18 @@ def _plan_pages(
     out_start = np.zeros(len(chosen), dtype=np.int64)
     np.cumsum(rows[:-1], out=out_start[1:])
     slot = np.searchsorted(chosen, page_of)
-    index: Ints = out_start[slot] + (local - pages.first_rows[page_of])
+    index: Ints = out_start[slot] + (local - first[page_of])
+    return chosen, rows, index
+
+
+def _plan_pages(
+    number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
+) -> tuple[_Group, float]:
+    """The pages of ``chunk`` that hold rows ``local`` (sorted), and the share of the
+    chunk's pages they are."""
+    pages = chunk.pages
+    assert pages is not None
+    chosen, rows, index = _chosen(pages.first_rows, local, group_rows)
     ranges = list(zip(pages.offsets[chosen].tolist(), pages.sizes[chosen].tolist(), strict=True))
     n = int(rows.sum())
     # a value per row, except where a list holds several: then the page headers tell
@@ -263,16 +276,16 @@ def _plan(
     group_of = np.searchsorted(starts, positions, side="right") - 1
     touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
-    paged = [u for u in units if len(u.leaves) == 1]
-    wanted = [
-        (int(g), u.leaves[0].index)
-        for g in touched
-        for u in paged
-        if layout.chunks[int(g)][u.leaves[0].index].offset_index is not None
-    ]
+    paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
+    wanted: list[tuple[int, int]] = []
+    walk: list[tuple[int, int]] = []
+    for g in touched.tolist():
+        chunks = layout.chunks[g]
+        for leaf in paged:
+            (wanted if chunks[leaf].offset_index is not None else walk).append((g, leaf))
     layout.load_page_indexes(reader, wanted)
-    if reader.local:  # chunks without an offset index: their page headers tell
-        layout.walk_pages(reader, [(int(g), u.leaves[0].index) for g in touched for u in paged])
+    if walk and reader.local:  # chunks without an offset index: their page headers tell
+        layout.walk_pages(reader, walk)
     for k, g in enumerate(touched.tolist()):
         local = positions[bounds[k] : bounds[k + 1]] - starts[g]
         rows = layout.group_rows[g]
