@@ -104,3 +104,19 @@ def test_takes_follow_every_change_of_the_table(
         # an older snapshot still holds what it held
         old = data.draw(st.sampled_from(snapshots))
         _check(table, asked, snapshot_id=old)
+
+
+def test_a_kept_snapshot_is_not_taken_for_an_equal_but_invalid_choice(
+    sqlite_catalog: neve.Catalog,
+) -> None:
+    """An ``as_of`` given as a float equals the same int as a dictionary key: after a
+    take with the int, the float still raises as it would have (and so does True)."""
+    from neve.errors import ValidationError
+
+    table = sqlite_catalog.create_table("db.t", _rows(0, 1).schema, format_version=3)
+    table.append(_rows(0, 5))
+    when = table.metadata.snapshots[-1].timestamp_ms
+    assert table.take([1], columns=["id"], as_of=when).column("id").to_pylist() == [1]
+    for wrong in (when * 1.0, True):
+        with pytest.raises(ValidationError):
+            table.take([1], columns=["id"], as_of=wrong)

@@ -115,8 +115,9 @@ def _open(
         id(metadata),
         id(io),
         None if columns is None else tuple(columns),
-        snapshot_id,
-        as_of,
+        # typed: True and 1.0 are equal to 1 as keys, but not as what they ask
+        (type(snapshot_id), snapshot_id),
+        (type(as_of), as_of),
         ref,
     )
     try:
