@@ -277,12 +277,17 @@ def _plan(
     touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
     paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
+    # the offset indexes of every row group at once (files keep them together, so it is
+    # one read): a sampler touches them all soon, and the first take pays, not each
     wanted: list[tuple[int, int]] = []
+    for g, chunks in enumerate(layout.chunks):
+        for leaf in paged:
+            if chunks[leaf].pages is None and chunks[leaf].offset_index is not None:
+                wanted.append((g, leaf))
     walk: list[tuple[int, int]] = []
     for g in touched.tolist():
         chunks = layout.chunks[g]
-        for leaf in paged:
-            (wanted if chunks[leaf].offset_index is not None else walk).append((g, leaf))
+        walk += [(g, leaf) for leaf in paged if chunks[leaf].offset_index is None]
     layout.load_page_indexes(reader, wanted)
     if walk and reader.local:  # chunks without an offset index: their page headers tell
         layout.walk_pages(reader, walk)
