@@ -277,10 +277,15 @@ def _plan(
     touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
     paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
-    # the offset indexes of every row group at once (files keep them together, so it is
-    # one read): a sampler touches them all soon, and the first take pays, not each
+    # from a file's second read on, the offset indexes of every row group at once
+    # (files keep them together, so it is one read): a sampler touches them all soon,
+    # and one take pays, not each (the first read of a file, maybe a one-off or a cold
+    # process, loads only what it needs)
+    groups = range(len(layout.chunks)) if layout.read_before else touched.tolist()
+    layout.read_before = True
     wanted: list[tuple[int, int]] = []
-    for g, chunks in enumerate(layout.chunks):
+    for g in groups:
+        chunks = layout.chunks[g]
         for leaf in paged:
             if chunks[leaf].pages is None and chunks[leaf].offset_index is not None:
                 wanted.append((g, leaf))

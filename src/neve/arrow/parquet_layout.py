@@ -148,8 +148,10 @@ class ParquetLayout:
     group_rows: list[int]
     chunks: list[list[ColumnChunk]]
     created_by: str | None
-    #: encoded schemas of spliced files, by the leaves they hold (the page reader's)
+    #: encoded schemas of spliced files, by the leaves they hold, and whether rows
+    #: were read from the file before (the page reader's)
     schemas: dict[frozenset[int], Any] = field(default_factory=dict, repr=False)
+    read_before: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
