@@ -294,3 +294,37 @@ def test_the_offset_index_decoder_reads_every_page_location(
     # a location with its fields in another order is left to the generic decoder
     swapped = {1: Field(LIST, TList(STRUCT, [{1: Field(I64, 1), 3: Field(I64, 0)}]))}
     assert _page_locations(np.frombuffer(encode_struct(swapped), dtype=np.uint8)) is None
+
+
+def test_spliced_footers_keep_each_chunks_metadata(tmp_path: Path) -> None:
+    """The splicer writes its footers byte by byte: they decode to the chunks' own
+    metadata (less what no longer describes the pages, with sizes and offsets set
+    anew), in the canonical encoding the generic Thrift encoder writes, and pyarrow
+    reads them."""
+    from neve.arrow import pages
+    from neve.arrow.page_file import open_page_file
+    from neve.arrow.splice import splice
+
+    path = tmp_path / "t.parquet"
+    names = sorted(TYPES)
+    options = {"write_page_index": True, "data_page_size": 64, "row_group_size": 40}
+    _write(path, _table(names, 100, 5), options)
+    layout, reader = open_page_file(FileIO(), str(path))
+    units = pages._units(layout, names)
+    pages._plan(layout, reader, units, np.array([3, 41, 42, 99], np.int64), 0.5)
+    units = pages._aligned(units)
+    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    for unit in units:
+        data = splice(layout, unit, blobs).to_pybytes()
+        (n,) = struct.unpack("<I", data[-8:-4])
+        footer, end = decode_struct(data[-8 - n : -8])
+        assert end == n and encode_struct(footer) == data[-8 - n : -8]
+        for group in footer[4].value.values:
+            for leaf, column in zip(unit.leaves, group[1].value.values, strict=True):
+                meta = column[3].value
+                original = layout.chunks[0][leaf.index].meta
+                for k in (1, 2, 3, 4):
+                    assert meta[k] == original[k]
+                assert not {10, 12, 13, 14, 15, 16, 17} & set(meta)
+        metadata = pq.ParquetFile(pa.BufferReader(data)).metadata
+        assert metadata.num_rows == sum(g.rows for g in unit.groups)

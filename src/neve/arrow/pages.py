@@ -18,9 +18,7 @@ up) is read by whole column chunks of the row groups touched.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -37,20 +35,9 @@ from neve.arrow.page_file import (
     executor,
     open_page_file,
 )
-from neve.arrow.parquet_layout import ColumnChunk, Leaf, ParquetLayout, UnsupportedLayout
-from neve.arrow.thrift import (
-    BOOL,
-    I32,
-    I64,
-    LIST,
-    STRUCT,
-    Field,
-    Struct,
-    TList,
-    decode_struct,
-    encode_value,
-)
-from neve.arrow.thrift import encode_struct as _encode
+from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
+from neve.arrow.splice import DecodeUnit, PageGroup, splice
+from neve.arrow.thrift import decode_struct
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 
@@ -80,42 +67,6 @@ _PARALLEL_FROM = 2 * 1024 * 1024
 
 
 # -- planning the pages ----------------------------------------------------------------
-
-
-@dataclass
-class _Group:
-    """The part of original row group ``number`` a decode unit reads: per leaf the
-    dictionary page's byte range (when spliced in front) and the data byte ranges
-    (pages, or the whole chunk), and their value count; the rows they hold; and where
-    each wanted row of the group is among them. ``omitted``: per leaf, a dictionary
-    page left out because the chunk's encoding statistics tell the pages chosen were
-    written after the writer fell back from the dictionary (their headers confirm it
-    once read, :func:`_settle_dictionaries`)."""
-
-    number: int
-    dictionaries: list[tuple[int, int] | None]
-    ranges: list[list[tuple[int, int]]]
-    values: list[int]
-    rows: int
-    index: Ints
-    whole: bool = False
-    omitted: list[tuple[int, int] | None] | None = None
-    #: the rows of the pages chosen (their first rows and counts), for lining units up
-    spans: bytes = b""
-
-    def all_ranges(self) -> list[tuple[int, int]]:
-        out = [d for d in self.dictionaries if d is not None]
-        for r in self.ranges:
-            out += r
-        return out
-
-
-@dataclass
-class _Unit:
-    """Leaves decoded together from one spliced file, and the groups it holds."""
-
-    leaves: list[Leaf]
-    groups: list[_Group] = field(default_factory=list)
 
 
 def int64_array(values: Ints) -> pa.Array:
@@ -162,7 +113,7 @@ def _chosen(first: Ints, local: Ints, group_rows: int) -> tuple[Ints, Ints, Ints
 
 def _plan_pages(
     number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
-) -> tuple[_Group, float]:
+) -> tuple[PageGroup, float]:
     """The pages of ``chunk`` that hold rows ``local`` (sorted), and the share of the
     chunk's pages they are."""
     pages = chunk.pages
@@ -183,7 +134,9 @@ def _plan_pages(
         if encoded is not None and int(chosen[0]) >= encoded:
             dictionary, omitted = None, [chunk.dictionary]
     spans = pages.first_rows[chosen].tobytes() + rows.tobytes()
-    group = _Group(number, [dictionary], [ranges], [values], n, index, omitted=omitted, spans=spans)
+    group = PageGroup(
+        number, [dictionary], [ranges], [values], n, index, omitted=omitted, spans=spans
+    )
     return group, len(chosen) / len(pages.first_rows)
 
 
@@ -223,7 +176,7 @@ def _page_encoding(page: memoryview) -> int:
 
 
 def _settle_dictionaries(
-    units: list[_Unit], blobs: dict[int, memoryview], reader: PageFile
+    units: list[DecodeUnit], blobs: dict[int, memoryview], reader: PageFile
 ) -> None:
     """Put back a dictionary page left out where a page's header says it is dictionary
     encoded after all (a writer that did not fall back for good)."""
@@ -238,8 +191,8 @@ def _settle_dictionaries(
                     g.dictionaries[n] = dictionary
 
 
-def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> _Group:
-    return _Group(
+def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> PageGroup:
+    return PageGroup(
         number,
         [None] * len(chunks),
         [[(c.start, c.length)] for c in chunks],
@@ -250,25 +203,25 @@ def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: 
     )
 
 
-def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[_Unit]:
+def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[DecodeUnit]:
     """The decode units of ``columns``: one per leaf, except a column with a repeated
     field and several leaves, which is one unit."""
-    units: list[_Unit] = []
+    units: list[DecodeUnit] = []
     for name in columns:
         leaves = layout.leaves_of([name])
         if not leaves:
             raise UnsupportedLayout(f"no column {name} in the file")
         if len(leaves) > 1 and any(leaf.repeated for leaf in leaves):
-            units.append(_Unit(leaves))
+            units.append(DecodeUnit(leaves))
         else:
-            units.extend(_Unit([leaf]) for leaf in leaves)
+            units.extend(DecodeUnit([leaf]) for leaf in leaves)
     return units
 
 
 def _plan(
     layout: ParquetLayout,
     reader: PageFile,
-    units: list[_Unit],
+    units: list[DecodeUnit],
     positions: Ints,
     crossover: float,
 ) -> None:
@@ -308,13 +261,13 @@ def _plan(
                 u.groups.append(_whole(g, chunks, local, rows))
 
 
-def _aligned(units: list[_Unit]) -> list[_Unit]:
+def _aligned(units: list[DecodeUnit]) -> list[DecodeUnit]:
     """The units, those of one leaf whose pages hold the same rows (in every group)
     made one: pyarrow decodes their columns from one spliced file, at the cost of one
     (the columns of a type width share page boundaries: three of the benchmark's five
     in the random-access layout, four in parquet-java's)."""
-    out: list[list[_Unit]] = []
-    by_key: dict[tuple[tuple[int, bool, bytes], ...], list[_Unit]] = {}
+    out: list[list[DecodeUnit]] = []
+    by_key: dict[tuple[tuple[int, bool, bytes], ...], list[DecodeUnit]] = {}
     for u in units:
         if len(u.leaves) > 1 or u.leaves[0].repeated:
             out.append([u])
@@ -328,14 +281,14 @@ def _aligned(units: list[_Unit]) -> list[_Unit]:
     return [members[0] if len(members) == 1 else _joined(members) for members in out]
 
 
-def _joined(members: list[_Unit]) -> _Unit:
+def _joined(members: list[DecodeUnit]) -> DecodeUnit:
     members = sorted(members, key=lambda m: m.leaves[0].index)  # the file's column order
     groups = []
     for parts in zip(*(m.groups for m in members), strict=True):
         first = parts[0]
         omitted = [o for g in parts for o in (g.omitted or [None])]
         groups.append(
-            _Group(
+            PageGroup(
                 first.number,
                 [d for g in parts for d in g.dictionaries],
                 [r for g in parts for r in g.ranges],
@@ -347,175 +300,13 @@ def _joined(members: list[_Unit]) -> _Unit:
                 spans=first.spans,
             )
         )
-    return _Unit([m.leaves[0] for m in members], groups)
+    return DecodeUnit([m.leaves[0] for m in members], groups)
 
 
-# -- splicing and decoding ---------------------------------------------------------------
-
-
-def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
-    """The schema elements leading to the leaves ``keep`` (by leaf index), with their
-    child counts adjusted."""
-    pos = 1
-    leaf = 0
-
-    def walk() -> tuple[list[Struct], bool]:
-        nonlocal pos, leaf
-        e = elements[pos]
-        pos += 1
-        children = int(e[5].value) if 5 in e else 0
-        if children == 0 and 1 in e:
-            leaf += 1
-            return [e], (leaf - 1) in keep
-        kept: list[Struct] = []
-        count = 0
-        for _ in range(children):
-            sub, used = walk()
-            if used:
-                kept += sub
-                count += 1
-        if not count:
-            return [], False
-        node = dict(e)
-        node[5] = Field(I32, count)
-        return [node, *kept], True
-
-    out: list[Struct] = []
-    count = 0
-    for _ in range(int(elements[0][5].value)):
-        sub, used = walk()
-        if used:
-            out += sub
-            count += 1
-    root = dict(elements[0])
-    root[5] = Field(I32, count)
-    return [root, *out]
-
-
-#: Column metadata fields a spliced chunk sets anew: value count, sizes, data and
-#: dictionary page offsets.
-_SET = (5, 6, 7, 9, 11)
-
-
-def _template(chunk: ColumnChunk) -> Struct:
-    """The chunk's metadata fields a spliced copy keeps, their values encoded once."""
-    if chunk.template is None:
-        chunk.template = {
-            # a boolean's value is in its field header: it stays as it is
-            k: f if f.type == BOOL else Field(f.type, encode_value(f.type, f.value))
-            for k, f in chunk.meta.items()
-            if k not in _DROPPED and k not in _SET
-        }
-    return chunk.template
-
-
-def _page_values(page: memoryview) -> int:
-    """The value count in a data page's header (v1 or v2)."""
-    header, _ = decode_struct(page)
-    for kind in (5, 8):
-        if kind in header:
-            return int(header[kind].value[1].value)
-    raise UnsupportedLayout("an offset index pointing at a page that holds no data")
-
-
-#: Column metadata fields a spliced chunk drops: the index page offset, statistics,
-#: encoding statistics, bloom filter, size and geospatial statistics (none describe
-#: the spliced pages).
-_DROPPED = (10, 12, 13, 14, 15, 16, 17)
-
-
-def _merged(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> list[_Group]:
-    """The unit's groups, or one group holding all their pages where they can be one
-    column chunk: a single leaf, no dictionary page, the same codec. Pages are
-    self-contained, so pages of several row groups make one chunk, and pyarrow decodes
-    one row group at far less cost than several (0.1 ms each)."""
-    if len(unit.groups) < 2 or any(leaf.repeated for leaf in unit.leaves):
-        return unit.groups
-    for n, leaf in enumerate(unit.leaves):
-        chunks = [layout.chunks[g.number][leaf.index] for g in unit.groups]
-        codec = chunks[0].meta[4].value
-        for g, chunk in zip(unit.groups, chunks, strict=True):
-            if g.dictionaries[n] is not None or chunk.meta[4].value != codec:
-                return unit.groups
-            if g.whole and chunk.dictionary is not None:
-                return unit.groups
-    leaves = range(len(unit.leaves))
-    values = [sum(g.values[n] for g in unit.groups) for n in leaves]
-    ranges = [[r for g in unit.groups for r in g.ranges[n]] for n in leaves]
-    rows = sum(g.rows for g in unit.groups)
-    first = unit.groups[0]
-    return [_Group(first.number, [None] * len(values), ranges, values, rows, first.index)]
-
-
-def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Buffer:
-    """A Parquet file of the unit's leaves holding, per group, the byte ranges chosen
-    for it, with a footer describing them."""
-    body = bytearray(b"PAR1")
-    groups: list[Struct] = []
-    total_rows = 0
-    for g in _merged(layout, unit, blobs):
-        columns: list[Struct] = []
-        first = len(body)
-        for n, leaf in enumerate(unit.leaves):
-            chunk = layout.chunks[g.number][leaf.index]
-            meta = dict(_template(chunk))
-            start = len(body)
-            dictionary = g.dictionaries[n]
-            if dictionary is not None:
-                body += blobs[dictionary[0]]
-            for offset, _ in g.ranges[n]:
-                body += blobs[offset]
-            if g.whole:  # the chunk as written: its offsets move with it
-                shift = start - chunk.start
-                meta[9] = Field(I64, int(chunk.meta[9].value) + shift)
-                if chunk.dictionary is not None:
-                    meta[11] = Field(I64, chunk.dictionary[0] + shift)
-            elif dictionary is not None:  # the dictionary page, then the data pages
-                meta[11] = Field(I64, start)
-                meta[9] = Field(I64, start + dictionary[1])
-            else:
-                meta[9] = Field(I64, start)
-                meta.pop(11, None)
-            size = len(body) - start
-            values = g.values[n]
-            if values < 0:
-                values = sum(_page_values(blobs[offset]) for offset, _ in g.ranges[n])
-            meta[5] = Field(I64, values)
-            meta[6] = Field(I64, size)
-            meta[7] = Field(I64, size)
-            columns.append({2: Field(I64, 0), 3: Field(STRUCT, meta)})
-        groups.append(
-            {
-                1: Field(LIST, TList(STRUCT, columns)),
-                2: Field(I64, len(body) - first),
-                3: Field(I64, g.rows),
-            }
-        )
-        total_rows += g.rows
-    keep = frozenset(leaf.index for leaf in unit.leaves)
-    schema = layout.schemas.get(keep)
-    if schema is None:  # encoded once per file and set of leaves
-        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
-        schema = layout.schemas[keep] = encode_value(LIST, pruned)
-    footer: Struct = {
-        1: layout.footer[1],
-        2: Field(LIST, schema),
-        3: Field(I64, total_rows),
-        4: Field(LIST, TList(STRUCT, groups)),
-    }
-    if 6 in layout.footer:
-        footer[6] = layout.footer[6]
-    encoded = _encode(footer)
-    body += encoded
-    body += struct.pack("<I", len(encoded))
-    body += b"PAR1"
-    return pa.py_buffer(body)
-
-
-def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Table:
+def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
-    data = _splice(layout, unit, blobs)
+    data = splice(layout, unit, blobs)
     try:
         table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(
             use_threads=False
@@ -545,7 +336,7 @@ TAKE_SPARSE_SHARE = 0.75
 
 
 def _dense(
-    layout: ParquetLayout, units: list[_Unit], ranges: list[tuple[int, int]], share: float
+    layout: ParquetLayout, units: list[DecodeUnit], ranges: list[tuple[int, int]], share: float
 ) -> bool:
     whole = sum(
         layout.chunks[g.number][leaf.index].length

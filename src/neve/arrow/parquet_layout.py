@@ -118,8 +118,9 @@ class ColumnChunk:
     stats: ColumnIndex | None = None
     #: whether its pages were looked for by their headers (found or not)
     walked: bool = False
-    #: the metadata fields a spliced copy of the chunk keeps as they are, encoded once
-    template: Struct | None = None
+    #: the metadata fields a spliced copy of the chunk keeps, encoded once (the
+    #: splicer's, arrow/splice.py)
+    template: Any = None
 
     @property
     def num_values(self) -> int:
