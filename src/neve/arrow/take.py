@@ -273,9 +273,9 @@ def take_row_ids(
         found_at[here[hit]] = base + at[hit]
         parts.append(rows)
         base += rows.num_rows
-    lost = np.unique(ids[found_at < 0])
-    if len(lost):
-        base = _search_stored(s, lost, ids, found_at, parts, base)
+    lost = ids[found_at < 0]
+    if len(lost):  # (np.unique only here: its first call imports numpy.ma, 30 ms)
+        base = _search_stored(s, np.unique(lost), ids, found_at, parts, base)
     absent = found_at < 0
     if absent.any() and missing == "error":
         unknown = np.unique(ids[absent])
