@@ -11,6 +11,7 @@ never change once written), its page indexes loaded on first use.
 
 from __future__ import annotations
 
+import functools
 import struct
 import threading
 from collections import OrderedDict
@@ -155,12 +156,13 @@ class ParquetLayout:
     read_before: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @property
+    @functools.cached_property
     def group_starts(self) -> Ints:
-        """The file position of each row group's first row."""
+        """The file position of each row group's first row (read-only)."""
         out = np.zeros(len(self.group_rows), dtype=np.int64)
         if self.group_rows:
             np.cumsum(self.group_rows[:-1], out=out[1:])
+        out.flags.writeable = False
         return out
 
     @property
