@@ -230,22 +230,19 @@ def _plan(
     touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
     paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
-    # from a file's second read on, the offset indexes of every row group at once
-    # (files keep them together, so it is one read): a sampler touches them all soon,
-    # and one take pays, not each (the first read of a file, maybe a one-off or a cold
-    # process, loads only what it needs)
+    # from a file's second read on, the pages of every row group at once (offset
+    # indexes lie together, one read; headers where there is none): a sampler touches
+    # them all soon, and one take pays, not each (the first read of a file, maybe a
+    # one-off or a cold process, loads only what it needs)
     groups = range(len(layout.chunks)) if layout.read_before else touched.tolist()
     layout.read_before = True
     wanted: list[tuple[int, int]] = []
+    walk: list[tuple[int, int]] = []
     for g in groups:
         chunks = layout.chunks[g]
         for leaf in paged:
-            if chunks[leaf].pages is None and chunks[leaf].offset_index is not None:
-                wanted.append((g, leaf))
-    walk: list[tuple[int, int]] = []
-    for g in touched.tolist():
-        chunks = layout.chunks[g]
-        walk += [(g, leaf) for leaf in paged if chunks[leaf].offset_index is None]
+            if chunks[leaf].pages is None and not chunks[leaf].walked:
+                (wanted if chunks[leaf].offset_index is not None else walk).append((g, leaf))
     layout.load_page_indexes(reader, wanted)
     if walk and reader.local:  # chunks without an offset index: their page headers tell
         layout.walk_pages(reader, walk)
