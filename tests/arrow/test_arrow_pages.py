@@ -115,6 +115,8 @@ WRITES = st.fixed_dictionaries(
     {
         "write_page_index": st.booleans(),
         "use_dictionary": st.booleans(),
+        # small limits make the writer fall back from the dictionary within a chunk
+        "dictionary_pagesize_limit": st.sampled_from([16, 256, 1 << 20]),
         "compression": st.sampled_from(["zstd", "snappy", "none"]),
         "data_page_size": st.sampled_from([64, 512, 8192, 1 << 20]),
         "max_rows_per_page": st.sampled_from([1, 3, 50, 20_000]),
@@ -175,8 +177,65 @@ def test_a_page_index_reads_about_a_page_per_column_per_row(tmp_path: Path) -> N
     _touched_bytes(paged, [5])
     one = _touched_bytes(paged, [150_001])
     assert 2 * 8192 <= one <= 2 * 8192 + 200
-    # without a page index the row group's column chunks are read whole
-    assert _touched_bytes(plain, [150_001]) >= 2 * 8 * n
+    # without a page index the page headers of a local file are read once (a small
+    # read each), then only the page holding the row (pyarrow's 1 MiB pages)
+    _touched_bytes(plain, [5])
+    again = _touched_bytes(plain, [150_001])
+    assert again <= 2 * ((1 << 20) + 200) < 2 * 8 * n
+
+
+def _fallen_back(path: Path) -> pa.Table:
+    """A file whose column falls back from its dictionary after a few pages."""
+    n = 20_000
+    table = pa.table({"a": np.arange(n, dtype=np.int64) * 7919 % 100_003})
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        data_page_size=1024,
+        dictionary_pagesize_limit=2048,
+        compression="none",
+    )
+    return table
+
+
+def test_pages_written_after_the_dictionary_fell_back_are_read_without_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "fallback.parquet"
+    _fallen_back(path)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.has_dictionary_page
+    dictionary = chunk.data_page_offset - chunk.dictionary_page_offset
+    # the last row's page is plain encoded: its page alone is read, not the dictionary
+    layout_cache.clear()
+    _touched_bytes(path, [0])
+    last = _touched_bytes(path, [19_999])
+    assert 0 < last < dictionary
+    # the first row's page is dictionary encoded: the dictionary page is read too
+    assert _touched_bytes(path, [0]) > dictionary
+
+
+def test_a_dictionary_page_left_out_by_mistake_is_read_after_all(tmp_path: Path) -> None:
+    """Where a chunk's encoding statistics say fewer pages are dictionary encoded than
+    are, the page headers tell, and the dictionary page is read after all."""
+    from neve.arrow.thrift import I32, Field
+
+    path = tmp_path / "fallback.parquet"
+    table = _fallen_back(path)
+    data = path.read_bytes()
+    (n,) = struct.unpack("<I", data[-8:-4])
+    footer, _ = decode_struct(data[-8 - n : -8])
+    for group in footer[4].value.values:
+        for chunk in group[1].value.values:
+            for entry in chunk[3].value[13].value.values:
+                entry[3] = Field(I32, 0)  # no page dictionary encoded, says the writer
+    doctored = encode_struct(footer)
+    wrong = tmp_path / "wrong.parquet"
+    wrong.write_bytes(data[: -8 - n] + doctored + struct.pack("<I", len(doctored)) + b"PAR1")
+    positions = np.array([0, 3, 10_000, 19_999], np.int64)
+    got = read_positions(FileIO(), str(wrong), table.schema, positions)
+    assert got.column("a").to_pylist() == table.column("a").take(positions).to_pylist()
 
 
 def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:
@@ -191,3 +250,81 @@ def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:
         decoded, end = decode_struct(footer)
         assert end == n
         assert encode_struct(decoded) == footer
+
+
+_LOCATION = st.tuples(
+    st.integers(0, 2**63 - 1), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**63 - 1)
+)
+
+
+@settings(max_examples=examples(60, 1000), deadline=None)
+@given(
+    locations=st.lists(_LOCATION, min_size=1, max_size=40),
+    unencoded=st.booleans(),
+    pad=st.integers(0, 3),
+)
+def test_the_offset_index_decoder_reads_every_page_location(
+    locations: list[tuple[int, int, int]], unencoded: bool, pad: int
+) -> None:
+    """The vectorized decoder of an ``OffsetIndex`` reads back what the generic
+    compact-protocol decoder reads, for any offsets, sizes and row numbers (one to ten
+    byte varints), with or without the optional list that follows the locations."""
+    from neve.arrow.parquet_layout import _page_locations  # the decoder under test
+    from neve.arrow.thrift import I32, I64, LIST, STRUCT, Field, TList
+
+    locations = [(o, z, min(f + i * pad, 2**63 - 1)) for i, (o, z, f) in enumerate(locations)]
+    encoded: dict[int, Field] = {
+        1: Field(
+            LIST,
+            TList(
+                STRUCT,
+                [{1: Field(I64, o), 2: Field(I32, z), 3: Field(I64, f)} for o, z, f in locations],
+            ),
+        )
+    }
+    if unencoded:
+        encoded[2] = Field(LIST, TList(I64, [o // 3 for o, _, _ in locations]))
+    data = np.frombuffer(encode_struct(encoded), dtype=np.uint8)
+    got = _page_locations(data)
+    assert got is not None
+    offsets, sizes, first = got
+    assert offsets.tolist() == [o for o, _, _ in locations]
+    assert sizes.tolist() == [z for _, z, _ in locations]
+    assert first.tolist() == [f for _, _, f in locations]
+    # a location with its fields in another order is left to the generic decoder
+    swapped = {1: Field(LIST, TList(STRUCT, [{1: Field(I64, 1), 3: Field(I64, 0)}]))}
+    assert _page_locations(np.frombuffer(encode_struct(swapped), dtype=np.uint8)) is None
+
+
+def test_spliced_footers_keep_each_chunks_metadata(tmp_path: Path) -> None:
+    """The splicer writes its footers byte by byte: they decode to the chunks' own
+    metadata (less what no longer describes the pages, with sizes and offsets set
+    anew), in the canonical encoding the generic Thrift encoder writes, and pyarrow
+    reads them."""
+    from neve.arrow import pages
+    from neve.arrow.page_file import open_page_file
+    from neve.arrow.splice import splice
+
+    path = tmp_path / "t.parquet"
+    names = sorted(TYPES)
+    options = {"write_page_index": True, "data_page_size": 64, "row_group_size": 40}
+    _write(path, _table(names, 100, 5), options)
+    layout, reader = open_page_file(FileIO(), str(path))
+    units = pages._units(layout, names)
+    pages._plan(layout, reader, units, np.array([3, 41, 42, 99], np.int64), 0.5)
+    units = pages._aligned(units)
+    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    for unit in units:
+        data = splice(layout, unit, blobs).to_pybytes()
+        (n,) = struct.unpack("<I", data[-8:-4])
+        footer, end = decode_struct(data[-8 - n : -8])
+        assert end == n and encode_struct(footer) == data[-8 - n : -8]
+        for group in footer[4].value.values:
+            for leaf, column in zip(unit.leaves, group[1].value.values, strict=True):
+                meta = column[3].value
+                original = layout.chunks[0][leaf.index].meta
+                for k in (1, 2, 3, 4):
+                    assert meta[k] == original[k]
+                assert not {10, 12, 13, 14, 15, 16, 17} & set(meta)
+        metadata = pq.ParquetFile(pa.BufferReader(data)).metadata
+        assert metadata.num_rows == sum(g.rows for g in unit.groups)

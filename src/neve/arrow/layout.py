@@ -5,9 +5,10 @@ the ``write.parquet.layout`` preset, from table properties.
 cheaply (docs/RANDOM-ACCESS.md): pages of about 8 KiB, the page index (offset and
 column index), no dictionary pages (a take would read a column's dictionary page as
 well as its data page: measured, twice the bytes), and values handed to the page
-writer in small batches so that pages of long strings end near the page size.
-Properties set explicitly (``write.parquet.page-size-bytes``,
-``write.parquet.dict-size-bytes``) win over the preset. The page index is written by
+writer in small batches so that pages of long strings end near the page size, and
+pages not compressed (:func:`parquet_codec`). Properties set explicitly
+(``write.parquet.page-size-bytes``, ``write.parquet.dict-size-bytes``,
+``write.parquet.compression-codec``) win over the preset. The page index is written by
 default in every layout (``write.parquet.page-index.enabled=false`` leaves it out): it
 costs neither write time nor size, and parquet-java writes it always. The same settings reach Spark's writer as Hadoop ``parquet.*`` options
 (:func:`spark_parquet_options`).
@@ -24,7 +25,12 @@ import pyarrow as pa
 
 from neve.spec.properties import TableProperties
 
-__all__ = ["RANDOM_ACCESS_PAGE_SIZE", "ParquetLayoutOptions", "spark_parquet_options"]
+__all__ = [
+    "RANDOM_ACCESS_PAGE_SIZE",
+    "ParquetLayoutOptions",
+    "parquet_codec",
+    "spark_parquet_options",
+]
 
 MiB = 1024 * 1024
 
@@ -33,9 +39,20 @@ MiB = 1024 * 1024
 RANDOM_ACCESS_PAGE_SIZE = 8 * 1024
 
 #: Values handed to the page writer at once in the random-access layout: pyarrow
-#: checks the page size between batches, so 64 values of 100 bytes end a page near
-#: 8 KiB where the default 1,024 would make it 100 KiB.
-_RANDOM_ACCESS_BATCH = 64
+#: checks the page size between batches, so 32 values of 100 bytes end a page near
+#: 8 KiB (at 9.6 KiB) where 64 made it 13 KiB and the default 1,024 100 KiB (written
+#: as fast as with 64).
+_RANDOM_ACCESS_BATCH = 32
+
+#: The codec of the random-access layout. Decoding a small page compressed with zstd
+#: costs a fixed 20-40 microseconds (its entropy tables are built per block), which a
+#: take pays per page: measured with benchmarks/bench_take.py at 1,000,000 rows, a
+#: take of 1,000 rows took 193 ms with zstd, 128 ms with snappy, 112 ms with lz4 and
+#: 77 ms uncompressed; the files were 80, 124, 124 and 128 MiB (random data; Lance's
+#: dataset of it 97 MiB).
+RANDOM_ACCESS_CODEC = "uncompressed"
+
+_CODEC = "write.parquet.compression-codec"
 
 _BLOOM = "write.parquet.bloom-filter-enabled.column."
 _BLOOM_FPP = "write.parquet.bloom-filter-fpp.column."
@@ -60,6 +77,18 @@ def _leaf_paths(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     for f in schema:
         walk(f.name, f.type)
     return out
+
+
+def parquet_codec(properties: Mapping[str, str]) -> str:
+    """The codec data files are written with: ``write.parquet.compression-codec`` where
+    it is set (and valid), else the layout's (uncompressed for random access, zstd
+    otherwise)."""
+    props = TableProperties(properties)
+    if _CODEC in properties and _CODEC not in props.invalid:
+        return props.as_text(_CODEC) or "zstd"
+    if props.as_text("write.parquet.layout") == "random-access":
+        return RANDOM_ACCESS_CODEC
+    return props.as_text(_CODEC) or "zstd"
 
 
 def _bloom_ndv(max_bytes: int, fpp: float) -> int:

@@ -18,44 +18,26 @@ up) is read by whole column chunks of the row groups touched.
 
 from __future__ import annotations
 
-import contextlib
-import struct
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from neve.arrow.fragments import retrying
-from neve.arrow.parquet_layout import (
-    ColumnChunk,
-    Leaf,
-    ParquetLayout,
-    UnsupportedLayout,
-    layout_cache,
-    parse_layout,
-    tail_size,
+from neve.arrow.page_file import (
+    PageFile,
+    ReadStats,
+    counting_reads,
+    describe_pages,
+    executor,
+    open_page_file,
 )
-from neve.arrow.thrift import (
-    BOOL,
-    I32,
-    I64,
-    LIST,
-    STRUCT,
-    Field,
-    Struct,
-    TList,
-    decode_struct,
-    encode_value,
-)
-from neve.arrow.thrift import encode_struct as _encode
+from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
+from neve.arrow.splice import DecodeUnit, PageGroup, splice
+from neve.arrow.thrift import decode_struct
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 
@@ -66,6 +48,7 @@ __all__ = [
     "counting_reads",
     "describe_pages",
     "finish_rows",
+    "int64_array",
     "live_rows_at",
     "open_page_file",
     "read_positions",
@@ -78,200 +61,138 @@ Ints = npt.NDArray[np.int64]
 #: by benchmarks/bench_take.py; docs/RANDOM-ACCESS.md).
 CROSSOVER = 0.5
 
-#: Holes up to this size between two wanted byte ranges are read along with them:
-#: one read of a local file (or one request to an object store) costs more than that
-#: many bytes copied.
-_GAP_LOCAL = 8 * 1024
-_GAP_REMOTE = 512 * 1024
-
 #: Decode units are decoded in parallel from this many bytes read: below it handing
 #: the work to threads costs more than it saves.
-_PARALLEL_FROM = 256 * 1024
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    """A pool shared by all page reads (positioned reads and decoding release the GIL)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-pages")
-        return _pool
-
-
-@dataclass
-class ReadStats:
-    """What reads cost: bytes read from files and the number of reads (thread-safe)."""
-
-    bytes: int = 0
-    reads: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, nbytes: int) -> None:
-        with self._lock:
-            self.bytes += nbytes
-            self.reads += 1
-
-
-_counters: list[ReadStats] = []
-_counters_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def counting_reads() -> Iterator[ReadStats]:
-    """Count every read the page reader makes, in any thread, while the block runs
-    (benchmarks print bytes read per row taken with it)."""
-    stats = ReadStats()
-    with _counters_lock:
-        _counters.append(stats)
-    try:
-        yield stats
-    finally:
-        with _counters_lock:
-            _counters.remove(stats)
-
-
-class PageFile:
-    """Positioned reads of one file through pyarrow's filesystem, counted in
-    ``stats``."""
-
-    def __init__(self, io: FileIO, path: str, stats: ReadStats | None = None) -> None:
-        fs, inner = io.filesystem(path)
-        self.path = path
-        self.local = isinstance(fs, pafs.LocalFileSystem)
-        self.stats = stats
-        try:
-            self._file = (
-                fs.open_input_file(inner)
-                if self.local
-                else retrying(lambda: fs.open_input_file(inner))
-            )
-            self.size = int(self._file.size())
-        except FileNotFoundError as exc:
-            raise NeveIOError(f"data file not found: {path}") from exc
-        except (OSError, pa.ArrowException) as exc:
-            raise NeveIOError(f"cannot read {path}: {exc}") from exc
-
-    def read_range(self, offset: int, length: int) -> memoryview:
-        try:
-            if self.local:
-                data = self._file.read_at(length, offset)
-            else:
-                data = retrying(lambda: self._file.read_at(length, offset))
-        except (OSError, pa.ArrowException) as exc:
-            raise NeveIOError(f"reading {self.path} failed: {exc}") from exc
-        if len(data) != length:
-            raise NeveIOError(f"{self.path} ends before byte {offset + length}")
-        if self.stats is not None:
-            self.stats.add(length)
-        for counter in _counters:
-            counter.add(length)
-        return memoryview(data)
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> dict[int, memoryview]:
-        """The bytes of each ``(offset, length)`` range, by offset: neighbouring ranges
-        are read as one, and several reads run at once on an object store."""
-        gap = _GAP_LOCAL if self.local else _GAP_REMOTE
-        spans: list[list[int]] = []
-        for offset, length in sorted(set(ranges)):
-            end = offset + length
-            if spans and offset - spans[-1][1] <= gap:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([offset, end])
-        if len(spans) > 1 and not self.local:
-            blobs = list(_executor().map(lambda s: self.read_range(s[0], s[1] - s[0]), spans))
-        else:  # positioned reads of a local file are cheaper than handing them out
-            blobs = [self.read_range(s[0], s[1] - s[0]) for s in spans]
-        starts = np.array([s[0] for s in spans], dtype=np.int64)
-        offsets = [r[0] for r in ranges]
-        which = (np.searchsorted(starts, offsets, side="right") - 1).tolist()
-        out: dict[int, memoryview] = {}
-        for (offset, length), i in zip(ranges, which, strict=True):
-            at = offset - spans[i][0]
-            out[offset] = blobs[i][at : at + length]
-        return out
-
-    def close(self) -> None:
-        self._file.close()
-
-
-def open_page_file(
-    io: FileIO, path: str, stats: ReadStats | None = None
-) -> tuple[ParquetLayout, PageFile]:
-    """The layout of the Parquet file at ``path`` (cached) and a reader of its bytes."""
-    f = PageFile(io, path, stats)
-    try:
-        layout = layout_cache.get(path, f.size)
-        if layout is None:
-            n = tail_size(f.size)
-            layout = parse_layout(path, f.size, f.read_range(f.size - n, n), f)
-            layout_cache.put(layout)
-    except BaseException:
-        f.close()
-        raise
-    return layout, f
+_PARALLEL_FROM = 2 * 1024 * 1024
 
 
 # -- planning the pages ----------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    """The part of original row group ``number`` a decode unit reads: per leaf the
-    dictionary page's byte range (when spliced in front) and the data byte ranges
-    (pages, or the whole chunk), and their value count; the rows they hold; and where
-    each wanted row of the group is among them."""
-
-    number: int
-    dictionaries: list[tuple[int, int] | None]
-    ranges: list[list[tuple[int, int]]]
-    values: list[int]
-    rows: int
-    index: Ints
-    whole: bool = False
-
-    def all_ranges(self) -> list[tuple[int, int]]:
-        out = [d for d in self.dictionaries if d is not None]
-        for r in self.ranges:
-            out += r
-        return out
+def int64_array(values: Ints) -> pa.Array:
+    """An Arrow array over int64 numpy values, without a copy (and without the import
+    of ``numpy.ma`` that ``pa.array`` makes on first use: 30 ms of a cold take)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
-@dataclass
-class _Unit:
-    """Leaves decoded together from one spliced file, and the groups it holds."""
+def _distinct(ordered: Ints) -> Ints:
+    """The distinct values of a sorted array (``np.unique`` without its sort, and
+    without the import of ``numpy.ma`` its first call makes: 40 ms of a cold take)."""
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    out: Ints = ordered[keep]
+    return out
 
-    leaves: list[Leaf]
-    groups: list[_Group] = field(default_factory=list)
+
+def _chosen(first: Ints, local: Ints, group_rows: int) -> tuple[Ints, Ints, Ints]:
+    """The pages (by their first rows ``first``) holding rows ``local``: their numbers,
+    their row counts, and where each row is among the rows of those pages."""
+    if len(local) == 1:  # a take of few rows: one per row group, in scalars
+        row = int(local[0])
+        p = int(first.searchsorted(row, side="right")) - 1
+        start = int(first[p])
+        end = int(first[p + 1]) if p + 1 < len(first) else group_rows
+        one = np.array([p, end - start, row - start], dtype=np.int64)
+        return one[0:1], one[1:2], one[2:3]
+    page_of = np.searchsorted(first, local, side="right") - 1
+    chosen = _distinct(page_of)
+    after = chosen + 1  # each chosen page ends where the next begins, the last at the end
+    ends = first[np.minimum(after, len(first) - 1)]
+    ends[after == len(first)] = group_rows
+    rows = ends - first[chosen]
+    out_start = np.zeros(len(chosen), dtype=np.int64)
+    np.cumsum(rows[:-1], out=out_start[1:])
+    slot = np.searchsorted(chosen, page_of)
+    index: Ints = out_start[slot] + (local - first[page_of])
+    return chosen, rows, index
 
 
 def _plan_pages(
     number: int, chunk: ColumnChunk, repeated: bool, local: Ints, group_rows: int
-) -> tuple[_Group, float]:
+) -> tuple[PageGroup, float]:
     """The pages of ``chunk`` that hold rows ``local`` (sorted), and the share of the
     chunk's pages they are."""
     pages = chunk.pages
     assert pages is not None
-    page_of = np.searchsorted(pages.first_rows, local, side="right") - 1
-    chosen = np.unique(page_of)
-    rows = pages.rows(group_rows)[chosen]
-    out_start = np.zeros(len(chosen), dtype=np.int64)
-    np.cumsum(rows[:-1], out=out_start[1:])
-    slot = np.searchsorted(chosen, page_of)
-    index: Ints = out_start[slot] + (local - pages.first_rows[page_of])
+    chosen, rows, index = _chosen(pages.first_rows, local, group_rows)
     ranges = list(zip(pages.offsets[chosen].tolist(), pages.sizes[chosen].tolist(), strict=True))
     n = int(rows.sum())
     # a value per row, except where a list holds several: then the page headers tell
     values = -1 if repeated else n
-    group = _Group(number, [chunk.dictionary], [ranges], [values], n, index)
+    dictionary = chunk.dictionary
+    omitted: list[tuple[int, int] | None] | None = None
+    if dictionary is not None and pages.encodings is not None:  # the headers were read
+        chosen_encodings = pages.encodings[chosen]
+        if not any((chosen_encodings == e).any() for e in _DICTIONARY_ENCODINGS):
+            dictionary = None
+    elif dictionary is not None and len(chosen) <= _CONFIRMED:
+        encoded = _dictionary_pages(chunk)
+        if encoded is not None and int(chosen[0]) >= encoded:
+            dictionary, omitted = None, [chunk.dictionary]
+    spans = pages.first_rows[chosen].tobytes() + rows.tobytes()
+    group = PageGroup(
+        number, [dictionary], [ranges], [values], n, index, omitted=omitted, spans=spans
+    )
     return group, len(chosen) / len(pages.first_rows)
 
 
-def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> _Group:
-    return _Group(
+#: A dictionary page is left out for at most this many pages of a chunk (their headers
+#: are decoded to confirm none needs it); past it, it is read as one more page.
+_CONFIRMED = 64
+
+_DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
+
+
+def _dictionary_pages(chunk: ColumnChunk) -> int | None:
+    """How many data pages of the chunk are dictionary encoded, from its encoding
+    statistics (None where the writer kept none). Writers encode a chunk's first pages
+    with the dictionary and, once it grows too large, the rest without: pages past
+    that count need no dictionary page (a 1 MiB or larger page to read in parquet-java's
+    layout)."""
+    stats = chunk.meta.get(13)
+    if stats is None:
+        return None
+    count = 0
+    for entry in stats.value.values:
+        kind, encoding = entry.get(1), entry.get(2)
+        if kind is None or encoding is None or 3 not in entry:
+            return None
+        if kind.value in (0, 3) and encoding.value in _DICTIONARY_ENCODINGS:
+            count += int(entry[3].value)
+    return count
+
+
+def _page_encoding(page: memoryview) -> int:
+    """The encoding of a data page's values, from its header (v1 or v2)."""
+    header, _ = decode_struct(page)
+    for kind, field_id in ((5, 2), (8, 4)):
+        if kind in header:
+            return int(header[kind].value[field_id].value)
+    raise UnsupportedLayout("an offset index pointing at a page that holds no data")
+
+
+def _settle_dictionaries(
+    units: list[DecodeUnit], blobs: dict[int, memoryview], reader: PageFile
+) -> None:
+    """Put back a dictionary page left out where a page's header says it is dictionary
+    encoded after all (a writer that did not fall back for good)."""
+    for u in units:
+        for g in u.groups:
+            for n, dictionary in enumerate(g.omitted or ()):
+                if dictionary is None:
+                    continue
+                pages = g.ranges[n]
+                if any(_page_encoding(blobs[o]) in _DICTIONARY_ENCODINGS for o, _ in pages):
+                    blobs[dictionary[0]] = reader.read_range(*dictionary)
+                    g.dictionaries[n] = dictionary
+
+
+def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: int) -> PageGroup:
+    return PageGroup(
         number,
         [None] * len(chunks),
         [[(c.start, c.length)] for c in chunks],
@@ -282,40 +203,49 @@ def _whole(number: int, chunks: Sequence[ColumnChunk], local: Ints, group_rows: 
     )
 
 
-def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[_Unit]:
+def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[DecodeUnit]:
     """The decode units of ``columns``: one per leaf, except a column with a repeated
     field and several leaves, which is one unit."""
-    units: list[_Unit] = []
+    units: list[DecodeUnit] = []
     for name in columns:
         leaves = layout.leaves_of([name])
         if not leaves:
             raise UnsupportedLayout(f"no column {name} in the file")
         if len(leaves) > 1 and any(leaf.repeated for leaf in leaves):
-            units.append(_Unit(leaves))
+            units.append(DecodeUnit(leaves))
         else:
-            units.extend(_Unit([leaf]) for leaf in leaves)
+            units.extend(DecodeUnit([leaf]) for leaf in leaves)
     return units
 
 
 def _plan(
     layout: ParquetLayout,
     reader: PageFile,
-    units: list[_Unit],
+    units: list[DecodeUnit],
     positions: Ints,
     crossover: float,
 ) -> None:
     starts = layout.group_starts
     group_of = np.searchsorted(starts, positions, side="right") - 1
-    touched = np.unique(group_of)
+    touched = _distinct(group_of)
     bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
-    paged = [u for u in units if len(u.leaves) == 1]
-    wanted = [
-        (int(g), u.leaves[0].index)
-        for g in touched
-        for u in paged
-        if layout.chunks[int(g)][u.leaves[0].index].offset_index is not None
-    ]
+    paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
+    # from a file's second read on, the pages of every row group at once (offset
+    # indexes lie together, one read; headers where there is none): a sampler touches
+    # them all soon, and one take pays, not each (the first read of a file, maybe a
+    # one-off or a cold process, loads only what it needs)
+    groups = range(len(layout.chunks)) if layout.read_before else touched.tolist()
+    layout.read_before = True
+    wanted: list[tuple[int, int]] = []
+    walk: list[tuple[int, int]] = []
+    for g in groups:
+        chunks = layout.chunks[g]
+        for leaf in paged:
+            if chunks[leaf].pages is None and not chunks[leaf].walked:
+                (wanted if chunks[leaf].offset_index is not None else walk).append((g, leaf))
     layout.load_page_indexes(reader, wanted)
+    if walk and reader.local:  # chunks without an offset index: their page headers tell
+        layout.walk_pages(reader, walk)
     for k, g in enumerate(touched.tolist()):
         local = positions[bounds[k] : bounds[k + 1]] - starts[g]
         rows = layout.group_rows[g]
@@ -328,148 +258,52 @@ def _plan(
                 u.groups.append(_whole(g, chunks, local, rows))
 
 
-# -- splicing and decoding ---------------------------------------------------------------
+def _aligned(units: list[DecodeUnit]) -> list[DecodeUnit]:
+    """The units, those of one leaf whose pages hold the same rows (in every group)
+    made one: pyarrow decodes their columns from one spliced file, at the cost of one
+    (the columns of a type width share page boundaries: three of the benchmark's five
+    in the random-access layout, four in parquet-java's)."""
+    out: list[list[DecodeUnit]] = []
+    by_key: dict[tuple[tuple[int, bool, bytes], ...], list[DecodeUnit]] = {}
+    for u in units:
+        if len(u.leaves) > 1 or u.leaves[0].repeated:
+            out.append([u])
+            continue
+        key = tuple((g.number, g.whole, g.spans) for g in u.groups)
+        found = by_key.get(key)
+        if found is None:
+            by_key[key] = found = []
+            out.append(found)
+        found.append(u)
+    return [members[0] if len(members) == 1 else _joined(members) for members in out]
 
 
-def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
-    """The schema elements leading to the leaves ``keep`` (by leaf index), with their
-    child counts adjusted."""
-    pos = 1
-    leaf = 0
-
-    def walk() -> tuple[list[Struct], bool]:
-        nonlocal pos, leaf
-        e = elements[pos]
-        pos += 1
-        children = int(e[5].value) if 5 in e else 0
-        if children == 0 and 1 in e:
-            leaf += 1
-            return [e], (leaf - 1) in keep
-        kept: list[Struct] = []
-        count = 0
-        for _ in range(children):
-            sub, used = walk()
-            if used:
-                kept += sub
-                count += 1
-        if not count:
-            return [], False
-        node = dict(e)
-        node[5] = Field(I32, count)
-        return [node, *kept], True
-
-    out: list[Struct] = []
-    count = 0
-    for _ in range(int(elements[0][5].value)):
-        sub, used = walk()
-        if used:
-            out += sub
-            count += 1
-    root = dict(elements[0])
-    root[5] = Field(I32, count)
-    return [root, *out]
-
-
-#: Column metadata fields a spliced chunk sets anew: value count, sizes, data and
-#: dictionary page offsets.
-_SET = (5, 6, 7, 9, 11)
-
-
-def _template(chunk: ColumnChunk) -> Struct:
-    """The chunk's metadata fields a spliced copy keeps, their values encoded once."""
-    if chunk.template is None:
-        chunk.template = {
-            # a boolean's value is in its field header: it stays as it is
-            k: f if f.type == BOOL else Field(f.type, encode_value(f.type, f.value))
-            for k, f in chunk.meta.items()
-            if k not in _DROPPED and k not in _SET
-        }
-    return chunk.template
-
-
-def _page_values(page: memoryview) -> int:
-    """The value count in a data page's header (v1 or v2)."""
-    header, _ = decode_struct(page)
-    for kind in (5, 8):
-        if kind in header:
-            return int(header[kind].value[1].value)
-    raise UnsupportedLayout("an offset index pointing at a page that holds no data")
-
-
-#: Column metadata fields a spliced chunk drops: the index page offset, statistics,
-#: bloom filter, size and geospatial statistics (none describe the spliced pages).
-_DROPPED = (10, 12, 14, 15, 16, 17)
-
-
-def _splice(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.Buffer:
-    """A Parquet file of the unit's leaves holding, per group, the byte ranges chosen
-    for it, with a footer describing them."""
-    body = bytearray(b"PAR1")
-    groups: list[Struct] = []
-    total_rows = 0
-    for g in unit.groups:
-        columns: list[Struct] = []
-        first = len(body)
-        for n, leaf in enumerate(unit.leaves):
-            chunk = layout.chunks[g.number][leaf.index]
-            meta = dict(_template(chunk))
-            start = len(body)
-            dictionary = g.dictionaries[n]
-            if dictionary is not None:
-                body += blobs[dictionary[0]]
-            for offset, _ in g.ranges[n]:
-                body += blobs[offset]
-            if g.whole:  # the chunk as written: its offsets move with it
-                shift = start - chunk.start
-                meta[9] = Field(I64, int(chunk.meta[9].value) + shift)
-                if chunk.dictionary is not None:
-                    meta[11] = Field(I64, chunk.dictionary[0] + shift)
-            elif dictionary is not None:  # the dictionary page, then the data pages
-                meta[11] = Field(I64, start)
-                meta[9] = Field(I64, start + dictionary[1])
-            else:
-                meta[9] = Field(I64, start)
-                meta.pop(11, None)
-            size = len(body) - start
-            values = g.values[n]
-            if values < 0:
-                values = sum(_page_values(blobs[offset]) for offset, _ in g.ranges[n])
-            meta[5] = Field(I64, values)
-            meta[6] = Field(I64, size)
-            meta[7] = Field(I64, size)
-            columns.append({2: Field(I64, 0), 3: Field(STRUCT, meta)})
+def _joined(members: list[DecodeUnit]) -> DecodeUnit:
+    members = sorted(members, key=lambda m: m.leaves[0].index)  # the file's column order
+    groups = []
+    for parts in zip(*(m.groups for m in members), strict=True):
+        first = parts[0]
+        omitted = [o for g in parts for o in (g.omitted or [None])]
         groups.append(
-            {
-                1: Field(LIST, TList(STRUCT, columns)),
-                2: Field(I64, len(body) - first),
-                3: Field(I64, g.rows),
-            }
+            PageGroup(
+                first.number,
+                [d for g in parts for d in g.dictionaries],
+                [r for g in parts for r in g.ranges],
+                [v for g in parts for v in g.values],
+                first.rows,
+                first.index,
+                whole=first.whole,
+                omitted=omitted if any(o is not None for o in omitted) else None,
+                spans=first.spans,
+            )
         )
-        total_rows += g.rows
-    keep = frozenset(leaf.index for leaf in unit.leaves)
-    schema = layout.schemas.get(keep)
-    if schema is None:  # encoded once per file and set of leaves
-        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
-        schema = layout.schemas[keep] = encode_value(LIST, pruned)
-    footer: Struct = {
-        1: layout.footer[1],
-        2: Field(LIST, schema),
-        3: Field(I64, total_rows),
-        4: Field(LIST, TList(STRUCT, groups)),
-    }
-    if 6 in layout.footer:
-        footer[6] = layout.footer[6]
-    encoded = _encode(footer)
-    body += encoded
-    body += struct.pack("<I", len(encoded))
-    body += b"PAR1"
-    return pa.py_buffer(body)
+    return DecodeUnit([m.leaves[0] for m in members], groups)
 
 
-def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> pa.ChunkedArray:
-    """The unit's column decoded by pyarrow from its spliced file, and the wanted rows
-    taken from it."""
-    data = _splice(layout, unit, blobs)
+def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
+    """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
+    named as in the file), and the wanted rows taken from them."""
+    data = splice(layout, unit, blobs)
     try:
         table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(
             use_threads=False
@@ -482,24 +316,32 @@ def decode(layout: ParquetLayout, unit: _Unit, blobs: dict[int, memoryview]) -> 
         parts.append(g.index + base)
         base += g.rows
     index = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return table.column(0).take(pa.array(index))
+    return table.take(int64_array(index))
 
 
-#: With ``sparse_only``, pages are read only where they are at most this share of the
-#: bytes of the column chunks touched: past it reading those chunks whole (polars for
-#: a whole file) is as fast (measured: a changelog of 1% of a file's rows scattered
-#: over 8 KiB pages, and of 0.01% over 1 MiB pages, read faster whole).
+#: For a changelog's reads, pages are read only where they are at most this share of
+#: the bytes of the column chunks touched: past it reading those chunks whole (polars
+#: for a whole file) is as fast (measured: a changelog of 1% of a file's rows
+#: scattered over 8 KiB pages, and of 0.01% over 1 MiB pages, read faster whole).
 SPARSE_SHARE = 0.25
 
+#: The same for takes, which read fewer columns and rows: measured with
+#: benchmarks/bench_take.py at 1,000,000 rows, 100 and 1,000 rows of the 8 KiB
+#: layout read 2-3x faster by pages than whole with a quarter, and 100 or 1,000 rows
+#: of 1 MiB pages (most pages touched) about 1.4x faster whole (polars) than by pages.
+TAKE_SPARSE_SHARE = 0.75
 
-def _dense(layout: ParquetLayout, units: list[_Unit], ranges: list[tuple[int, int]]) -> bool:
+
+def _dense(
+    layout: ParquetLayout, units: list[DecodeUnit], ranges: list[tuple[int, int]], share: float
+) -> bool:
     whole = sum(
         layout.chunks[g.number][leaf.index].length
         for u in units
         for g in u.groups
         for leaf in u.leaves
     )
-    return sum(r[1] for r in ranges) > SPARSE_SHARE * whole
+    return sum(r[1] for r in ranges) > share * whole
 
 
 def _merge(target: pa.DataType, parts: Sequence[pa.Array]) -> pa.Array:
@@ -531,7 +373,7 @@ def read_positions(
     *,
     stats: ReadStats | None = None,
     crossover: float = CROSSOVER,
-    sparse_only: bool = False,
+    sparse_share: float | None = None,
     opened: tuple[ParquetLayout, PageFile] | None = None,
 ) -> pa.Table | None:
     """The rows of the Parquet file at ``path`` at file positions ``positions``
@@ -540,8 +382,8 @@ def read_positions(
     order. Reads only the pages holding them where the file has an offset index.
 
     ``opened``: the file's layout and reader, already open (closed here). With
-    ``sparse_only``, None when the pages are over a quarter of the chunks' bytes (the caller
-    has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
+    ``sparse_share``, None when the pages are over that share of the chunks' bytes (the
+    caller has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
     file cannot be read this way (the caller reads it otherwise)."""
     layout, reader = opened or open_page_file(io, path, stats)
     try:
@@ -554,19 +396,22 @@ def read_positions(
             return target.empty_table()
         units = _units(layout, target.names)
         _plan(layout, reader, units, positions, crossover)
+        units = _aligned(units)
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
-        if sparse_only and _dense(layout, units, ranges):
+        if sparse_share is not None and _dense(layout, units, ranges, sparse_share):
             return None
         blobs = reader.read_ranges(ranges)
+        _settle_dictionaries(units, blobs, reader)
     finally:
         reader.close()
     if len(units) > 1 and sum(r[1] for r in ranges) > _PARALLEL_FROM:
-        decoded = list(_executor().map(lambda u: decode(layout, u, blobs), units))
+        decoded = list(executor().map(lambda u: decode(layout, u, blobs), units))
     else:
         decoded = [decode(layout, u, blobs) for u in units]
     by_top: dict[str, list[pa.Array]] = {}
-    for unit, column in zip(units, decoded, strict=True):
-        by_top.setdefault(unit.leaves[0].top, []).append(_combined(column))
+    for table in decoded:
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            by_top.setdefault(name, []).append(_combined(column))
     arrays = [_merge(f.type, by_top[f.name]) for f in target]
     return pa.Table.from_arrays(arrays, schema=target)
 
@@ -579,19 +424,26 @@ def live_rows_at(
     row_groups: Sequence[int],
     deleted: BitMap64 | None,
     only: BitMap64 | None,
+    *,
+    random_access: bool = False,
 ) -> tuple[pa.Table, Ints] | None:
     """With ``only`` (positions asked for), the rows of ``row_groups`` not in
     ``deleted`` (columns ``columns`` of ``file_schema``, and their file positions),
     read from only the pages holding them; None without ``only``, or when the file has
-    no offset index to find their pages by, or most pages hold wanted rows (or the
-    file cannot be read page by page): the caller then reads whole row groups (or the
-    whole file with polars), as fast as this would or faster."""
+    no offset index to find their pages by and is not local (a local file's page
+    headers are read instead, once per file), or the pages are over
+    :data:`SPARSE_SHARE` of the bytes of the chunks touched (:data:`TAKE_SPARSE_SHARE`
+    for ``random_access``: a take), or the file cannot be read page by page: the caller
+    then reads whole row groups (or the whole file with polars), as fast as this would
+    or faster."""
     if only is None:
         return None
     try:
         layout, reader = open_page_file(io, path)
-        if not any(c.offset_index is not None for g in layout.chunks for c in g):
-            reader.close()
+        if not reader.local and not any(
+            c.offset_index is not None for g in layout.chunks for c in g
+        ):
+            reader.close()  # no page index, and finding pages by their headers is slow
             return None
         starts = layout.group_starts
         wanted = BitMap64()
@@ -601,9 +453,10 @@ def live_rows_at(
             wanted -= deleted
         target = pa.schema([file_schema.field(c) for c in columns])
         where = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
+        share = TAKE_SPARSE_SHARE if random_access else SPARSE_SHARE
         # where every chunk would be read whole, the caller's own reads are as fast
         rows = read_positions(
-            io, path, target, where, sparse_only=True, opened=(layout, reader)
+            io, path, target, where, sparse_share=share, opened=(layout, reader)
         )  # closes the reader
         return None if rows is None else (rows, where)
     except UnsupportedLayout:
@@ -620,7 +473,7 @@ def finish_rows(
     """The batches ``finish`` makes of rows read page by page, their file positions
     added as ``position_column``."""
     rows, positions = read
-    rows = rows.append_column(pa.field(position_column, pa.int64()), pa.array(positions))
+    rows = rows.append_column(pa.field(position_column, pa.int64()), int64_array(positions))
     try:
         for live in rows.to_batches(max_chunksize=batch_size):
             out = finish(live)
@@ -630,41 +483,3 @@ def finish_rows(
         raise
     except (OSError, pa.ArrowException) as exc:
         raise NeveIOError(f"reading {path} failed: {exc}") from exc
-
-
-def describe_pages(io: FileIO, path: str) -> list[dict[str, object]]:
-    """The physical layout of a Parquet file, one entry per column chunk: its row
-    group, column, rows, compressed bytes, whether it has a dictionary page, an offset
-    index and a column index, and its data pages' count and sizes (when the offset
-    index tells them)."""
-    layout, reader = open_page_file(io, path)
-    try:
-        wanted = [
-            (g, leaf.index)
-            for g in range(len(layout.chunks))
-            for leaf in layout.leaves
-            if layout.chunks[g][leaf.index].offset_index is not None
-        ]
-        layout.load_page_indexes(reader, wanted)
-    finally:
-        reader.close()
-    out: list[dict[str, object]] = []
-    for g, chunks in enumerate(layout.chunks):
-        for leaf, chunk in zip(layout.leaves, chunks, strict=True):
-            sizes = chunk.pages.sizes if chunk.pages is not None else None
-            out.append(
-                {
-                    "row_group": g,
-                    "column": ".".join(leaf.path),
-                    "rows": layout.group_rows[g],
-                    "bytes": chunk.length,
-                    "dictionary": chunk.dictionary is not None,
-                    "offset_index": chunk.offset_index is not None,
-                    "column_index": chunk.column_index is not None,
-                    "pages": None if sizes is None else len(sizes),
-                    "page_bytes_min": None if sizes is None else int(sizes.min()),
-                    "page_bytes_median": None if sizes is None else int(np.median(sizes)),
-                    "page_bytes_max": None if sizes is None else int(sizes.max()),
-                }
-            )
-    return out

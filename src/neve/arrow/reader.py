@@ -155,6 +155,12 @@ class DeleteCache:
 
     positions: dict[str, dict[str, BitMap64]] = field(default_factory=dict)
     equality: dict[str, pa.Table] = field(default_factory=dict)
+    #: for random access (arrow/take.py), which reads rows of the same files again and
+    #: again: keep each data file's opened footer and deletion vectors too, and read the
+    #: pages holding the rows asked for even where they are most of a file
+    random_access: bool = False
+    footers: dict[str, tuple[ds.ParquetFileFragment, pa.Schema]] = field(default_factory=dict)
+    vectors: dict[tuple[str, int | None], BitMap64] = field(default_factory=dict)
     # readers in threads share a cache: each delete file is loaded once
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -173,7 +179,12 @@ def deleted_positions(
     result: BitMap64 | None = None
     if dvs:  # a deletion vector replaces every position delete file of its data file
         for dv in dvs:
-            bits = read_deletion_vector(io, dv)
+            bits = cache.vectors.get((dv.file_path, dv.content_offset))
+            if bits is None:
+                bits = read_deletion_vector(io, dv)
+                if cache.random_access:
+                    with cache.lock:
+                        cache.vectors[(dv.file_path, dv.content_offset)] = bits
             result = bits if result is None else result | bits
         return result
     for d in delete_files:
@@ -389,9 +400,14 @@ def _file_read(
     data_sequence_number: int | None,
     filter_rows: bool,
 ) -> _FileRead:
-    fragment, file_schema = _open(
-        io, data_file.file_path, name_mapping, data_file.file_size_in_bytes
-    )
+    path = data_file.file_path
+    opened = cache.footers.get(path)
+    if opened is None:
+        opened = _open(io, path, name_mapping, data_file.file_size_in_bytes)
+        if cache.random_access:
+            with cache.lock:
+                cache.footers[path] = opened
+    fragment, file_schema = opened
     key_fields = _key_fields(table_schema, file_schema, delete_files)
     equality = _equality_deletes(io, delete_files, key_fields, name_mapping, cache)
     # rows are read into projection + filter columns + equality columns, then narrowed
@@ -489,7 +505,14 @@ def iter_data_file_batches(
 
     path = data_file.file_path  # only the pages holding wanted rows, by the page index:
     paged = live_rows_at(
-        io, path, read.file_schema, read.file_columns, row_groups, deleted, only_positions
+        io,
+        path,
+        read.file_schema,
+        read.file_columns,
+        row_groups,
+        deleted,
+        only_positions,
+        random_access=cache.random_access,
     )
     if paged is not None:
         yield from finish_rows(paged, _POSITION, read.finish, path, batch_size)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -167,7 +168,17 @@ def to_arrow_field(f: NestedField, *, large_types: bool = True) -> pa.Field:
 
 
 def to_arrow_schema(schema: Schema, *, large_types: bool = True) -> pa.Schema:
-    """The Arrow schema of an Iceberg schema, field ids included."""
+    """The Arrow schema of an Iceberg schema, field ids included (kept for the schemas
+    met most recently: readers convert the same few for every batch, and a take for
+    every file it reads)."""
+    try:
+        return _arrow_schema(schema, large_types)
+    except TypeError:  # a default value that cannot be hashed: not kept
+        return _arrow_schema.__wrapped__(schema, large_types)
+
+
+@functools.lru_cache(maxsize=256)
+def _arrow_schema(schema: Schema, large_types: bool) -> pa.Schema:
     return pa.schema([to_arrow_field(f, large_types=large_types) for f in schema.fields])
 
 

@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 from pyroaring import BitMap64
 
+from neve.arrow.pages import int64_array
 from neve.arrow.reader import DeleteCache, deleted_positions, read_data_file, read_workers
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.errors import NoSuchRowError, ValidationError
@@ -52,7 +53,8 @@ _SHOWN = 5
 
 @dataclass(frozen=True)
 class _Snapshot:
-    """What a read of one snapshot needs: its index, schemas and shared caches."""
+    """What a read of one snapshot needs: its index, schemas and shared caches (the
+    deletes, deletion vectors and footers of its files, kept across takes)."""
 
     metadata: TableMetadata
     io: FileIO
@@ -61,6 +63,10 @@ class _Snapshot:
     projected: Schema
     mapping: NameMapping | None
     deletes: DeleteCache
+    result_schema: pa.Schema
+    #: what a take by row id reads (with the ids and positions), and one by position
+    by_id: Schema
+    by_position: Schema
 
 
 class _LiveRows:
@@ -90,6 +96,13 @@ _live_cache: OrderedDict[tuple[str, int | None], _LiveRows] = OrderedDict()
 _live_lock = threading.Lock()
 
 
+#: Opened snapshots, by the metadata object, FileIO, columns and snapshot asked for.
+#: Metadata objects are immutable and the entry holds them (so their ``id`` is not
+#: reused while it lives): a table loaded anew, or after a commit, is a new key.
+_opened: OrderedDict[tuple[Any, ...], _Snapshot] = OrderedDict()
+_OPENED = 8
+
+
 def _open(
     metadata: TableMetadata,
     io: FileIO,
@@ -98,18 +111,45 @@ def _open(
     as_of: Any,
     ref: str | None,
 ) -> _Snapshot:
+    key: tuple[Any, ...] = (
+        id(metadata),
+        id(io),
+        None if columns is None else tuple(columns),
+        # typed: True and 1.0 are equal to 1 as keys, but not as what they ask
+        (type(snapshot_id), snapshot_id),
+        (type(as_of), as_of),
+        ref,
+    )
+    try:
+        with _live_lock:
+            found = _opened.get(key)
+            if found is not None:
+                _opened.move_to_end(key)
+                return found
+    except TypeError:  # an unhashable as_of: opened every time
+        key = ()
     plan = ScanPlan(metadata, io, columns=columns, snapshot_id=snapshot_id, as_of=as_of, ref=ref)
     index = row_id_index(metadata, io, snapshot_id=snapshot_id, as_of=as_of, ref=ref)
     text = metadata.properties.get("schema.name-mapping.default")
-    return _Snapshot(
+    projected = plan.projected_schema()
+    out = _Snapshot(
         metadata,
         io,
         index,
         plan.table_schema,
-        plan.projected_schema(),
+        projected,
         parse_name_mapping(text) if text else None,
-        DeleteCache(),
+        DeleteCache(random_access=True),
+        to_arrow_schema(projected),
+        _with(projected, ROW_ID, ROW_POSITION),
+        _with(projected, ROW_POSITION),
     )
+    if key:
+        with _live_lock:
+            _opened[key] = out
+            while len(_opened) > _OPENED:
+                _opened.popitem(last=False)
+    return out
 
 
 def _read(
@@ -135,11 +175,28 @@ def _read(
     )
 
 
-def _parallel(jobs: Sequence[Callable[[], pa.Table]]) -> list[pa.Table]:
-    if len(jobs) <= 1:
+#: Up to this many rows taken from local files, the files are read one after another:
+#: handing a few pages' work to threads costs more than it saves (measured: 10 and 100
+#: rows from two files were slower in threads).
+_SERIAL_ROWS = 256
+
+_files_pool: ThreadPoolExecutor | None = None
+
+
+def _parallel(
+    s: _Snapshot, tasks: Sequence[int], rows: int, jobs: Sequence[Callable[[], pa.Table]]
+) -> list[pa.Table]:
+    """The jobs' results, files read at once where it pays (many rows, or an object
+    store), in a pool kept for takes."""
+    global _files_pool
+    local = all(s.io.is_local(s.index.tasks[t].file.file_path) for t in tasks)
+    if len(jobs) <= 1 or (local and rows <= _SERIAL_ROWS):
         return [job() for job in jobs]
-    with ThreadPoolExecutor(max_workers=min(read_workers(), len(jobs))) as ex:
-        return list(ex.map(lambda job: job(), jobs))
+    with _live_lock:
+        if _files_pool is None:
+            _files_pool = ThreadPoolExecutor(read_workers(), thread_name_prefix="neve-take")
+        pool = _files_pool
+    return list(pool.map(lambda job: job(), jobs))
 
 
 def _with(schema: Schema, *extra: Any) -> Schema:
@@ -159,12 +216,12 @@ def _shown(values: Ints) -> str:
 
 def _result(s: _Snapshot, parts: list[pa.Table], order: Ints) -> pa.Table:
     """The rows of ``parts`` (concatenated) at ``order``, with the projected columns."""
-    schema = to_arrow_schema(s.projected)
+    schema = s.result_schema
     if not parts:
         return schema.empty_table()
     rows = pa.concat_tables([p.select(schema.names) for p in parts])
     if len(order) != rows.num_rows or np.any(order != np.arange(len(order))):
-        rows = rows.take(pa.array(order))
+        rows = rows.take(int64_array(order))
     return rows if rows.schema == schema else rows.cast(schema)
 
 
@@ -193,7 +250,7 @@ def take_row_ids(
         raise ValidationError(f"missing={missing!r}: use one of {', '.join(MISSING)}")
     ids = np.asarray(row_ids, dtype=np.int64).reshape(-1)
     s = _open(metadata, io, columns, snapshot_id, as_of, ref)
-    read_schema = _with(s.projected, ROW_ID, ROW_POSITION)
+    read_schema = s.by_id
     parts: list[pa.Table] = []
     found_at = np.full(len(ids), -1, dtype=np.int64)  # row in the concatenated parts
     base = 0
@@ -203,7 +260,7 @@ def take_row_ids(
         (lambda t=t: _read(s, s.index.tasks[t], read_schema, BitMap64(pos[task == t].tolist())))
         for t in wanted
     ]
-    for t, rows in zip(wanted, _parallel(jobs), strict=True):
+    for t, rows in zip(wanted, _parallel(s, wanted, len(ids), jobs), strict=True):
         here = np.flatnonzero(task == t)
         got_pos = _column(rows, ROW_POSITION.name)
         got_ids = _column(rows, ROW_ID.name)
@@ -216,9 +273,9 @@ def take_row_ids(
         found_at[here[hit]] = base + at[hit]
         parts.append(rows)
         base += rows.num_rows
-    lost = np.unique(ids[found_at < 0])
-    if len(lost):
-        base = _search_stored(s, lost, ids, found_at, parts, base)
+    lost = ids[found_at < 0]
+    if len(lost):  # (np.unique only here: its first call imports numpy.ma, 30 ms)
+        base = _search_stored(s, np.unique(lost), ids, found_at, parts, base)
     absent = found_at < 0
     if absent.any() and missing == "error":
         unknown = np.unique(ids[absent])
@@ -243,7 +300,7 @@ def _search_stored(
         (lambda t=t: _read(s, s.index.tasks[t], read_schema, None, expr, schema))
         for t in candidates
     ]
-    for rows in _parallel(jobs):
+    for rows in _parallel(s, candidates, len(lost), jobs):
         if not rows.num_rows:
             continue
         got = _column(rows, ROW_ID.name)
@@ -332,10 +389,10 @@ def take_positions(
     before = np.concatenate([[0], live.cumulative[:-1]])
     k = wanted - before[task]
     file_pos = np.empty(len(wanted), dtype=np.int64)
-    for t in np.unique(task).tolist():
+    for t in sorted(set(task.tolist())):
         here = task == t
         file_pos[here] = live.positions(t, k[here])
-    read_schema = _with(s.projected, ROW_POSITION)
+    read_schema = s.by_position
     todo = sorted(set(task.tolist()))
     jobs = [
         (
@@ -348,7 +405,7 @@ def take_positions(
     parts: list[pa.Table] = []
     order = np.empty(len(wanted), dtype=np.int64)
     base = 0
-    for t, rows in zip(todo, _parallel(jobs), strict=True):
+    for t, rows in zip(todo, _parallel(s, todo, len(wanted), jobs), strict=True):
         here = np.flatnonzero(task == t)
         got = _column(rows, ROW_POSITION.name)
         order[here] = base + np.searchsorted(got, file_pos[here])

@@ -9,7 +9,8 @@ raised.
 
 Table properties honoured (defaults as in Iceberg-Java):
 ``write.target-file-size-bytes`` (512 MiB), ``write.parquet.row-group-size-bytes``
-(128 MiB), ``write.parquet.compression-codec`` (zstd), ``write.parquet.compression-level``,
+(128 MiB), ``write.parquet.compression-codec`` (zstd; uncompressed in the random-access
+layout), ``write.parquet.compression-level``,
 ``write.parquet.page-size-bytes`` (1 MiB), ``write.parquet.page-row-limit`` (20000),
 ``write.parquet.dict-size-bytes`` (2 MiB), ``write.data.path``, the metrics modes
 of :mod:`neve.arrow.metrics`, and the page index, bloom filters and layout preset of
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neve.arrow.conform import conform_table
-from neve.arrow.layout import ParquetLayoutOptions
+from neve.arrow.layout import ParquetLayoutOptions, parquet_codec
 from neve.arrow.metrics import FloatStats, MetricsConfig, parquet_metrics
 from neve.arrow.partitioning import PartitionSlice, partition_table
 from neve.arrow.schema import to_arrow_schema
@@ -88,7 +89,7 @@ class ParquetWriteOptions:
         :class:`~neve.spec.properties.TableProperties`: an unusable stored value is its
         default; the page size's default is the layout's)."""
         props = TableProperties(properties)
-        codec = props.as_text("write.parquet.compression-codec") or "zstd"
+        codec = parquet_codec(properties)
         layout = ParquetLayoutOptions.from_properties(properties)
         page_key = "write.parquet.page-size-bytes"
         page_size = (

@@ -48,7 +48,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neve.actions.base import TableState
-from neve.arrow.layout import spark_parquet_options
+from neve.arrow.layout import parquet_codec, spark_parquet_options
 from neve.arrow.schema import to_arrow_schema
 from neve.arrow.writer import DataFileStream
 from neve.engine.origins import RowOrigins
@@ -322,7 +322,7 @@ def _write_options(props: Mapping[str, str], table: TableState) -> dict[str, str
     """Spark's Parquet writer options for the table properties (read through
     :class:`~neve.spec.properties.TableProperties`, as the pyarrow writer reads them)."""
     view = TableProperties(props)
-    codec = view.as_text("write.parquet.compression-codec") or "zstd"
+    codec = parquet_codec(props)
     if codec not in _CODECS:
         raise ValidationError(
             f"write.parquet.compression-codec {codec!r} cannot be written with Spark; use "
