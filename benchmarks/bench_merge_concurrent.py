@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -357,9 +358,13 @@ def run(root: Path, data: pa.Table, scale: float, window: float, runs: int) -> h
     windows = {"neve": 0, "Java": 0}
 
     def start(side: str) -> None:
-        """Back to the loaded snapshot after the first window."""
+        """Back to the loaded snapshot after the first window, and the snapshots of the
+        windows before expired (untimed), so every window starts from the same
+        metadata: a longer history makes every commit's metadata file larger."""
         if windows[side]:
-            cat.load_table(names[side]).set_current_snapshot(bases[side])
+            table = cat.load_table(names[side])
+            table.set_current_snapshot(bases[side])
+            table.maintenance.expire_snapshots(older_than=datetime.now(UTC), retain_last=1)
         windows[side] += 1
 
     def check(side: str, results: list[WriterResult]) -> None:
