@@ -73,50 +73,17 @@ def _wait_for_executors(spark: Any, count: int, timeout: float) -> int:
         time.sleep(0.25)
 
 
-def driver(master: str, work: str) -> dict[str, Any]:
-    from pyspark.sql import SparkSession
+def _round_trip(spark: Any, db: str, warehouse: str, properties: dict[str, str]) -> dict[str, Any]:
+    """Create a partitioned table in ``warehouse``, write it through Spark, read it back;
+    what the driver and the executors saw."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     import neve
-    from neve.spark.session import check_session, configure
 
-    started = time.monotonic()
-    timings: dict[str, float] = {}
-
-    def lap(name: str) -> None:
-        timings[name] = round(time.monotonic() - started - sum(timings.values()), 2)
-
-    builder = configure(SparkSession.builder.master(master).appName("neve-cluster-test"))
-    for key, value in {
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": "512m",
-        "spark.executor.memory": "512m",
-        "spark.executor.cores": "1",
-        "spark.cores.max": "2",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
-        "spark.sql.adaptive.enabled": "false",
-    }.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    check_session(spark)
-    lap("session")
-    executors = _wait_for_executors(spark, 2, 60)
-    lap("executors")
-
-    catalog_uri = f"sqlite:///{work}/catalog.db"
-    # an object store when the test gives one (its settings travel with the table's FileIO)
-    warehouse = os.environ.get("NEVE_CLUSTER_WAREHOUSE", f"{work}/warehouse")
-    props = json.loads(os.environ.get("NEVE_CLUSTER_PROPERTIES", "{}"))
-    catalog = neve.connect(catalog_uri, warehouse, **props)
+    catalog_uri = f"sqlite:///{db}"
+    catalog = neve.connect(catalog_uri, warehouse, **properties)
     catalog.create_namespace("db")
-    import pyarrow as pa
-
     table = catalog.create_table(
         "db.events",
         pa.schema(
@@ -148,7 +115,6 @@ def driver(master: str, work: str) -> dict[str, Any]:
         from neve.spark.reader import read
 
         write(df, table, mode="append")
-        lap("write")
         back = read(spark, table.refresh())
     else:
         from neve.spark.datasource import register_datasource
@@ -156,27 +122,75 @@ def driver(master: str, work: str) -> dict[str, Any]:
         register_datasource(spark)
         options = {"uri": catalog_uri, "warehouse": warehouse}
         df.write.format("neve").options(**options).mode("append").save("db.events")
-        lap("write")
         back = spark.read.format("neve").options(**options).load("db.events")
 
     table.refresh()
     pure = table.scan().to_arrow()
     # one job reads the table back and tells which processes read which rows
     probes = back.rdd.mapPartitions(_probe).collect()
-    lap("read")
-    result = {
+    files = table.scan().plan_files()
+    return {
         "path": path,
-        "executors_registered": executors,
-        "driver_pid": os.getpid(),
-        "driver_jvm_pid": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()),  # type: ignore[union-attr]
-        "data_files": len(table.scan().plan_files()),
-        "data_file_scheme": table.scan().plan_files()[0].file.file_path.split("://")[0],
-        "partitions": sorted({str(f.file.partition[0]) for f in table.scan().plan_files()}),
+        "data_files": len(files),
+        "data_file_scheme": files[0].file.file_path.split("://")[0]
+        if "://" in files[0].file.file_path
+        else "file",
+        "partitions": sorted({str(f.file.partition[0]) for f in files}),
         "neve_rows": pure.num_rows,
         "neve_sum": sum(pure.column("id").to_pylist()),
         "spark_rows": sum(p["rows"] for p in probes),
         "spark_sum": sum(p["id_sum"] for p in probes),
         "probes": probes,
+    }
+
+
+def driver(master: str, work: str) -> dict[str, Any]:
+    from pyspark.sql import SparkSession
+
+    from neve.spark.session import check_session, configure
+
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        timings[name] = round(time.monotonic() - started - sum(timings.values()), 2)
+
+    builder = configure(SparkSession.builder.master(master).appName("neve-cluster-test"))
+    for key, value in {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": "1",
+        "spark.cores.max": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.sql.adaptive.enabled": "false",
+    }.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    check_session(spark)
+    lap("session")
+    executors = _wait_for_executors(spark, 2, 60)
+    lap("executors")
+
+    # the local warehouse, and an object store when the test gives one (its settings
+    # travel with the table's FileIO)
+    stores = [{"warehouse": f"{work}/warehouse", "properties": {}}]
+    stores += json.loads(os.environ.get("NEVE_CLUSTER_STORES", "[]"))
+    tables = [
+        _round_trip(spark, f"{work}/catalog{i}.db", **store) for i, store in enumerate(stores)
+    ]
+    lap("tables")
+    result = {
+        "executors_registered": executors,
+        "driver_pid": os.getpid(),
+        "driver_jvm_pid": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()),  # type: ignore[union-attr]
+        "tables": tables,
         "timings": timings,
     }
     spark.stop()
@@ -232,19 +246,19 @@ def _run_driver(cluster: Any, tmp_path: Path, **env: str) -> dict[str, Any]:
     lines = [line for line in text.splitlines() if line.startswith(RESULT_MARK)]
     assert lines, text[-5000:]
     r: dict[str, Any] = json.loads(lines[-1][len(RESULT_MARK) :])
-    print("driver timings (s):", r["timings"], "path:", r["path"])
+    print("driver timings (s):", r["timings"], "paths:", [t["path"] for t in r["tables"]])
     return r
 
 
-def _check(r: dict[str, Any]) -> None:
+def _check(r: dict[str, Any], t: dict[str, Any]) -> None:
     expected_sum = ROWS * (ROWS - 1) // 2
     assert r["executors_registered"] >= 2
-    assert (r["neve_rows"], r["neve_sum"]) == (ROWS, expected_sum)
-    assert (r["spark_rows"], r["spark_sum"]) == (ROWS, expected_sum)
-    assert r["partitions"] == [f"c{i}" for i in range(CATS)]
-    assert r["data_files"] >= CATS
+    assert (t["neve_rows"], t["neve_sum"]) == (ROWS, expected_sum)
+    assert (t["spark_rows"], t["spark_sum"]) == (ROWS, expected_sum)
+    assert t["partitions"] == [f"c{i}" for i in range(CATS)]
+    assert t["data_files"] >= CATS
 
-    probes = r["probes"]
+    probes = t["probes"]
     workers = [p for p in probes if p["rows"]]
     executor_pids = {p["executor_pid"] for p in workers}
     assert None not in executor_pids, probes
@@ -257,26 +271,18 @@ def _check(r: dict[str, Any]) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.xdist_group("standalone-cluster")  # one cluster for both under --dist loadgroup
-def test_write_and_read_on_a_standalone_cluster(cluster: Any, tmp_path: Path) -> None:
-    _check(_run_driver(cluster, tmp_path))
-
-
-@pytest.mark.spark
-@pytest.mark.xdist_group("standalone-cluster")
-def test_write_and_read_an_s3_table_on_a_standalone_cluster(
+def test_write_and_read_local_and_s3_tables_on_a_standalone_cluster(
     cluster: Any, tmp_path: Path, s3_warehouse: Any
 ) -> None:
-    """The same on an object store, with no Hadoop S3 jars: the executors read and
-    write through neve's FileIO (the store's settings travel with the table)."""
-    r = _run_driver(
-        cluster,
-        tmp_path,
-        NEVE_CLUSTER_WAREHOUSE=s3_warehouse.uri,
-        NEVE_CLUSTER_PROPERTIES=json.dumps(s3_warehouse.properties),
-    )
-    assert r["data_file_scheme"] == "s3"
-    _check(r)
+    """One driver writes and reads a table on local disk, then the same on an object
+    store with no Hadoop S3 jars: there the executors read and write through neve's
+    FileIO (the store's settings travel with the table)."""
+    store = {"warehouse": s3_warehouse.uri, "properties": s3_warehouse.properties}
+    r = _run_driver(cluster, tmp_path, NEVE_CLUSTER_STORES=json.dumps([store]))
+    local, s3 = r["tables"]
+    assert local["data_file_scheme"] != "s3" and s3["data_file_scheme"] == "s3"
+    _check(r, local)
+    _check(r, s3)
 
 
 if __name__ == "__main__":
