@@ -25,6 +25,11 @@ MOTO_STAMP := $(MOTO_VENV)/.installed
 LANCE_VENV  ?= .venv-lance
 LANCE_STAMP := $(LANCE_VENV)/.installed
 
+# Where the environment sets PYTHONDONTWRITEBYTECODE (this project's machines do),
+# Python compiles every neve module again in each new process: about a second per
+# process, and the tests, the demo and the benchmarks start hundreds of them.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: demo test test-long lint typecheck bench bench-full setup java java-engine paimon-engine duckdb-engine s3-server lance-engine clean
 
 setup: $(STAMP) java java-engine paimon-engine duckdb-engine s3-server lance-engine
