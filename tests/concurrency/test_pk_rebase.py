@@ -110,7 +110,13 @@ def run_round(
     return Counter(o for o in outcomes.values())
 
 
-CATALOGS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: PostgreSQL's round runs in ``make test-long`` only (make test's time budget); the
+#: concurrent-writer tests of tests/concurrency run every catalog in make test.
+CATALOGS = [
+    "sqlite",
+    "filesystem",
+    pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.long]),
+]
 
 
 @pytest.mark.parametrize("kind", CATALOGS)
@@ -145,7 +151,9 @@ def test_eight_writers_on_a_partial_update_table_with_a_sequence_field(
 
 
 @pytest.mark.property
-@pytest.mark.parametrize("version", [2, 3])
+# v3 rounds (DVs) run in make test through the eight-writer tests above; their longer
+# form here is in ``make test-long``
+@pytest.mark.parametrize("version", [2, pytest.param(3, marks=pytest.mark.long)])
 def test_more_rounds_and_v2_position_deletes(
     version: int, catalog_factory: Callable[[str], Catalog], writer_pool: ProcessPoolExecutor
 ) -> None:
