@@ -20,9 +20,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    # imported where a client is made: httpx (with the click, rich and pygments its
+    # command line imports) is a tenth of a second that only a REST catalog needs
+    import httpx
 
 from neve.errors import (
     AccessDeniedError,
@@ -109,6 +112,8 @@ class RestHttp:
             k[len("header.") :]: v for k, v in self.properties.items() if k.startswith("header.")
         }
         headers.setdefault("X-Iceberg-Access-Delegation", "vended-credentials")
+        import httpx
+
         self.client = httpx.Client(timeout=timeout, headers=headers)
         self._token: str | None = self.properties.get("token")
         self._expires = float("inf")
@@ -138,6 +143,8 @@ class RestHttp:
             "client_secret": cred[1],
             "scope": self.properties.get("scope", "catalog"),
         }
+        import httpx
+
         try:
             resp = self.client.post(url, data=form)
         except httpx.HTTPError as exc:
@@ -183,6 +190,8 @@ class RestHttp:
         A mutating request that loses its answer is sent again with the same
         idempotency key when the server keeps them; otherwise ``on_unknown`` says what
         the lost answer means (the default: a NeveIOError)."""
+        import httpx
+
         url = f"{self.uri}/{path.lstrip('/')}"
         extra = dict(headers or {})
         keyed = mutates and self.idempotency
