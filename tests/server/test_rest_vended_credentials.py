@@ -385,6 +385,50 @@ def test_vended_keys_are_refused_outside_their_table(
     assert py_t.io.new_input(t.metadata_location).open().read()
 
 
+def test_no_table_may_nest_in_another_tables_location(
+    served: NeveServer, s3_warehouse: S3Warehouse
+) -> None:
+    """Vended keys reach all of their table's location: a table created or registered
+    inside another's location, around it, or at it would get keys to the other's files."""
+    cat = neve.connect(served.url, credential="admin:admin-secret")
+    cat.create_namespace("db")
+    t = cat.create_table("db.t", SCHEMA)
+    t.append(pa.table({"id": [1], "s": ["p"]}, schema=SCHEMA))
+    headers = {**_token(served, "admin"), **DELEGATION}
+    empty = {"type": "struct", "schema-id": 0, "fields": []}
+    s3_warehouse.clear_log()
+    for name, location in (
+        ("inside", f"{t.location}/data/inner"),
+        ("around", t.location.rsplit("/", 1)[0]),
+        ("same", f"{t.location}/"),
+    ):
+        resp = httpx.post(
+            f"{served.url}/v1/namespaces/db/tables",
+            json={"name": name, "schema": empty, "location": location},
+            headers=headers,
+        )
+        assert resp.status_code == 403, resp.text
+        message = resp.json()["error"]["message"]
+        assert "overlaps table db.t" in message and "a location of its own" in message
+        assert not cat.table_exists(f"db.{name}")
+    registered = httpx.post(
+        f"{served.url}/v1/namespaces/db/register",
+        json={"name": "twin", "metadata-location": t.metadata_location},
+        headers=headers,
+    )
+    assert registered.status_code == 403, registered.text
+    assert not cat.table_exists("db.twin")
+    assert [e for e in s3_warehouse.log() if e["op"] in WRITES] == []
+    # a sibling whose name starts with the table's is not inside it
+    sibling = httpx.post(
+        f"{served.url}/v1/namespaces/db/tables",
+        json={"name": "sibling", "schema": empty, "location": f"{t.location}-x"},
+        headers=headers,
+    )
+    assert sibling.status_code == 200, sibling.text
+    assert cat.load_table("db.t").scan().to_arrow().num_rows == 1
+
+
 def test_the_server_renews_kept_keys_after_three_quarters_of_their_lifetime(
     s3_warehouse: S3Warehouse,
 ) -> None:

@@ -45,6 +45,7 @@ __all__ = [
     "READ_ACTIONS",
     "WRITE_ACTIONS",
     "CredentialVendor",
+    "locations_nest",
     "scope_policy",
     "split_location",
 ]
@@ -72,6 +73,13 @@ def split_location(location: str) -> tuple[str, str]:
             bucket, _, key = location[len(scheme) :].partition("/")
             return bucket, key.strip("/")
     raise StorageCredentialsError(f"{location!r} is not an s3:// location; STS cannot scope it")
+
+
+def locations_nest(a: str, b: str) -> bool:
+    """Whether one of two table locations holds the other (or they are the same), as
+    keys scoped to either would see it."""
+    x, y = (_as_s3(v).rstrip("/") + "/" for v in (a, b))
+    return x.startswith(y) or y.startswith(x)
 
 
 def _as_s3(location: str) -> str:
@@ -164,6 +172,11 @@ class CredentialVendor:
             out.append({"prefix": scope, "config": self._vended(entry, scope, write)})
         out.sort(key=lambda c: -len(str(c["prefix"])))
         return out
+
+    def vends_for(self, location: str) -> bool:
+        """Whether keys scoped to ``location`` may be vended (an STS entry's prefix holds
+        it)."""
+        return any(_as_s3(location).startswith(_as_s3(v.prefix)) for v in self.vending)
 
     # -- STS --------------------------------------------------------------------------
 

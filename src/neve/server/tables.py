@@ -13,10 +13,15 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from neve.catalog.base import Catalog
-from neve.errors import CommitFailedError, NoSuchTableError, TableAlreadyExistsError
+from neve.errors import (
+    CommitFailedError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
 from neve.server.config import MANAGE, READ, WRITE
 from neve.server.create import create_request_metadata, metadata_from_staged_updates
+from neve.server.credentials import locations_nest
 from neve.server.http import Call, Reply, RestError, check_name, identifier_from_json
 from neve.spec.commit_json import requirement_from_json, update_from_json
 from neve.spec.metadata_builder import apply_updates
@@ -247,6 +252,42 @@ def list_tables(call: Call) -> Reply:
     return Reply(200, body)
 
 
+def _refuse_nested_location(call: Call, ident: tuple[str, ...], location: str) -> None:
+    """Vended keys reach every object under their table's location: where the server
+    vends them, a table may neither sit inside another table's location nor hold one
+    in its own (the same location included), or one table's keys would read and write
+    the other's files."""
+    if not call.vendor.vends_for(location):
+        return
+    cat = call.catalog
+    pending: list[tuple[str, ...]] = [()]
+    seen: set[tuple[str, ...]] = set()
+    while pending:
+        parent = pending.pop()
+        try:
+            children = [tuple(n) for n in cat.list_namespaces(parent)]
+            tables = [tuple(t) for t in cat.list_tables(parent)] if parent else []
+        except NoSuchNamespaceError:  # dropped while listing
+            continue
+        pending.extend(n for n in children if n not in seen and n != parent)
+        seen.update(children)
+        for other in tables:
+            if other == ident:
+                continue
+            try:
+                theirs = cat.load_table(other).location
+            except NoSuchTableError:
+                continue
+            if locations_nest(location, theirs):
+                raise RestError(
+                    403,
+                    "ForbiddenException",
+                    f"the location {location} of table {'.'.join(ident)} overlaps table "
+                    f"{'.'.join(other)} at {theirs}: keys vended for one would reach the "
+                    "other's files; give the table a location of its own",
+                )
+
+
 def create_table(call: Call) -> Reply:
     ns = call.namespace()
     call.authorize(WRITE, "namespace", ns)
@@ -260,6 +301,7 @@ def create_table(call: Call) -> Reply:
     if cat.table_exists(ident):
         raise TableAlreadyExistsError(f"table {'.'.join(ident)} exists already")
     md = create_request_metadata(data, cat.default_table_location(ident))
+    _refuse_nested_location(call, ident, md.location)
     # credentials first: when STS fails, nothing is written
     creds = storage_credentials(call, ident, md.location, wants_vended(call))
     if data.get("stage-create"):
@@ -310,10 +352,11 @@ def register_table(call: Call) -> Reply:
         raise RestError(400, "BadRequestException", "register with overwrite is not supported")
     ident = (*ns, check_name(name, "table"))
     creds = None
-    if wants_vended(call) and call.vendor.vending:
-        # credentials first: when STS fails, nothing is written
+    if call.vendor.vending:
         md = call.catalog.read_metadata(location)
-        creds = storage_credentials(call, ident, md.location, True)
+        _refuse_nested_location(call, ident, md.location)
+        if wants_vended(call):  # credentials first: when STS fails, nothing is written
+            creds = storage_credentials(call, ident, md.location, True)
     table = call.catalog.register_table(ident, location)
     if creds is None:
         creds = storage_credentials(call, ident, table.location, False)
@@ -338,8 +381,9 @@ def _parse_commit(data: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
 
 
 def _commit_one(
-    cat: Catalog, ident: tuple[str, ...], data: Mapping[str, Any]
+    call: Call, ident: tuple[str, ...], data: Mapping[str, Any]
 ) -> tuple[TableMetadata, str]:
+    cat = call.catalog
     raw_reqs, raw_ups = _parse_commit(data)
     requirements: list[TableRequirement] = [requirement_from_json(r) for r in raw_reqs]
     if any(isinstance(r, AssertCreate) for r in requirements):
@@ -349,6 +393,7 @@ def _commit_one(
         cat.namespace_properties(ident[:-1])
         if rest:
             md = apply_updates(md, rest)
+        _refuse_nested_location(call, ident, md.location)
         location = cat.create_table_metadata(ident, md)
         return md, location
     updates: list[TableUpdate] = [update_from_json(u) for u in raw_ups]
@@ -362,7 +407,7 @@ def commit_table(call: Call) -> Reply:
     data = call.body_object()
     if "identifier" in data and identifier_from_json(data["identifier"]) != ident:
         raise RestError(400, "BadRequestException", "the body's identifier differs from the path")
-    md, location = _commit_one(call.catalog, ident, data)
+    md, location = _commit_one(call, ident, data)
     return Reply(
         200, {"metadata-location": location, "metadata": metadata_json(md, location, "all")}
     )
