@@ -118,14 +118,15 @@ $(LANCE_STAMP): tests/lanceengine/__init__.py
 demo: setup
 	$(VENV)/bin/neve demo
 
+# PYTEST_ARGS: more pytest options, e.g. make test PYTEST_ARGS=--durations=30
 test: setup lint typecheck
-	$(PY) -m pytest -q -n 2 -m "not long"
+	$(PY) -m pytest -q -n 2 -m "not long" $(PYTEST_ARGS)
 
 # The property-based tests (differential scans, model-based table tests, concurrency)
 # with thousands of examples each, and the tests marked long (the benchmark scripts
 # that start Spark or Iceberg-Java sessions, run at small scale); not run by CI.
 test-long: setup
-	NEVE_LONG=1 $(PY) -m pytest -q -n 2 -m "property or long"
+	NEVE_LONG=1 $(PY) -m pytest -q -n 2 -m "property or long" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
