@@ -112,7 +112,7 @@ class RestHttp:
             k[len("header.") :]: v for k, v in self.properties.items() if k.startswith("header.")
         }
         headers.setdefault("X-Iceberg-Access-Delegation", "vended-credentials")
-        import httpx
+        import httpx  # here, not at the top: only a REST client needs it (see the top)
 
         self.client = httpx.Client(timeout=timeout, headers=headers)
         self._token: str | None = self.properties.get("token")
@@ -143,7 +143,7 @@ class RestHttp:
             "client_secret": cred[1],
             "scope": self.properties.get("scope", "catalog"),
         }
-        import httpx
+        import httpx  # here, not at the top: only a REST client needs it (see the top)
 
         try:
             resp = self.client.post(url, data=form)
@@ -190,7 +190,7 @@ class RestHttp:
         A mutating request that loses its answer is sent again with the same
         idempotency key when the server keeps them; otherwise ``on_unknown`` says what
         the lost answer means (the default: a NeveIOError)."""
-        import httpx
+        import httpx  # here, not at the top: only a REST client needs it (see the top)
 
         url = f"{self.uri}/{path.lstrip('/')}"
         extra = dict(headers or {})
