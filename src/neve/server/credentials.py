@@ -165,7 +165,7 @@ class CredentialVendor:
             for c in self.static
             if location.startswith(str(c["prefix"]))
         ]
-        entries = [v for v in self.vending if _as_s3(location).startswith(_as_s3(v.prefix))]
+        entries = self._entries_for(location)
         if vend and entries:
             entry = max(entries, key=lambda v: len(v.prefix))
             scope = location.rstrip("/")
@@ -176,7 +176,11 @@ class CredentialVendor:
     def vends_for(self, location: str) -> bool:
         """Whether keys scoped to ``location`` may be vended (an STS entry's prefix holds
         it)."""
-        return any(_as_s3(location).startswith(_as_s3(v.prefix)) for v in self.vending)
+        return bool(self._entries_for(location))
+
+    def _entries_for(self, location: str) -> list[StsVending]:
+        """The STS entries whose prefix holds ``location``."""
+        return [v for v in self.vending if _as_s3(location).startswith(_as_s3(v.prefix))]
 
     # -- STS --------------------------------------------------------------------------
 
