@@ -22,7 +22,9 @@ from budget import examples
 from differential.model import Column, filters, matches, to_neve
 from differential.tables import Case, cases, local_path
 from differential.test_scan_arrow import decimal_truncate_overflow, write
+from neve.arrow import page_filter
 from neve.arrow.page_filter import rows_to_read
+from neve.arrow.parquet_layout import layout_cache
 from neve.catalog import Catalog
 from neve.errors import ValidationError
 from neve.expressions import parse
@@ -83,7 +85,12 @@ def test_skipping_scans_match_the_oracle(
     )
     for f in chosen:
         expected = matches(f, case.all_rows)
-        got = table.scan(filter=to_neve(f), columns=["id"]).to_arrow().column("id").to_pylist()
+        # these row groups are far smaller than a scan skips pages in: lower the bound so
+        # that every filtered scan here goes page by page
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(page_filter, "LOCAL_SKIP_MIN_BYTES", 0)
+            scan = table.scan(filter=to_neve(f), columns=["id"])
+            got = scan.to_arrow().column("id").to_pylist()
         twice = [i for i, n in Counter(got).items() if n > 1]
         assert not twice, f"rows read more than once: {twice}"
         assert set(got) == expected, (
@@ -114,3 +121,34 @@ def test_a_selective_filter_on_a_sorted_column_skips_pages(diff_catalog: Catalog
     assert len(local) <= 2048  # a page or two of 1,024 longs, not the row group
     got = table.scan(filter="id >= 2000 and id < 2005").to_arrow()
     assert got.column("id").to_pylist() == list(range(2000, 2005))
+
+
+def test_a_scan_reads_small_columns_whole_without_the_page_index(
+    diff_catalog: Catalog,
+) -> None:
+    """Where the columns a scan reads are small in a row group, decoding the footer and
+    page index in Python costs more than reading them whole: the scan does not open the
+    page index (its layout is never cached), yet returns exactly the matching rows; with
+    more bytes than the bound it does."""
+    n = 50_000
+    table = diff_catalog.create_table(
+        f"db.small{uuid.uuid4().hex[:8]}",
+        pa.schema([("id", pa.int64()), ("s", pa.string())]),
+        properties={"write.parquet.layout": "random-access"},
+        format_version=3,
+    )
+    ids = np.arange(n)
+    table.append(pa.table({"id": ids, "s": [f"v{i:05d}" * 20 for i in ids]}))
+    table = table.refresh()
+    (task,) = table.scan().plan_files()
+    path, size = task.file.file_path, task.file.file_size_in_bytes
+    metadata = pq.ParquetFile(local_path(path)).metadata
+    id_bytes = metadata.row_group(0).column(0).total_compressed_size
+    assert id_bytes < page_filter.LOCAL_SKIP_MIN_BYTES < metadata.row_group(0).total_byte_size
+    layout_cache.clear()
+    got = table.scan(filter="id >= 2000 and id < 2005", columns=["id"]).to_arrow()
+    assert got.column("id").to_pylist() == list(range(2000, 2005))
+    assert layout_cache.get(path, size) is None
+    got = table.scan(filter="id >= 2000 and id < 2005").to_arrow()  # the strings too
+    assert got.column("id").to_pylist() == list(range(2000, 2005))
+    assert layout_cache.get(path, size) is not None

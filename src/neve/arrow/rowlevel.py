@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -218,7 +219,12 @@ def _read_target(table: TableState, plan: MergePlan, cache: DeleteCache) -> pa.T
     target = target.rename_columns(
         ["__pos" if n == ROW_POSITION.name else n for n in target.column_names]
     )
-    return target.append_column("__t", pa.array(range(target.num_rows), pa.int64()))
+    return target.append_column("__t", _row_numbers(target.num_rows))
+
+
+def _row_numbers(n: int) -> pa.Array:
+    """0 to ``n - 1`` as an int64 column (from numpy: no Python int per row)."""
+    return pa.array(np.arange(n, dtype=np.int64))
 
 
 def execute_merge(table: TableState, source: pa.Table, plan: MergePlan) -> MergeOutcome:
@@ -231,7 +237,7 @@ def execute_merge(table: TableState, source: pa.Table, plan: MergePlan) -> Merge
     source = _source(conform_keys(source, plan.on, schema), plan, schema)
     cache = DeleteCache()
     target = _read_target(table, plan, cache)
-    source = source.append_column("__s", pa.array(range(source.num_rows), pa.int64()))
+    source = source.append_column("__s", _row_numbers(source.num_rows))
     scanned = time.perf_counter()
     if plan.source_rows == "resolve":
         return _resolved(table, plan, source, target, cache, started, scanned)
