@@ -215,3 +215,15 @@ def test_bench_stream_upsert_quick_runs() -> None:
     assert "table 100,000 rows; 2 micro-batches of 50,000 rows" in out
     assert labels(out, "spark/driver") == ["upsert per micro-batch"]
     assert "both paths ended every run with the same rows" in out
+
+
+def test_bench_versions_quick_runs() -> None:
+    """The version comparison runs each step in both versions' fresh processes (here
+    the same code on both sides) and checks they return the same rows."""
+    out = run_script("bench_versions.py", "--other", str(ROOT / "src"), timeout=600)
+    assert labels(out, "this/other") == [
+        "plan cold",
+        "plan warm",
+        "scan to Arrow",
+        "upsert 600 rows",
+    ]

@@ -110,11 +110,12 @@ def run_round(
     return Counter(o for o in outcomes.values())
 
 
-#: PostgreSQL's round runs in ``make test-long`` only (make test's time budget); the
-#: concurrent-writer tests of tests/concurrency run every catalog in make test.
+#: The filesystem and PostgreSQL rounds run in ``make test-long`` only (make test's
+#: time budget): the rebase does not depend on the catalog, and the concurrent-writer
+#: tests of tests/concurrency run every catalog's compare-and-swap in make test.
 CATALOGS = [
     "sqlite",
-    "filesystem",
+    pytest.param("filesystem", marks=pytest.mark.long),
     pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.long]),
 ]
 

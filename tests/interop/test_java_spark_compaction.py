@@ -33,7 +33,10 @@ def neve_rows(t: Table, snapshot_id: int, columns: list[str]) -> Counter[Any]:
     return canon_rows(t.scan(snapshot_id=snapshot_id, columns=columns).to_arrow().to_pylist())
 
 
-@pytest.mark.parametrize("version", [2, 3])
+# v2 (position delete files) in make test-long only (make test's time budget): v3
+# compacts deletion vectors, and tests/spark/test_spark_maintenance_rewrites.py compacts
+# and expires v2 tables on Spark
+@pytest.mark.parametrize("version", [pytest.param(2, marks=pytest.mark.long), 3])
 def test_java_and_pyiceberg_read_what_neve_compacted_and_expired_on_spark(
     spark: SparkSession,
     iceberg_java: IcebergJava,

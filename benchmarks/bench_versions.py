@@ -1,0 +1,229 @@
+"""neve against another version of itself, step by step: the pyarrow steps of the
+README's benchmarks, each run in fresh processes, this checkout's code and the code at
+``--other`` (a ``src`` folder, e.g. a worktree of an older commit) taking turns.
+
+Why: a README ratio compares neve with a reference (pyiceberg, raw Spark) that is the
+same program in both versions, so whether a ratio got worse is whether neve's own time
+did. Two runs of a benchmark script, one per version, also measure the reference twice,
+and its drift between the runs (10-20% here) lands in the comparison; alternating the
+two versions' neve step in one run leaves it out.
+
+Steps (``--only``):
+- ``plan``: bench_scan.py's planning worker on its scattered layout (10,000 files in
+  100 manifests), cold (the first plan, from a collected heap) and warm (the median of
+  20 more plans) in each process;
+- ``scan``: TPC-H lineitem SF``--scale`` read in full to Arrow (bench_scan.py part 2),
+  after one unmeasured scan in the process; the median of 3;
+- ``upsert``: bench_merge.py (b), the 6,000-row upsert into lineitem SF0.1 (v2, primary
+  key, bucket(16, l_orderkey)), the first upsert of the process, then the snapshot is
+  set back.
+
+The tables are written once by this checkout's code and read by both versions. Both
+versions must return the same rows. Reported per step: both medians and the median of
+the per-round ratios this/other with its spread (benchmarks/harness.py). A script, not
+a test: it asserts nothing about time.
+
+    .venv/bin/python benchmarks/bench_versions.py --other ../wt-base/src
+        [--runs 10] [--only plan,scan,upsert] [--scale 1] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import harness
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+SIDES = ("this", "other")
+
+
+def _run(src: Path, *args: str) -> dict[str, Any]:
+    """Run this script's worker with ``src`` first on the import path; its JSON answer."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run(
+        [sys.executable, __file__, "--_worker", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
+    answer: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return answer
+
+
+def worker(args: list[str]) -> None:
+    import bench_merge
+
+    import neve
+
+    step, uri, warehouse = args[:3]
+    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    if step == "scan":
+        table = cat.load_table("tpch.lineitem")
+        table.scan().to_arrow()
+        took = []
+        for _ in range(3):
+            seconds, out = harness.timed(lambda: table.scan().to_arrow())
+            took.append(seconds)
+        digest = [out.num_rows, int(pc.sum(out.column("l_orderkey")).as_py())]
+        print(json.dumps({"seconds": statistics.median(took), "digest": digest}))
+    elif step == "upsert":
+        table = cat.load_table("bench.lineitem")
+        base = table.metadata.current_snapshot_id
+        data = bench_merge.lineitem(float(args[3]))
+        source = bench_merge.upsert_source(data, max(1, int(30_000 * float(args[3]))))
+        del data
+        seconds, _ = harness.timed(table.upsert, source)
+        after = cat.load_table("bench.lineitem")
+        digest = list(
+            bench_merge.checksum(after.scan(columns=["l_orderkey", "l_quantity"]).to_arrow())
+        )
+        after.set_current_snapshot(base)
+        print(json.dumps({"seconds": seconds, "digest": [str(x) for x in digest]}))
+    else:
+        raise SystemExit(f"unknown step {step!r}")
+
+
+def _versions(label: str, other: Path, runs: int, args: list[str]) -> None:
+    """Alternate the two versions' worker ``args``; report their seconds."""
+    got: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
+    src = {"this": HERE.parent / "src", "other": other}
+
+    def side(name: str) -> Any:
+        def one() -> float:
+            answer = _run(src[name], *args)
+            got[name].append(answer)
+            return float(answer["seconds"])
+
+        return one
+
+    times = harness.alternate({s: side(s) for s in SIDES}, runs)
+    digests = {json.dumps(a.get("digest")) for s in SIDES for a in got[s]}
+    if len(digests) != 1:
+        raise RuntimeError(f"{label}: the versions returned different rows: {digests}")
+    harness.report(label, times, "this", "other", width=18)
+
+
+def bench_plan(root: Path, other: Path, runs: int, files: int, manifests: int) -> None:
+    import bench_scan
+
+    (root / "plan").mkdir()
+    uri, warehouse = bench_scan.build_plan_tables(root / "plan", files, manifests)
+    day = bench_scan.DAY0 + 7
+    lo, hi = day * bench_scan.MICROS_PER_DAY, (day + 1) * bench_scan.MICROS_PER_DAY
+    max_id = (files // 2) * bench_scan.ROWS_PER_FILE
+    got: dict[str, list[Any]] = {s: [] for s in SIDES}
+    src = {"this": HERE.parent / "src", "other": other}
+
+    def side(name: str) -> Any:
+        def one() -> float:
+            env = {**os.environ, "PYTHONPATH": str(src[name])}
+            # the planning worker prints: imports, cold, tasks, digest, warm...
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "bench_scan.py"),
+                    "--_plan-worker",
+                    "neve",
+                    uri,
+                    warehouse,
+                    "bench.scattered",
+                    str(lo),
+                    str(hi),
+                    str(max_id),
+                    "20",
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            ).stdout.split()
+            got[name].append((float(out[1]), statistics.median(float(x) for x in out[4:]), out[3]))
+            return float(out[1])
+
+        return one
+
+    cold = harness.alternate({s: side(s) for s in SIDES}, runs)
+    if len({r[2] for s in SIDES for r in got[s]}) != 1:
+        raise RuntimeError("plan: the versions planned different files")
+    warm = harness.Runs({s: [r[1] for r in got[s]] for s in SIDES}, cold.load_start, cold.load_end)
+    harness.report("plan cold", cold, "this", "other", width=18)
+    harness.report("plan warm", warm, "this", "other", width=18)
+
+
+def bench_scan_tpch(root: Path, other: Path, runs: int, scale: float) -> None:
+    import bench_scan
+
+    import neve
+
+    uri, warehouse = f"sqlite:///{root}/tpch.db", str(root / "tpch-wh")
+    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    cat.create_namespace("tpch")
+    data = pq.read_table(bench_scan.lineitem_path(scale))
+    cat.create_table("tpch.lineitem", data.schema).append(data)
+    del data
+    _versions("scan to Arrow", other, runs, ["scan", uri, warehouse])
+
+
+def bench_upsert(root: Path, other: Path, runs: int, scale: float) -> None:
+    import bench_merge
+
+    import neve
+
+    uri, warehouse = f"sqlite:///{root}/upsert.db", str(root / "upsert-wh")
+    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    cat.create_namespace("bench")
+    data = bench_merge.lineitem(scale)
+    table = cat.create_table(
+        "bench.lineitem",
+        data.schema,
+        partition_by=[bench_merge.BUCKET],
+        primary_key=list(bench_merge.KEYS),
+        format_version=2,
+    )
+    table.append(data)
+    half = max(1, int(30_000 * scale))
+    _versions(f"upsert {2 * half:,} rows", other, runs, ["upsert", uri, warehouse, str(scale)])
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--_worker"]:
+        worker(argv[1:])
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--other", type=Path, required=True, help="the other version's src folder")
+    p.add_argument("--only", default="plan,scan,upsert")
+    p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of the scan step")
+    p.add_argument("--quick", action="store_true", help="small tables, for a smoke run")
+    harness.add_runs_argument(p, default=10)
+    args = p.parse_args(argv)
+    other = args.other.resolve()
+    if not (other / "neve" / "__init__.py").is_file():
+        raise SystemExit(f"{other} holds no neve package")
+    steps = args.only.split(",")
+    with (
+        harness.session(f"neve ({HERE.parent / 'src'}) against neve at {other}", args.runs),
+        tempfile.TemporaryDirectory(prefix="neve-bench-versions-") as tmp,
+    ):
+        root = Path(tmp)
+        if "plan" in steps:
+            bench_plan(root, other, args.runs, *((200, 10) if args.quick else (10_000, 100)))
+        if "scan" in steps:
+            bench_scan_tpch(root, other, args.runs, 0.01 if args.quick else args.scale)
+        if "upsert" in steps:
+            bench_upsert(root, other, args.runs, 0.01 if args.quick else 0.1)
+
+
+if __name__ == "__main__":
+    main()
