@@ -16,7 +16,10 @@ Steps (``--only``):
   after one unmeasured scan in the process; the median of 3;
 - ``upsert``: bench_merge.py (b), the 6,000-row upsert into lineitem SF0.1 (v2, primary
   key, bucket(16, l_orderkey)), the first upsert of the process, then the snapshot is
-  set back.
+  set back;
+- ``spark``: bench_spark.py's neve steps on lineitem SF``--scale`` in a fresh
+  ``local[2]`` session per process (after one unmeasured job): the unpartitioned
+  write, the full-scan Q1, the month-partitioned write, the one-month Q1.
 
 The tables are written once by this checkout's code and read by both versions. Both
 versions must return the same rows. Reported per step: both medians and the median of
@@ -24,7 +27,7 @@ the per-round ratios this/other with its spread (benchmarks/harness.py). A scrip
 a test: it asserts nothing about time.
 
     .venv/bin/python benchmarks/bench_versions.py --other ../wt-base/src
-        [--runs 10] [--only plan,scan,upsert] [--scale 1] [--quick]
+        [--runs 10] [--only plan,scan,upsert,spark] [--scale 1] [--quick]
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def worker(args: list[str]) -> None:
             seconds, out = harness.timed(lambda: table.scan().to_arrow())
             took.append(seconds)
         digest = [out.num_rows, int(pc.sum(out.column("l_orderkey")).as_py())]
-        print(json.dumps({"seconds": statistics.median(took), "digest": digest}))
+        print(json.dumps({"times": {"scan to Arrow": statistics.median(took)}, "digest": digest}))
     elif step == "upsert":
         table = cat.load_table("bench.lineitem")
         base = table.metadata.current_snapshot_id
@@ -89,13 +92,53 @@ def worker(args: list[str]) -> None:
             bench_merge.checksum(after.scan(columns=["l_orderkey", "l_quantity"]).to_arrow())
         )
         after.set_current_snapshot(base)
-        print(json.dumps({"seconds": seconds, "digest": [str(x) for x in digest]}))
+        label = f"upsert {source.num_rows:,} rows"
+        print(json.dumps({"times": {label: seconds}, "digest": [str(x) for x in digest]}))
+    elif step == "spark":
+        print(json.dumps(spark_worker(cat, Path(args[3]))))
     else:
         raise SystemExit(f"unknown step {step!r}")
 
 
+def spark_worker(cat: Any, source: Path) -> dict[str, Any]:
+    """bench_spark.py's four neve steps in a fresh Spark session (after one unmeasured
+    Spark job over the source): the tables are overwritten in place."""
+    from bench_spark import MONTH, q1
+
+    from neve.spark import local_session
+    from neve.spark import read as neve_read
+    from neve.spark import write as neve_write
+
+    spark = local_session("local[2]", "neve-bench-versions", conf=SPARK_CONF)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        src = spark.read.parquet(str(source))
+        src.count()
+        flat, monthly = cat.load_table("tpch.flat"), cat.load_table("tpch.month")
+        times = {"spark write": harness.timed(neve_write, src, flat, mode="overwrite")[0]}
+        scan, full = harness.timed(lambda: q1(neve_read(spark, flat.refresh())))
+        times["spark full scan Q1"] = scan
+        times["spark month write"] = harness.timed(neve_write, src, monthly, mode="overwrite")[0]
+        lo, hi = MONTH
+        where = f"l_shipdate >= '{lo}' and l_shipdate < '{hi}'"
+        month, part = harness.timed(lambda: q1(neve_read(spark, monthly.refresh(), filter=where)))
+        times["spark one month Q1"] = month
+        return {"times": times, "digest": [str(full), str(part)]}
+    finally:
+        spark.stop()
+
+
+SPARK_CONF = {
+    "spark.driver.memory": "6g",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
 def _versions(label: str, other: Path, runs: int, args: list[str]) -> None:
-    """Alternate the two versions' worker ``args``; report their seconds."""
+    """Alternate the two versions' worker ``args``; report each of the times they
+    answer (the first is the one the turns are taken on)."""
     got: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
     src = {"this": HERE.parent / "src", "other": other}
 
@@ -103,7 +146,7 @@ def _versions(label: str, other: Path, runs: int, args: list[str]) -> None:
         def one() -> float:
             answer = _run(src[name], *args)
             got[name].append(answer)
-            return float(answer["seconds"])
+            return float(next(iter(answer["times"].values())))
 
         return one
 
@@ -111,7 +154,11 @@ def _versions(label: str, other: Path, runs: int, args: list[str]) -> None:
     digests = {json.dumps(a.get("digest")) for s in SIDES for a in got[s]}
     if len(digests) != 1:
         raise RuntimeError(f"{label}: the versions returned different rows: {digests}")
-    harness.report(label, times, "this", "other", width=18)
+    for key in got["this"][0]["times"]:
+        each = {s: [float(a["times"][key]) for a in got[s]] for s in SIDES}
+        harness.report(
+            key, harness.Runs(each, times.load_start, times.load_end), "this", "other", width=18
+        )
 
 
 def bench_plan(root: Path, other: Path, runs: int, files: int, manifests: int) -> None:
@@ -172,7 +219,7 @@ def bench_scan_tpch(root: Path, other: Path, runs: int, scale: float) -> None:
     data = pq.read_table(bench_scan.lineitem_path(scale))
     cat.create_table("tpch.lineitem", data.schema).append(data)
     del data
-    _versions("scan to Arrow", other, runs, ["scan", uri, warehouse])
+    _versions("scan", other, runs, ["scan", uri, warehouse])
 
 
 def bench_upsert(root: Path, other: Path, runs: int, scale: float) -> None:
@@ -192,8 +239,28 @@ def bench_upsert(root: Path, other: Path, runs: int, scale: float) -> None:
         format_version=2,
     )
     table.append(data)
-    half = max(1, int(30_000 * scale))
-    _versions(f"upsert {2 * half:,} rows", other, runs, ["upsert", uri, warehouse, str(scale)])
+    _versions("upsert", other, runs, ["upsert", uri, warehouse, str(scale)])
+
+
+def bench_spark_steps(root: Path, other: Path, runs: int, scale: float) -> None:
+    from bench_spark import DATA
+
+    import neve
+    from neve.spark import from_spark_schema, local_session
+    from neve.tpch import generate
+
+    source = generate(DATA / "tpch", scale, ("lineitem",), parts=4)["lineitem"]
+    spark = local_session("local[1]", "neve-bench-versions-schema", conf=SPARK_CONF)
+    try:
+        schema = from_spark_schema(spark.read.parquet(str(source)).schema)
+    finally:
+        spark.stop()
+    uri, warehouse = f"sqlite:///{root}/spark.db", str(root / "spark-wh")
+    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    cat.create_namespace("tpch")
+    cat.create_table("tpch.flat", schema)
+    cat.create_table("tpch.month", schema, partition_by=["month(l_shipdate)"])
+    _versions("spark", other, runs, ["spark", uri, warehouse, str(source)])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--other", type=Path, required=True, help="the other version's src folder")
-    p.add_argument("--only", default="plan,scan,upsert")
+    p.add_argument("--only", default="plan,scan,upsert,spark")
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of the scan step")
     p.add_argument("--quick", action="store_true", help="small tables, for a smoke run")
     harness.add_runs_argument(p, default=10)
@@ -223,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
             bench_scan_tpch(root, other, args.runs, 0.01 if args.quick else args.scale)
         if "upsert" in steps:
             bench_upsert(root, other, args.runs, 0.01 if args.quick else 0.1)
+        if "spark" in steps:
+            bench_spark_steps(root, other, args.runs, 0.01 if args.quick else args.scale)
 
 
 if __name__ == "__main__":

@@ -220,10 +220,25 @@ def test_bench_stream_upsert_quick_runs() -> None:
 def test_bench_versions_quick_runs() -> None:
     """The version comparison runs each step in both versions' fresh processes (here
     the same code on both sides) and checks they return the same rows."""
-    out = run_script("bench_versions.py", "--other", str(ROOT / "src"), timeout=600)
+    out = run_script(
+        "bench_versions.py", "--other", str(ROOT / "src"), "--only", "plan,scan,upsert", timeout=600
+    )
     assert labels(out, "this/other") == [
         "plan cold",
         "plan warm",
         "scan to Arrow",
         "upsert 600 rows",
+    ]
+
+
+@pytest.mark.long
+def test_bench_versions_spark_quick_runs() -> None:
+    out = run_script(
+        "bench_versions.py", "--other", str(ROOT / "src"), "--only", "spark", timeout=900
+    )
+    assert labels(out, "this/other") == [
+        "spark write",
+        "spark full scan Q1",
+        "spark month write",
+        "spark one month Q1",
     ]
