@@ -8,6 +8,7 @@ The generator is a separate program; it is found next to this Python interpreter
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -42,32 +43,43 @@ def generate(
     table) applies when a table is generated, not to a folder already there: read the
     folder, not a file name."""
     base = Path(root) / _scale_name(scale)
+    base.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
     for table in tables:
         folder = base / table
         marker = folder / ".complete"
-        if not marker.exists():
-            tmp = base / f".{table}.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            cmd = [
-                tpchgen_path(),
-                "parquet",
-                "-s",
-                f"{scale:g}",
-                f"--tables={table}",
-                f"--parts={parts}",
-                f"--output-dir={tmp}",
-                "--compression=SNAPPY",
-            ]
-            subprocess.run(cmd, check=True, capture_output=True, env={**os.environ})
-            produced = tmp / table if (tmp / table).is_dir() else tmp
-            shutil.rmtree(folder, ignore_errors=True)
-            produced.rename(folder)
-            shutil.rmtree(tmp, ignore_errors=True)
-            marker.touch()
+        with open(base / f".{table}.lock", "w") as lock:
+            # processes asking at once (test workers, benchmark workers) generate once
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not marker.exists():
+                _generate(base, table, scale, parts)
         out[table] = folder
     return out
+
+
+def _generate(base: Path, table: str, scale: float, parts: int) -> None:
+    """Run tpchgen-cli for ``table`` into a scratch folder, then move it into place and
+    mark it complete (the caller holds the table's lock)."""
+    folder = base / table
+    tmp = base / f".{table}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    cmd = [
+        tpchgen_path(),
+        "parquet",
+        "-s",
+        f"{scale:g}",
+        f"--tables={table}",
+        f"--parts={parts}",
+        f"--output-dir={tmp}",
+        "--compression=SNAPPY",
+    ]
+    subprocess.run(cmd, check=True, capture_output=True, env={**os.environ})
+    produced = tmp / table if (tmp / table).is_dir() else tmp
+    shutil.rmtree(folder, ignore_errors=True)
+    produced.rename(folder)
+    shutil.rmtree(tmp, ignore_errors=True)
+    (folder / ".complete").touch()
 
 
 #: TPC-H Q1 (pricing summary report) over a view named ``lineitem``; DELTA = 90 days.
