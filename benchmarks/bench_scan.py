@@ -323,15 +323,22 @@ def plan_worker(args: list[str]) -> None:
         import pyiceberg.expressions  # noqa: F401
     imports = time.perf_counter() - t0
     make = _neve_plan if lib == "neve" else _pyiceberg_plan
-    fn = make(uri, warehouse, name, lo, hi, max_id)
-    # A full collection left pending by the imports and the table load would otherwise
-    # fall inside the first plan or not, by how many objects each library's imports
-    # happened to leave (one such collection takes ~60 ms here): start both sides'
-    # first plan from a collected heap, as timeit does.
+    cold, warm, paths, digest = time_plans(make(uri, warehouse, name, lo, hi, max_id), repeat)
+    print(imports, cold, len(paths), digest, *warm)
+
+
+def time_plans(
+    fn: Callable[[], list[str]], repeat: int
+) -> tuple[float, list[float], list[str], str]:
+    """The first plan's seconds, ``repeat`` more plans' seconds, the files planned and
+    a digest of them. A full collection left pending by the imports and the table load
+    would otherwise fall inside the first plan or not, by how many objects the imports
+    happened to leave (one such collection takes ~60 ms here): the first plan starts
+    from a collected heap, as timeit does."""
     gc.collect()
     cold, warm, paths = _time(fn, max(1, repeat))
     digest = hashlib.sha1("\n".join(sorted(paths)).encode()).hexdigest()[:16]
-    print(imports, cold, len(paths), digest, *warm)
+    return cold, warm, paths, digest
 
 
 # -- part 2: TPC-H lineitem ---------------------------------------------------------------

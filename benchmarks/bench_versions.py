@@ -9,7 +9,7 @@ and its drift between the runs (10-20% here) lands in the comparison; alternatin
 two versions' neve step in one run leaves it out.
 
 Steps (``--only``):
-- ``plan``: bench_scan.py's planning worker on its scattered layout (10,000 files in
+- ``plan``: bench_scan.py's planning (``time_plans``) on its scattered layout (10,000 files in
   100 manifests), cold (the first plan, from a collected heap) and warm (the median of
   20 more plans) in each process;
 - ``scan``: TPC-H lineitem SF``--scale`` read in full to Arrow (bench_scan.py part 2),
@@ -71,7 +71,15 @@ def worker(args: list[str]) -> None:
 
     step, uri, warehouse = args[:3]
     cat = neve.connect(uri, warehouse=warehouse, name="bench")
-    if step == "scan":
+    if step == "plan":
+        import bench_scan
+
+        lo, hi, max_id = (int(a) for a in args[3:6])
+        plan = bench_scan._neve_plan(uri, warehouse, "bench.scattered", lo, hi, max_id)
+        cold, warm, _, digest = bench_scan.time_plans(plan, 20)
+        times = {"plan cold": cold, "plan warm": statistics.median(warm)}
+        print(json.dumps({"times": times, "digest": digest}))
+    elif step == "scan":
         table = cat.load_table("tpch.lineitem")
         table.scan().to_arrow()
         took = []
@@ -169,43 +177,7 @@ def bench_plan(root: Path, other: Path, runs: int, files: int, manifests: int) -
     day = bench_scan.DAY0 + 7
     lo, hi = day * bench_scan.MICROS_PER_DAY, (day + 1) * bench_scan.MICROS_PER_DAY
     max_id = (files // 2) * bench_scan.ROWS_PER_FILE
-    got: dict[str, list[Any]] = {s: [] for s in SIDES}
-    src = {"this": HERE.parent / "src", "other": other}
-
-    def side(name: str) -> Any:
-        def one() -> float:
-            env = {**os.environ, "PYTHONPATH": str(src[name])}
-            # the planning worker prints: imports, cold, tasks, digest, warm...
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    str(HERE / "bench_scan.py"),
-                    "--_plan-worker",
-                    "neve",
-                    uri,
-                    warehouse,
-                    "bench.scattered",
-                    str(lo),
-                    str(hi),
-                    str(max_id),
-                    "20",
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-                env=env,
-            ).stdout.split()
-            got[name].append((float(out[1]), statistics.median(float(x) for x in out[4:]), out[3]))
-            return float(out[1])
-
-        return one
-
-    cold = harness.alternate({s: side(s) for s in SIDES}, runs)
-    if len({r[2] for s in SIDES for r in got[s]}) != 1:
-        raise RuntimeError("plan: the versions planned different files")
-    warm = harness.Runs({s: [r[1] for r in got[s]] for s in SIDES}, cold.load_start, cold.load_end)
-    harness.report("plan cold", cold, "this", "other", width=18)
-    harness.report("plan warm", warm, "this", "other", width=18)
+    _versions("plan", other, runs, ["plan", uri, warehouse, str(lo), str(hi), str(max_id)])
 
 
 def bench_scan_tpch(root: Path, other: Path, runs: int, scale: float) -> None:

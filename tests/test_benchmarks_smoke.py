@@ -217,28 +217,21 @@ def test_bench_stream_upsert_quick_runs() -> None:
     assert "both paths ended every run with the same rows" in out
 
 
-def test_bench_versions_quick_runs() -> None:
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ("plan,scan,upsert", ["plan cold", "plan warm", "scan to Arrow", "upsert 600 rows"]),
+        pytest.param(
+            "spark",
+            ["spark write", "spark full scan Q1", "spark month write", "spark one month Q1"],
+            marks=pytest.mark.long,  # a Spark session per process: minutes (make test-long)
+        ),
+    ],
+)
+def test_bench_versions_quick_runs(steps: str, expected: list[str]) -> None:
     """The version comparison runs each step in both versions' fresh processes (here
     the same code on both sides) and checks they return the same rows."""
     out = run_script(
-        "bench_versions.py", "--other", str(ROOT / "src"), "--only", "plan,scan,upsert", timeout=600
+        "bench_versions.py", "--other", str(ROOT / "src"), "--only", steps, timeout=900
     )
-    assert labels(out, "this/other") == [
-        "plan cold",
-        "plan warm",
-        "scan to Arrow",
-        "upsert 600 rows",
-    ]
-
-
-@pytest.mark.long
-def test_bench_versions_spark_quick_runs() -> None:
-    out = run_script(
-        "bench_versions.py", "--other", str(ROOT / "src"), "--only", "spark", timeout=900
-    )
-    assert labels(out, "this/other") == [
-        "spark write",
-        "spark full scan Q1",
-        "spark month write",
-        "spark one month Q1",
-    ]
+    assert labels(out, "this/other") == expected
