@@ -19,7 +19,10 @@ Steps (``--only``):
   set back;
 - ``spark``: bench_spark.py's neve steps on lineitem SF``--scale`` in a fresh
   ``local[2]`` session per process (after one unmeasured job): the unpartitioned
-  write, the full-scan Q1, the month-partitioned write, the one-month Q1.
+  write, the full-scan Q1, the month-partitioned write, the one-month Q1;
+- ``orphans``: bench_maintenance.py (c), the dry-run orphan listing of a table with
+  1,000 snapshots (50 with ``--quick``) under a location of 100,000 files, after one
+  unmeasured listing in the process; the median of 3.
 
 The tables are written once by this checkout's code and read by both versions. Both
 versions must return the same rows. Reported per step: both medians and the median of
@@ -27,7 +30,7 @@ the per-round ratios this/other with its spread (benchmarks/harness.py). A scrip
 a test: it asserts nothing about time.
 
     .venv/bin/python benchmarks/bench_versions.py --other ../wt-base/src
-        [--runs 10] [--only plan,scan,upsert,spark] [--scale 1] [--quick]
+        [--runs 10] [--only plan,scan,upsert,spark,orphans] [--scale 1] [--quick]
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("this", "other")
+#: The catalog name a step's tables were made under, when not "bench" (None: the default).
+NAMES: dict[str, str | None] = {"orphans": None}
 
 
 def _run(src: Path, *args: str) -> dict[str, Any]:
@@ -70,7 +75,7 @@ def worker(args: list[str]) -> None:
     import neve
 
     step, uri, warehouse = args[:3]
-    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    cat = neve.connect(uri, warehouse=warehouse, name=NAMES.get(step, "bench"))
     if step == "plan":
         import bench_scan
 
@@ -104,6 +109,16 @@ def worker(args: list[str]) -> None:
         print(json.dumps({"times": {label: seconds}, "digest": [str(x) for x in digest]}))
     elif step == "spark":
         print(json.dumps(spark_worker(cat, Path(args[3]))))
+    elif step == "orphans":
+        table = cat.load_table("bench.history")
+        table.maintenance.remove_orphan_files(dry_run=True)
+        took = []
+        for _ in range(3):
+            seconds, out = harness.timed(table.maintenance.remove_orphan_files, dry_run=True)
+            took.append(seconds)
+        found = sorted(out.orphan_file_locations)
+        times = {"orphan listing": statistics.median(took)}
+        print(json.dumps({"times": times, "digest": [len(found), found[:3]]}))
     else:
         raise SystemExit(f"unknown step {step!r}")
 
@@ -235,6 +250,15 @@ def bench_spark_steps(root: Path, other: Path, runs: int, scale: float) -> None:
     _versions("spark", other, runs, ["spark", uri, warehouse, str(source)])
 
 
+def bench_orphans(root: Path, other: Path, runs: int, snapshots: int, files: int) -> None:
+    import bench_maintenance
+
+    table = bench_maintenance.history_table(root, snapshots)
+    bench_maintenance.add_strays(table.location, files)
+    uri, warehouse = f"sqlite:///{root}/neve-b.db", str(root / "neve-b-wh")
+    _versions("orphans", other, runs, ["orphans", uri, warehouse])
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--_worker"]:
@@ -242,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--other", type=Path, required=True, help="the other version's src folder")
-    p.add_argument("--only", default="plan,scan,upsert,spark")
+    p.add_argument("--only", default="plan,scan,upsert,spark,orphans")
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of the scan step")
     p.add_argument("--quick", action="store_true", help="small tables, for a smoke run")
     harness.add_runs_argument(p, default=10)
@@ -264,6 +288,9 @@ def main(argv: list[str] | None = None) -> None:
             bench_upsert(root, other, args.runs, 0.01 if args.quick else 0.1)
         if "spark" in steps:
             bench_spark_steps(root, other, args.runs, 0.01 if args.quick else args.scale)
+        if "orphans" in steps:
+            sizes = (50, 2_000) if args.quick else (1_000, 100_000)
+            bench_orphans(root, other, args.runs, *sizes)
 
 
 if __name__ == "__main__":

@@ -220,7 +220,10 @@ def test_bench_stream_upsert_quick_runs() -> None:
 @pytest.mark.parametrize(
     ("steps", "expected"),
     [
-        ("plan,scan,upsert", ["plan cold", "plan warm", "scan to Arrow", "upsert 600 rows"]),
+        (
+            "plan,scan,upsert,orphans",
+            ["plan cold", "plan warm", "scan to Arrow", "upsert 600 rows", "orphan listing"],
+        ),
         pytest.param(
             "spark",
             ["spark write", "spark full scan Q1", "spark month write", "spark one month Q1"],
