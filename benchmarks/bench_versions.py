@@ -20,6 +20,11 @@ Steps (``--only``):
 - ``spark``: bench_spark.py's neve steps on lineitem SF``--scale`` in a fresh
   ``local[2]`` session per process (after one unmeasured job): the unpartitioned
   write, the full-scan Q1, the month-partitioned write, the one-month Q1;
+- ``changelog``: bench_changelog.py's ``neve.spark.changes`` of one upsert of 60,000 rows
+  into lineitem SF``--scale`` (v3, primary key, bucket(16, l_orderkey), merge-on-read)
+  in a fresh ``local[2]`` session per process, as called and on Spark tasks only
+  (``local_rows_max=0``), each materialised in full after one unmeasured changelog; the
+  median of 3;
 - ``orphans``: bench_maintenance.py (c), the dry-run orphan listing of a table with
   1,000 snapshots (50 with ``--quick``) under a location of 100,000 files, after one
   unmeasured listing in the process; the median of 3.
@@ -30,7 +35,7 @@ the per-round ratios this/other with its spread (benchmarks/harness.py). A scrip
 a test: it asserts nothing about time.
 
     .venv/bin/python benchmarks/bench_versions.py --other ../wt-base/src
-        [--runs 10] [--only plan,scan,upsert,spark,orphans] [--scale 1] [--quick]
+        [--runs 10] [--only plan,scan,upsert,spark,changelog,orphans] [--scale 1] [--quick]
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ def worker(args: list[str]) -> None:
         print(json.dumps({"times": {label: seconds}, "digest": [str(x) for x in digest]}))
     elif step == "spark":
         print(json.dumps(spark_worker(cat, Path(args[3]))))
+    elif step == "changelog":
+        print(json.dumps(changelog_worker(cat, int(args[3]), int(args[4]))))
     elif step == "orphans":
         table = cat.load_table("bench.history")
         table.maintenance.remove_orphan_files(dry_run=True)
@@ -147,6 +154,32 @@ def spark_worker(cat: Any, source: Path) -> dict[str, Any]:
         month, part = harness.timed(lambda: q1(neve_read(spark, monthly.refresh(), filter=where)))
         times["spark one month Q1"] = month
         return {"times": times, "digest": [str(full), str(part)]}
+    finally:
+        spark.stop()
+
+
+def changelog_worker(cat: Any, start: int, end: int) -> dict[str, Any]:
+    """The changelog from ``start`` to ``end`` as called and on Spark tasks only, each
+    the median of 3 after one unmeasured run, in a fresh Spark session."""
+    from bench_changelog import materialise
+
+    from neve.spark import changes, local_session
+
+    spark = local_session("local[2]", "neve-bench-versions", conf=SPARK_CONF)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        table = cat.load_table("bench.lineitem")
+
+        def changelog(**kw: Any) -> Any:
+            return changes(spark, table, start_snapshot_id=start, end_snapshot_id=end, **kw)
+
+        times: dict[str, float] = {}
+        for label, kw in (("changelog", {}), ("changelog on tasks", {"local_rows_max": 0})):
+            materialise(changelog(**kw))
+            took = [harness.timed(lambda kw=kw: materialise(changelog(**kw)))[0] for _ in range(3)]
+            times[label] = statistics.median(took)
+        kinds = changelog().groupBy("_change_type").count().collect()
+        return {"times": times, "digest": sorted([str(r[0]), int(r[1])] for r in kinds)}
     finally:
         spark.stop()
 
@@ -250,6 +283,41 @@ def bench_spark_steps(root: Path, other: Path, runs: int, scale: float) -> None:
     _versions("spark", other, runs, ["spark", uri, warehouse, str(source)])
 
 
+def bench_changelog_steps(root: Path, other: Path, runs: int, scale: float) -> None:
+    from bench_changelog import KEYS, PROPS
+    from bench_merge_spark import upsert_source
+    from bench_spark import DATA
+
+    import neve
+    import neve.spark as ns
+    from neve.tpch import generate
+
+    source = generate(DATA / "tpch", scale, ("lineitem",), parts=4)["lineitem"]
+    uri, warehouse = f"sqlite:///{root}/changelog.db", str(root / "changelog-wh")
+    cat = neve.connect(uri, warehouse=warehouse, name="bench")
+    cat.create_namespace("bench")
+    spark = ns.local_session("local[2]", "neve-bench-versions-changelog", conf=SPARK_CONF)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        lineitem = spark.read.parquet(str(source))
+        rows = upsert_source(spark, lineitem, max(1, int(30_000 * scale)), root / "up.parquet")
+        table = cat.create_table(
+            "bench.lineitem",
+            ns.from_spark_schema(lineitem.schema),
+            partition_by=["bucket(16, l_orderkey)"],
+            primary_key=list(KEYS),
+            format_version=3,
+            properties=PROPS,
+        )
+        ns.write(lineitem, table)
+        start = table.refresh().metadata.current_snapshot_id
+        ns.upsert(spark, rows, table.refresh())
+        end = table.refresh().metadata.current_snapshot_id
+    finally:
+        spark.stop()
+    _versions("changelog", other, runs, ["changelog", uri, warehouse, str(start), str(end)])
+
+
 def bench_orphans(root: Path, other: Path, runs: int, snapshots: int, files: int) -> None:
     import bench_maintenance
 
@@ -266,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--other", type=Path, required=True, help="the other version's src folder")
-    p.add_argument("--only", default="plan,scan,upsert,spark,orphans")
+    p.add_argument("--only", default="plan,scan,upsert,spark,changelog,orphans")
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of the scan step")
     p.add_argument("--quick", action="store_true", help="small tables, for a smoke run")
     harness.add_runs_argument(p, default=10)
@@ -288,6 +356,8 @@ def main(argv: list[str] | None = None) -> None:
             bench_upsert(root, other, args.runs, 0.01 if args.quick else 0.1)
         if "spark" in steps:
             bench_spark_steps(root, other, args.runs, 0.01 if args.quick else args.scale)
+        if "changelog" in steps:
+            bench_changelog_steps(root, other, args.runs, 0.01 if args.quick else args.scale)
         if "orphans" in steps:
             sizes = (50, 2_000) if args.quick else (1_000, 100_000)
             bench_orphans(root, other, args.runs, *sizes)

@@ -229,6 +229,11 @@ def test_bench_stream_upsert_quick_runs() -> None:
             ["spark write", "spark full scan Q1", "spark month write", "spark one month Q1"],
             marks=pytest.mark.long,  # a Spark session per process: minutes (make test-long)
         ),
+        pytest.param(
+            "changelog",
+            ["changelog", "changelog on tasks"],
+            marks=pytest.mark.long,  # a Spark session per process: minutes (make test-long)
+        ),
     ],
 )
 def test_bench_versions_quick_runs(steps: str, expected: list[str]) -> None:
