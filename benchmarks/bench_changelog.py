@@ -61,6 +61,21 @@ def materialise(df: Any) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
+def create_lineitem(cat: Any, lineitem: Any) -> Any:
+    """The empty table ``bench.lineitem`` of ``cat`` for the DataFrame ``lineitem``: v3,
+    primary key ``KEYS``, bucket(16, l_orderkey), merge-on-read."""
+    import neve.spark as ns
+
+    return cat.create_table(
+        "bench.lineitem",
+        ns.from_spark_schema(lineitem.schema),
+        partition_by=["bucket(16, l_orderkey)"],
+        primary_key=list(KEYS),
+        format_version=3,
+        properties=PROPS,
+    )
+
+
 def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.Ratio]:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
@@ -90,14 +105,7 @@ def run(scale: float, runs: int, master: str = "local[2]") -> dict[str, harness.
 
         cat = neve.connect(f"sqlite:///{root}/neve.db", warehouse=str(root / "wh"))
         cat.create_namespace("bench")
-        table = cat.create_table(
-            "bench.lineitem",
-            ns.from_spark_schema(lineitem.schema),
-            partition_by=["bucket(16, l_orderkey)"],
-            primary_key=list(KEYS),
-            format_version=3,
-            properties=PROPS,
-        )
+        table = create_lineitem(cat, lineitem)
         t0 = time.perf_counter()
         ns.write(lineitem, table)
         loaded = time.perf_counter() - t0

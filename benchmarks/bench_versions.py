@@ -284,7 +284,7 @@ def bench_spark_steps(root: Path, other: Path, runs: int, scale: float) -> None:
 
 
 def bench_changelog_steps(root: Path, other: Path, runs: int, scale: float) -> None:
-    from bench_changelog import KEYS, PROPS
+    from bench_changelog import create_lineitem
     from bench_merge_spark import upsert_source
     from bench_spark import DATA
 
@@ -301,14 +301,7 @@ def bench_changelog_steps(root: Path, other: Path, runs: int, scale: float) -> N
     try:
         lineitem = spark.read.parquet(str(source))
         rows = upsert_source(spark, lineitem, max(1, int(30_000 * scale)), root / "up.parquet")
-        table = cat.create_table(
-            "bench.lineitem",
-            ns.from_spark_schema(lineitem.schema),
-            partition_by=["bucket(16, l_orderkey)"],
-            primary_key=list(KEYS),
-            format_version=3,
-            properties=PROPS,
-        )
+        table = create_lineitem(cat, lineitem)
         ns.write(lineitem, table)
         start = table.refresh().metadata.current_snapshot_id
         ns.upsert(spark, rows, table.refresh())
