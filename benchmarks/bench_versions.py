@@ -1,6 +1,7 @@
-"""neve against another version of itself, step by step: the pyarrow steps of the
-README's benchmarks, each run in fresh processes, this checkout's code and the code at
-``--other`` (a ``src`` folder, e.g. a worktree of an older commit) taking turns.
+"""neve against another version of itself, step by step: neve's side of the README's
+benchmarks (pyarrow and Spark steps), each run in fresh processes, this checkout's
+code and the code at ``--other`` (a ``src`` folder, e.g. a worktree of an older commit)
+taking turns.
 
 Why: a README ratio compares neve with a reference (pyiceberg, raw Spark) that is the
 same program in both versions, so whether a ratio got worse is whether neve's own time
@@ -316,8 +317,8 @@ def bench_orphans(root: Path, other: Path, runs: int, snapshots: int, files: int
 
     table = bench_maintenance.history_table(root, snapshots)
     bench_maintenance.add_strays(table.location, files)
-    uri, warehouse = f"sqlite:///{root}/neve-b.db", str(root / "neve-b-wh")
-    _versions("orphans", other, runs, ["orphans", uri, warehouse])
+    cat = table.catalog  # the catalog history_table made (its name: NAMES)
+    _versions("orphans", other, runs, ["orphans", cat.uri, cat.warehouse])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -328,7 +329,12 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--other", type=Path, required=True, help="the other version's src folder")
     p.add_argument("--only", default="plan,scan,upsert,spark,changelog,orphans")
-    p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of the scan step")
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="TPC-H scale of the scan, spark and changelog steps",
+    )
     p.add_argument("--quick", action="store_true", help="small tables, for a smoke run")
     harness.add_runs_argument(p, default=10)
     args = p.parse_args(argv)
