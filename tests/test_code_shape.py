@@ -1,5 +1,7 @@
 """The size rules of docs/STYLE.md, read off the parse trees of ``src/neve``: no
-function (or method, or nested function) over 100 lines, no module over 700 lines.
+function (or method, or nested function) over 100 lines, no module over 700 lines, and
+the transaction (``neve/table/transaction.py``, one orchestration for every engine)
+under 500.
 
 A function's length runs from its ``def`` line to its last line, docstring and
 comments included; a module's is its number of lines. A failure lists every offender
@@ -18,6 +20,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 MAX_FUNCTION_LINES = 100
 MAX_MODULE_LINES = 700
+#: The transaction holds orchestration only; engine plumbing lives in the engines.
+MAX_TRANSACTION_LINES = 499
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,15 @@ def test_no_function_or_module_over_its_limit() -> None:
     found = offenders(SRC)
     assert not found, f"{len(found)} over the size limits of docs/STYLE.md:\n" + "\n".join(
         f"src/{o}" for o in found
+    )
+
+
+def test_the_transaction_stays_under_500_lines() -> None:
+    path = SRC / "neve" / "table" / "transaction.py"
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_TRANSACTION_LINES, (
+        f"src/neve/table/transaction.py has {lines} lines (limit {MAX_TRANSACTION_LINES}): "
+        "move what one engine needs into that engine, or planning into neve.planning"
     )
 
 
