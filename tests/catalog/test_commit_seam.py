@@ -6,6 +6,7 @@ is a CommitFailedError that changes nothing (no new pointer, no file left behind
 from __future__ import annotations
 
 import os
+import pickle
 
 import pyarrow as pa
 import pytest
@@ -114,6 +115,25 @@ def test_a_stale_branch_requirement_fails_after_a_concurrent_append(
             [RemoveSnapshotRef(MAIN_BRANCH)],
         )
     assert catalog.load_table("db.t").scan().to_arrow().num_rows == 6
+
+
+def test_a_requirement_that_holds_only_on_a_version_this_catalog_has_not_seen(
+    catalog: Catalog, table: Table
+) -> None:
+    """A commit may start from the version its catalog last saw (a stale one would only
+    lose the swap); a requirement failing there is checked again on the current
+    version, which another process's catalog made."""
+    other = pickle.loads(pickle.dumps(catalog))  # a catalog of its own, as in another process
+    other.load_table("db.t").append(ROWS)
+    head = other.load_table("db.t").metadata.current_snapshot_id
+    assert head != table.metadata.current_snapshot_id
+    catalog.commit(
+        ("db", "t"), [AssertRefSnapshotId(MAIN_BRANCH, head)], [SetProperties({"k": "v"})]
+    )
+    fresh = other.load_table("db.t")
+    assert fresh.properties["k"] == "v"
+    assert fresh.metadata.current_snapshot_id == head
+    assert fresh.scan().to_arrow().num_rows == 6
 
 
 def test_updates_without_requirements_apply_on_top_of_a_concurrent_commit(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pytest
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
@@ -326,6 +327,30 @@ def test_connection_lost_before_update_changes_nothing(
         remove()
     assert set(os.listdir(folder)) == before
     assert pg_catalog._metadata_location(ident) == base
+
+
+def test_a_commit_from_the_version_last_seen_reads_no_pointer(sql_catalog: SqlCatalog) -> None:
+    """The swap's ``WHERE metadata_location = <base>`` refuses a stale base by itself, so
+    a commit starts from the version this catalog last committed: the pointer is
+    only updated, never read first."""
+    sql_catalog.create_namespace("db")
+    rows = pa.table({"id": pa.array([1, 2], pa.int64())})
+    table = sql_catalog.create_table("db.t", rows.schema)
+    table.append(rows)
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(" ".join(statement.split()).upper())
+
+    event.listen(sql_catalog.engine, "before_cursor_execute", record)
+    try:
+        table.append(rows)
+    finally:
+        event.remove(sql_catalog.engine, "before_cursor_execute", record)
+    pointer = [s for s in statements if "ICEBERG_TABLES" in s]
+    assert len(pointer) == 1, pointer
+    assert pointer[0].startswith("UPDATE ICEBERG_TABLES SET METADATA_LOCATION")
+    assert sql_catalog.load_table("db.t").scan().to_arrow().num_rows == 4
 
 
 def test_concurrent_property_updates(sql_catalog: SqlCatalog) -> None:

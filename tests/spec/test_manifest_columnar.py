@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 from neve.planning.manifests import (
+    FEW_ENTRIES,
     LazyManifest,
     decode_manifest_lazy,
     decode_manifests_lazy,
@@ -436,7 +437,9 @@ def _reencoded(data: bytes, codec: str) -> bytes:
     return out.getvalue()
 
 
-def _small_manifest(tmp_path: Path) -> tuple[bytes, ManifestFile, dict[int, PartitionSpec]]:
+def _small_manifest(
+    tmp_path: Path, count: int = 5
+) -> tuple[bytes, ManifestFile, dict[int, PartitionSpec]]:
     schema = Schema(NestedField(1, "d", DATE))
     spec = PartitionSpec(0, (PartitionField(1, 1000, IdentityTransform(), "d"),))
     entries = [
@@ -451,10 +454,10 @@ def _small_manifest(tmp_path: Path) -> tuple[bytes, ManifestFile, dict[int, Part
                 partition=(k - 2,),
                 record_count=k,
                 file_size_in_bytes=10 + k,
-                lower_bounds={1: bytes([k])},
+                lower_bounds={1: bytes([k % 256])},
             ),
         )
-        for k in range(5)
+        for k in range(count)
     ]
     fio = FileIO()
     m = write_manifest(
@@ -489,13 +492,25 @@ def test_damaged_manifest_raises_neve_error_through_the_columnar_path(tmp_path: 
 def test_the_environment_variable_chooses_the_decoder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data, m, specs = _small_manifest(tmp_path)
+    data, m, specs = _small_manifest(tmp_path, FEW_ENTRIES)
     monkeypatch.setenv("NEVE_MANIFEST_DECODER", "fastavro")
     assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is None
     monkeypatch.setenv("NEVE_MANIFEST_DECODER", "columnar")
     assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None
     monkeypatch.delenv("NEVE_MANIFEST_DECODER")
     assert decode_manifest_lazy(data, m, specs_by_id=specs)._columns is not None
+
+
+def test_manifests_of_few_entries_are_decoded_by_fastavro(tmp_path: Path) -> None:
+    """polars' set-up costs more than fastavro's whole decode of a small manifest (one
+    entry per commit is the common case): by default they go to fastavro, by the
+    manifest list's counts, and decode the same."""
+    data, m, specs = _small_manifest(tmp_path, FEW_ENTRIES - 1)
+    default = decode_manifest_lazy(data, m, specs_by_id=specs)
+    assert default._columns is None
+    forced = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
+    assert forced._columns is not None
+    assert default.entries() == forced.entries()
 
 
 def _decode_in_child(data: bytes, m: ManifestFile, specs: dict[int, PartitionSpec]) -> None:

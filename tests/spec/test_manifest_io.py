@@ -650,6 +650,64 @@ def test_manifest_metadata(tmp_path: Path, fio: FileIO) -> None:
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_long_manifest_list_carried_to_the_next_snapshot(
+    version: int, tmp_path: Path, fio: FileIO
+) -> None:
+    """Thousands of manifests (more than one Avro block holds by default), carried from
+    one list to the next as commits do, where each entry is encoded once: both lists read
+    back as written, through neve and through fastavro."""
+    content = ManifestContent.DATA
+    manifests = [
+        ManifestFile(
+            f"{tmp_path}/m-{i}.avro",
+            4000 + i,
+            i % 3,
+            content,
+            1 + i % 7,
+            1 + i % 5,
+            100 + i,
+            i % 2,
+            i % 3,
+            0,
+            10 * i,
+            2**40 + i,
+            0,
+            (FieldSummary(i % 2 == 0, None, to_bytes(LONG, -i), to_bytes(LONG, i)),),
+            None if i % 4 else b"k" * (i % 9),
+            None,
+        )
+        for i in range(3000)
+    ]
+    kw: dict[str, Any] = {"format_version": version, "parent_snapshot_id": None}
+    first = write_manifest_list(
+        fio,
+        f"{tmp_path}/snap-1.avro",
+        snapshot_id=1,
+        sequence_number=1,
+        manifests=manifests,
+        first_row_id=0 if version >= 3 else None,
+        **kw,
+    )
+    second = write_manifest_list(
+        fio,
+        f"{tmp_path}/snap-2.avro",
+        snapshot_id=2,
+        sequence_number=8,
+        manifests=first[1:],
+        first_row_id=10**9 if version >= 3 else None,
+        **kw,
+    )
+    assert second == first[1:]  # every row id and sequence number was assigned already
+    for path, expected in ((f"{tmp_path}/snap-1.avro", first), (f"{tmp_path}/snap-2.avro", second)):
+        got = read_manifest_list(fio, path)
+        if version == 1:  # v1 lists have no sequence numbers
+            expected = [m.with_(sequence_number=0, min_sequence_number=0) for m in expected]
+        assert got == expected
+        with open(path, "rb") as f:
+            assert sum(1 for _ in fastavro.reader(f)) == len(expected)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_manifest_list_metadata(version: int, tmp_path: Path, fio: FileIO) -> None:
     path = f"{tmp_path}/snap.avro"
     write_manifest_list(

@@ -998,6 +998,11 @@ def test_metadata_bytes_round_trip(md: TableMetadata, compress: bool) -> None:
     back = metadata_from_bytes(data)
     assert back == md
     assert metadata_to_bytes(back, compress=compress) == data
+    # the file is the compact text of metadata_to_json, also when its snapshots'
+    # encodings are reused (a commit writes its parent's snapshots again)
+    text = json.dumps(metadata_to_json(md), separators=(",", ":")).encode()
+    assert metadata_to_bytes(md) == text
+    assert metadata_to_bytes(md.with_(properties={**md.properties, "w": "1"})) != text
 
 
 @PARTS

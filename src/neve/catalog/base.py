@@ -441,10 +441,21 @@ class Catalog(ViewCatalog, ABC):
             return CommitResult(new, location)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def swap_checks_base(self) -> bool:
+        """Whether this catalog's swap alone refuses a stale base (a conditional
+        ``UPDATE``, a put-if-absent), so a commit's first attempt may start from
+        :meth:`latest_known` without asking the catalog for the current version."""
+        return False
+
     def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
-        """The version a commit attempt starts from: the table's current one, read from
-        the catalog. Catalogs whose swap alone detects a stale base may start from
-        :meth:`latest_known` instead (the filesystem catalog on object stores)."""
+        """The version a commit attempt starts from: the first attempt, where
+        :meth:`swap_checks_base`, from the version this catalog last loaded or
+        committed (a stale one only loses the swap); otherwise the table's current
+        one, read from the catalog."""
+        if attempt == 0 and self.swap_checks_base():
+            known = self.latest_known(ident)
+            if known is not None:
+                return known
         location = self._metadata_location(ident)
         return location, self.read_metadata(location)
 
@@ -460,16 +471,18 @@ class Catalog(ViewCatalog, ABC):
         ``requirements`` (:class:`CommitFailedError` when one does not hold or the
         updates do not apply). Writes nothing."""
         base_location, base = self.commit_base(ident, attempt)
-        for r in requirements:
-            r.check(base)
         try:
-            new = apply_updates(base, updates)
-        except NeveError as exc:
-            raise CommitFailedError(
-                f"the updates do not apply to the current metadata of {'.'.join(ident)} "
-                f"({exc}); reload the table and make the change again"
-            ) from exc
-        return base_location, next_metadata(new, base, base_location)
+            return base_location, _apply(ident, base_location, base, requirements, updates)
+        except CommitFailedError:
+            if attempt > 0 or not self.swap_checks_base():
+                raise
+            # started from the version last seen here, which another writer may have
+            # replaced since: only the current version can say the change does not apply
+            self.forget(ident)
+            current = self.commit_base(ident, attempt + 1)
+            if current[0] == base_location:
+                raise
+        return current[0], _apply(ident, *current, requirements, updates)
 
     def commit_transaction(
         self,
@@ -489,6 +502,8 @@ class Catalog(ViewCatalog, ABC):
             for ident, (_n, reqs, ups) in zip(idents, changes, strict=True)
         ]
         locations = self._commit_many(prepared)
+        for (ident, _b, md), location in zip(prepared, locations, strict=True):
+            self._remember(ident, location, md)
         return [
             CommitResult(md, loc) for (_i, _b, md), loc in zip(prepared, locations, strict=True)
         ]
@@ -553,3 +568,23 @@ class Catalog(ViewCatalog, ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"
+
+
+def _apply(
+    ident: Identifier,
+    base_location: str,
+    base: TableMetadata,
+    requirements: Sequence[TableRequirement],
+    updates: Sequence[TableUpdate],
+) -> TableMetadata:
+    """The metadata ``updates`` make of ``base`` once ``requirements`` hold there."""
+    for r in requirements:
+        r.check(base)
+    try:
+        new = apply_updates(base, updates)
+    except NeveError as exc:
+        raise CommitFailedError(
+            f"the updates do not apply to the current metadata of {'.'.join(ident)} "
+            f"({exc}); reload the table and make the change again"
+        ) from exc
+    return next_metadata(new, base, base_location)

@@ -208,16 +208,11 @@ class FilesystemCatalog(Catalog):
             self._queue.leave(self._path(ident, "metadata"), turn)
         return location
 
-    def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
+    def swap_checks_base(self) -> bool:
         """On an object store the first attempt starts from the version this catalog
         last loaded or committed, with no request: a stale one only makes the
-        put-if-absent find its version taken, and the next attempt reads the current
-        one."""
-        if self._remote and attempt == 0:
-            known = self.latest_known(ident)
-            if known is not None:
-                return known
-        return super().commit_base(ident, attempt)
+        put-if-absent find its version taken."""
+        return self._remote
 
     # -- namespaces ------------------------------------------------------------------
 

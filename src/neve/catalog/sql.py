@@ -25,14 +25,18 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Select,
     Table,
+    Update,
     and_,
+    bindparam,
     delete,
     insert,
     inspect,
@@ -266,14 +270,41 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
             return None
         return or_(_T.iceberg_type == TABLE_TYPE, _T.iceberg_type.is_(None))
 
-    def _table_where(self, ident: Identifier) -> ColumnElement[bool]:
+    @cached_property
+    def _table_where(self) -> ColumnElement[bool]:
+        """The row of one table, its name bound when the statement runs
+        (:meth:`_table_key`): statements are built once per catalog, since building one
+        costs several times what running it does on SQLite."""
         cond = and_(
-            _T.catalog_name == self.name,
-            _T.table_namespace == dotted_name(ident[:-1]),
-            _T.table_name == check_name(ident[-1]),
+            _T.catalog_name == bindparam("key_catalog"),
+            _T.table_namespace == bindparam("key_namespace"),
+            _T.table_name == bindparam("key_table"),
         )
         type_filter = self._type_filter()
         return cond if type_filter is None else and_(cond, type_filter)
+
+    def _table_key(self, ident: Identifier) -> dict[str, str]:
+        """The parameters of :attr:`_table_where` for ``ident``."""
+        return {
+            "key_catalog": self.name,
+            "key_namespace": dotted_name(ident[:-1]),
+            "key_table": check_name(ident[-1]),
+        }
+
+    @cached_property
+    def _location_query(self) -> Select[tuple[str]]:
+        return select(_T.metadata_location).where(self._table_where)
+
+    @cached_property
+    def _swap_statement(self) -> Update:
+        """The compare-and-swap: move the pointer from ``base`` to ``new``."""
+        return (
+            update(ICEBERG_TABLES)
+            .where(self._table_where, _T.metadata_location == bindparam("base"))
+            .values(
+                metadata_location=bindparam("new"), previous_metadata_location=bindparam("base")
+            )
+        )
 
     def _table_row(self, ident: Identifier, metadata_location: str) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -313,9 +344,7 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
 
     def _metadata_location(self, ident: Identifier) -> str:
         with self.reading(f"loading table {'.'.join(ident)}") as conn:
-            loc = conn.execute(
-                select(_T.metadata_location).where(self._table_where(ident))
-            ).scalar_one_or_none()
+            loc = conn.execute(self._location_query, self._table_key(ident)).scalar_one_or_none()
         if not loc:
             others = self._other_catalog_names(
                 and_(
@@ -382,6 +411,9 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
     def _register_table(self, ident: Identifier, metadata_location: str) -> str:
         self._insert_table(ident, metadata_location)
         return metadata_location
+
+    def swap_checks_base(self) -> bool:
+        return True  # the conditional UPDATE
 
     def _commit(self, ident: Identifier, base_location: str, metadata: TableMetadata) -> str:
         return self._commit_many([(ident, base_location, metadata)])[0]
@@ -461,15 +493,8 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
                 for (ident, base_location, _md), new_location in zip(
                     changes if queued is None else [], new_locations, strict=False
                 ):
-                    swap = (
-                        update(ICEBERG_TABLES)
-                        .where(self._table_where(ident), _T.metadata_location == base_location)
-                        .values(
-                            metadata_location=new_location,
-                            previous_metadata_location=base_location,
-                        )
-                    )
-                    if conn.execute(swap).rowcount != 1:
+                    swap = {**self._table_key(ident), "base": base_location, "new": new_location}
+                    if conn.execute(self._swap_statement, swap).rowcount != 1:
                         lost = (ident, base_location)
                         break
             except SQLAlchemyError as exc:
@@ -529,7 +554,9 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
 
     def _drop_table(self, ident: Identifier) -> None:
         with self.writing(f"dropping table {'.'.join(ident)}") as conn:
-            dropped = conn.execute(delete(ICEBERG_TABLES).where(self._table_where(ident))).rowcount
+            dropped = conn.execute(
+                delete(ICEBERG_TABLES).where(self._table_where), self._table_key(ident)
+            ).rowcount
         if dropped != 1:
             raise NoSuchTableError(f"table {'.'.join(ident)} does not exist")
 
@@ -538,11 +565,12 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
             with self.writing(f"renaming table {'.'.join(src)}") as conn:
                 moved = conn.execute(
                     update(ICEBERG_TABLES)
-                    .where(self._table_where(src))
+                    .where(self._table_where)
                     .values(
                         table_namespace=dotted_name(dst[:-1]),
                         table_name=check_name(dst[-1]),
-                    )
+                    ),
+                    self._table_key(src),
                 ).rowcount
         except IntegrityError as exc:
             raise TableAlreadyExistsError(

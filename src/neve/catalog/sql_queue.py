@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    bindparam,
     delete,
     insert,
     select,
@@ -46,6 +47,13 @@ COMMIT_QUEUE = Table(
     Column("heartbeat", Float(53), nullable=False),
 )
 _Q = COMMIT_QUEUE.c
+
+# Read by every swap: built once (building a statement costs more than running it).
+_ENTRIES = select(_Q.since, _Q.ticket, _Q.heartbeat).where(
+    _Q.catalog_name == bindparam("key_catalog"),
+    _Q.table_namespace == bindparam("key_namespace"),
+    _Q.table_name == bindparam("key_table"),
+)
 
 
 class _Host(Protocol):
@@ -82,8 +90,12 @@ class SqlCommitQueue:
         )
 
     def _entries(self, conn: Connection, ident: Identifier) -> Iterator[QueueEntry]:
-        rows = conn.execute(select(_Q.since, _Q.ticket, _Q.heartbeat).where(self._where(ident)))
-        for since, ticket, beat in rows:
+        key = {
+            "key_catalog": self.host.name,
+            "key_namespace": dotted_name(ident[:-1]),
+            "key_table": ident[-1],
+        }
+        for since, ticket, beat in conn.execute(_ENTRIES, key):
             yield QueueEntry(float(since), str(ticket), float(beat))
 
     def join(self, ident: Identifier, since: float) -> str:

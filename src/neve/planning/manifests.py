@@ -126,11 +126,25 @@ def decode_manifest_lazy(
 
     ``columnar`` chooses the decoder: polars' columnar reader (True; files it cannot
     read go to fastavro), fastavro alone (False), or as ``NEVE_MANIFEST_DECODER`` says
-    (None, the default; see :mod:`neve.planning.manifest_columnar`)."""
+    (None, the default; see :mod:`neve.planning.manifest_columnar`), except that
+    manifests the manifest list counts fewer than :data:`FEW_ENTRIES` entries in go to
+    fastavro, which decodes them before polars has set up its read."""
     try:
         return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar, prepared)
     except _DECODE_ERRORS as exc:
         raise _damaged(manifest, exc) from exc
+
+
+#: Below this many entries (by the manifest list's counts) fastavro decodes a manifest
+#: faster than polars: measured here, eagerly, 0.26 against 1.3 ms for one entry, 0.86
+#: against 1.7 ms for ten, 3.8 against 2.3 ms for thirty.
+FEW_ENTRIES = 16
+
+
+def _few_entries(manifest: ManifestFile) -> bool:
+    # counts of 0 say nothing (old v1 lists may lack them): the default decoder reads it
+    m = manifest
+    return 0 < m.added_files_count + m.existing_files_count + m.deleted_files_count < FEW_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -336,7 +350,7 @@ class LazyManifest:
         self._partition_of = plan.partition
         self._schema = plan.schema
         if columnar is None:
-            columnar = columnar_enabled()
+            columnar = columnar_enabled() and not _few_entries(manifest)
         columns = None
         if columnar:
             columns = prepared if prepared is not None else read_columns(data, header, plan.schema)

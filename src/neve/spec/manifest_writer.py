@@ -13,13 +13,16 @@ import json
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+import fastavro.write
 
 from neve.errors import ValidationError
 from neve.io.fileio import FileIO
 from neve.spec import avro_schemas as _schemas
+from neve.spec.encoded import EncodedCache
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -462,7 +465,8 @@ def write_manifest_list(
             next_row_id += m.existing_rows_count + m.added_rows_count
         out.append(m.with_(**changes) if changes else m)
 
-    records = [_manifest_file_record(m, format_version) for m in out]
+    schema = _schemas.parsed_manifest_file_schema(format_version)
+    records = [_encoded_manifest_file(schema, m, format_version, path) for m in out]
     metadata = {
         "snapshot-id": str(snapshot_id),
         "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
@@ -472,9 +476,39 @@ def write_manifest_list(
         metadata["sequence-number"] = str(sequence_number)
     if format_version >= 3 and first_row_id is not None:
         metadata["first-row-id"] = str(first_row_id)
-    data = _encode(_schemas.parsed_manifest_file_schema(format_version), records, metadata, path)
-    io.write_bytes(path, data)
+    buf = _io.BytesIO()
+    writer = fastavro.write.Writer(buf, schema, codec=_CODEC, metadata=metadata)
+    if records:
+        writer.write_block(_Block(_io.BytesIO(b"".join(records)), len(records)))
+    writer.flush()
+    io.write_bytes(path, buf.getvalue())
     return out
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Records already encoded, as ``fastavro``'s ``Writer.write_block`` takes them (it
+    compresses ``bytes_`` with the file's codec and frames it as one Avro block)."""
+
+    bytes_: _io.BytesIO
+    num_records: int
+
+
+#: Manifest list entries encoded as Avro records: a snapshot's list carries its
+#: parent's entries, each encoded once.
+_ENCODED: EncodedCache[bytes] = EncodedCache(10_000)
+
+
+def _encoded_manifest_file(schema: Any, m: ManifestFile, format_version: int, path: str) -> bytes:
+    def encode() -> bytes:
+        buf = _io.BytesIO()
+        try:
+            fastavro.schemaless_writer(buf, schema, _manifest_file_record(m, format_version))
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise ValidationError(f"cannot encode {path}: {exc}; check the values written") from exc
+        return buf.getvalue()
+
+    return _ENCODED.get(m, format_version, encode)
 
 
 def _manifest_file_record(m: ManifestFile, format_version: int) -> dict[str, Any]:

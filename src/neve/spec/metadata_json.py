@@ -13,6 +13,7 @@ from typing import Any
 
 from neve.errors import SchemaError, UnsupportedFormatVersionError, ValidationError
 from neve.spec import values
+from neve.spec.encoded import EncodedCache
 from neve.spec.partition import PARTITION_DATA_ID_START, PartitionField, PartitionSpec
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from neve.spec.schema import Schema
@@ -315,6 +316,13 @@ def _opt_int(v: Any) -> int | None:
 
 
 def metadata_to_json(md: TableMetadata) -> dict[str, Any]:
+    head, tail = _metadata_parts(md)
+    snapshots = [snapshot_to_json(s, md.format_version) for s in md.snapshots]
+    return {**head, "snapshots": snapshots, **tail}
+
+
+def _metadata_parts(md: TableMetadata) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fields of the metadata JSON before its snapshots and after them."""
     v = md.format_version
     if v not in SUPPORTED_FORMAT_VERSIONS:
         raise UnsupportedFormatVersionError(
@@ -343,20 +351,22 @@ def metadata_to_json(md: TableMetadata) -> dict[str, Any]:
         md.current_snapshot_id if md.current_snapshot_id is not None else -1
     )
     out["refs"] = {name: ref_to_json(r) for name, r in md.refs.items()}
-    out["snapshots"] = [snapshot_to_json(s, v) for s in md.snapshots]
-    out["statistics"] = [dict(s) for s in md.statistics]
-    out["partition-statistics"] = [dict(s) for s in md.partition_statistics]
-    out["snapshot-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
-    ]
-    out["metadata-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
-    ]
-    out["sort-orders"] = [sort_order_to_json(o) for o in md.sort_orders]
-    out["default-sort-order-id"] = md.default_sort_order_id
+    tail: dict[str, Any] = {
+        "statistics": [dict(s) for s in md.statistics],
+        "partition-statistics": [dict(s) for s in md.partition_statistics],
+        "snapshot-log": [
+            {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
+        ],
+        "metadata-log": [
+            {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file}
+            for e in md.metadata_log
+        ],
+        "sort-orders": [sort_order_to_json(o) for o in md.sort_orders],
+        "default-sort-order-id": md.default_sort_order_id,
+    }
     if v >= 3:
-        out["next-row-id"] = md.next_row_id if md.next_row_id is not None else 0
-    return out
+        tail["next-row-id"] = md.next_row_id if md.next_row_id is not None else 0
+    return out, tail
 
 
 def metadata_from_json(data: Mapping[str, Any]) -> TableMetadata:
@@ -480,11 +490,31 @@ def _metadata_from_json(version: int, data: Mapping[str, Any]) -> TableMetadata:
     )
 
 
+#: Snapshots as compact JSON text: each metadata file a commit writes repeats every
+#: snapshot of its parent's, so each is encoded once.
+_SNAPSHOT_JSON: EncodedCache[str] = EncodedCache(50_000)
+
+
 def metadata_to_bytes(md: TableMetadata, compress: bool = False) -> bytes:
-    raw = json.dumps(metadata_to_json(md), separators=(",", ":")).encode()
+    """The metadata file's bytes: :func:`metadata_to_json` as compact JSON."""
+    head, tail = _metadata_parts(md)
+    v = md.format_version
+    snapshots = ",".join(_snapshot_text(s, v) for s in md.snapshots)
+    text = f'{_compact(head)[:-1]},"snapshots":[{snapshots}],{_compact(tail)[1:]}'
+    raw = text.encode()
     # mtime=0, as Java's GZIPOutputStream writes: the same metadata gives the
     # same bytes whenever it is written
     return gzip.compress(raw, mtime=0) if compress else raw
+
+
+def _snapshot_text(s: Snapshot, format_version: int) -> str:
+    return _SNAPSHOT_JSON.get(
+        s, format_version, lambda: _compact(snapshot_to_json(s, format_version))
+    )
+
+
+def _compact(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"))
 
 
 def metadata_from_bytes(data: bytes) -> TableMetadata:
