@@ -69,6 +69,8 @@ from neve.catalog.sql_tables import (
     check_name,
     dotted_name,
     parse_version,
+    table_key,
+    table_match,
 )
 from neve.catalog.sql_views import SqlViews
 from neve.errors import (
@@ -272,24 +274,14 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
 
     @cached_property
     def _table_where(self) -> ColumnElement[bool]:
-        """The row of one table, its name bound when the statement runs
-        (:meth:`_table_key`): statements are built once per catalog, since building one
-        costs several times what running it does on SQLite."""
-        cond = and_(
-            _T.catalog_name == bindparam("key_catalog"),
-            _T.table_namespace == bindparam("key_namespace"),
-            _T.table_name == bindparam("key_table"),
-        )
+        """The row of one table (not a view), built once per catalog; its name is
+        bound when the statement runs (:meth:`_table_key`)."""
+        cond = table_match(ICEBERG_TABLES)
         type_filter = self._type_filter()
         return cond if type_filter is None else and_(cond, type_filter)
 
     def _table_key(self, ident: Identifier) -> dict[str, str]:
-        """The parameters of :attr:`_table_where` for ``ident``."""
-        return {
-            "key_catalog": self.name,
-            "key_namespace": dotted_name(ident[:-1]),
-            "key_table": check_name(ident[-1]),
-        }
+        return table_key(self.name, ident)
 
     @cached_property
     def _location_query(self) -> Select[tuple[str]]:

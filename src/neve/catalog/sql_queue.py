@@ -18,19 +18,17 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
-    bindparam,
     delete,
     insert,
     select,
     update,
 )
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.sql.elements import ColumnElement
 
 import neve.catalog.commit_queue as commit_queue
 from neve.catalog.base import Identifier
 from neve.catalog.commit_queue import QueueEntry, head, new_ticket
-from neve.catalog.sql_tables import dotted_name
+from neve.catalog.sql_tables import dotted_name, table_key, table_match
 
 __all__ = ["COMMIT_QUEUE", "SqlCommitQueue"]
 
@@ -48,12 +46,10 @@ COMMIT_QUEUE = Table(
 )
 _Q = COMMIT_QUEUE.c
 
-# Read by every swap: built once (building a statement costs more than running it).
-_ENTRIES = select(_Q.since, _Q.ticket, _Q.heartbeat).where(
-    _Q.catalog_name == bindparam("key_catalog"),
-    _Q.table_namespace == bindparam("key_namespace"),
-    _Q.table_name == bindparam("key_table"),
-)
+# The queue of one table, its name bound when the statement runs (table_key); read
+# by every swap, so built once.
+_OF_TABLE = table_match(COMMIT_QUEUE)
+_ENTRIES = select(_Q.since, _Q.ticket, _Q.heartbeat).where(_OF_TABLE)
 
 
 class _Host(Protocol):
@@ -82,20 +78,8 @@ class SqlCommitQueue:
             return False
         return True
 
-    def _where(self, ident: Identifier) -> ColumnElement[bool]:
-        return (
-            (_Q.catalog_name == self.host.name)
-            & (_Q.table_namespace == dotted_name(ident[:-1]))
-            & (_Q.table_name == ident[-1])
-        )
-
     def _entries(self, conn: Connection, ident: Identifier) -> Iterator[QueueEntry]:
-        key = {
-            "key_catalog": self.host.name,
-            "key_namespace": dotted_name(ident[:-1]),
-            "key_table": ident[-1],
-        }
-        for since, ticket, beat in conn.execute(_ENTRIES, key):
+        for since, ticket, beat in conn.execute(_ENTRIES, table_key(self.host.name, ident)):
             yield QueueEntry(float(since), str(ticket), float(beat))
 
     def join(self, ident: Identifier, since: float) -> str:
@@ -124,8 +108,9 @@ class SqlCommitQueue:
             with self.host.writing(f"waiting to commit to {'.'.join(ident)}") as conn:
                 conn.execute(
                     update(COMMIT_QUEUE)
-                    .where(self._where(ident), _Q.ticket == ticket)
-                    .values(heartbeat=now)
+                    .where(_OF_TABLE, _Q.ticket == ticket)
+                    .values(heartbeat=now),
+                    table_key(self.host.name, ident),
                 )
             entries = [e if e is not mine else QueueEntry(e.since, ticket, now) for e in entries]
         first = head(entries, now)
@@ -138,7 +123,10 @@ class SqlCommitQueue:
     def remove(self, conn: Connection, ident: Identifier, ticket: str) -> None:
         """Inside a transaction: drop ``ticket`` (a swap made with it drops it, so the
         next writer's turn starts when the swap commits)."""
-        conn.execute(delete(COMMIT_QUEUE).where(self._where(ident), _Q.ticket == ticket))
+        conn.execute(
+            delete(COMMIT_QUEUE).where(_OF_TABLE, _Q.ticket == ticket),
+            table_key(self.host.name, ident),
+        )
 
     def refuses(self, conn: Connection, ident: Identifier, turn: str | None) -> bool:
         """Inside a swap's transaction: whether an older live ticket than ``turn`` (the

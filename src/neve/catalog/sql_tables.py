@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import Column, MetaData, String, Table
+from sqlalchemy import Column, ColumnElement, MetaData, String, Table, and_, bindparam
 
 from neve.catalog.base import Identifier
 from neve.errors import ValidationError
@@ -32,6 +32,8 @@ __all__ = [
     "dotted_name",
     "like_prefix",
     "parse_version",
+    "table_key",
+    "table_match",
 ]
 
 EXISTS_KEY = "exists"  # the marker property Iceberg-Java writes on every namespace
@@ -70,6 +72,28 @@ def dotted_name(namespace: Identifier) -> str:
                 "namespaces dotted ('a.b'), so pick names without dots"
             )
     return ".".join(namespace)
+
+
+def table_match(table: Table) -> ColumnElement[bool]:
+    """The rows of one table in ``table`` (keyed like ``iceberg_tables`` by
+    ``catalog_name``, ``table_namespace``, ``table_name``), its name bound when the
+    statement runs (:func:`table_key`): statements on the commit path are built once,
+    since building one costs several times what running it does on SQLite."""
+    c = table.c
+    return and_(
+        c.catalog_name == bindparam("key_catalog"),
+        c.table_namespace == bindparam("key_namespace"),
+        c.table_name == bindparam("key_table"),
+    )
+
+
+def table_key(catalog_name: str, ident: Identifier) -> dict[str, str]:
+    """The parameters of :func:`table_match` for table ``ident`` of a catalog."""
+    return {
+        "key_catalog": catalog_name,
+        "key_namespace": dotted_name(ident[:-1]),
+        "key_table": check_name(ident[-1]),
+    }
 
 
 def check_name(name: str, what: str = "table") -> str:

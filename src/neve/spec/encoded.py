@@ -39,6 +39,3 @@ class EncodedCache(Generic[_V]):
                 self._entries.clear()
             self._entries[key] = (obj, value)
         return value
-
-    def __len__(self) -> int:
-        return len(self._entries)

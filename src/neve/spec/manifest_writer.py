@@ -12,7 +12,8 @@ import io as _io
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -405,11 +406,19 @@ def _encode(
     parsed_schema: Any, records: list[dict[str, Any]], metadata: dict[str, str], path: str
 ) -> bytes:
     buf = _io.BytesIO()
-    try:
+    with _values_of(path):
         fastavro.writer(buf, parsed_schema, records, codec=_CODEC, metadata=metadata)
+    return buf.getvalue()
+
+
+@contextmanager
+def _values_of(path: str) -> Iterator[None]:
+    """What fastavro raises for a value it cannot encode, as a ValidationError naming
+    the file being written."""
+    try:
+        yield
     except (TypeError, ValueError, OverflowError, AttributeError) as exc:
         raise ValidationError(f"cannot encode {path}: {exc}; check the values written") from exc
-    return buf.getvalue()
 
 
 # ======================================================================================
@@ -502,10 +511,8 @@ _ENCODED: EncodedCache[bytes] = EncodedCache(10_000)
 def _encoded_manifest_file(schema: Any, m: ManifestFile, format_version: int, path: str) -> bytes:
     def encode() -> bytes:
         buf = _io.BytesIO()
-        try:
+        with _values_of(path):
             fastavro.schemaless_writer(buf, schema, _manifest_file_record(m, format_version))
-        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
-            raise ValidationError(f"cannot encode {path}: {exc}; check the values written") from exc
         return buf.getvalue()
 
     return _ENCODED.get(m, format_version, encode)
