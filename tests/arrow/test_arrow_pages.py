@@ -146,10 +146,15 @@ def test_rows_at_positions_equal_a_whole_read(
     path = tmp_path / f"{uuid.uuid4()}.parquet"  # a new file, as data files are
     _write(path, table, options)
     whole = pq.read_table(path)
-    wanted = data.draw(st.lists(st.integers(0, n - 1), max_size=40, unique=True), label="rows")
-    positions = np.array(sorted(wanted), dtype=np.int64)
-    got = read_positions(FileIO(), str(path), whole.schema, positions)
-    assert same(got, whole.take(pa.array(positions, pa.int64()))), (options, positions)
+    # the first read of a file plans its pages row group by row group, later ones (the
+    # pages of every row group then known) for the whole file at once where they can
+    for read in range(3):
+        wanted = data.draw(
+            st.lists(st.integers(0, n - 1), max_size=40, unique=True), label=f"rows {read}"
+        )
+        positions = np.array(sorted(wanted), dtype=np.int64)
+        got = read_positions(FileIO(), str(path), whole.schema, positions)
+        assert same(got, whole.take(pa.array(positions, pa.int64()))), (options, positions)
     path.unlink()
 
 
@@ -328,3 +333,32 @@ def test_spliced_footers_keep_each_chunks_metadata(tmp_path: Path) -> None:
                 assert not {10, 12, 13, 14, 15, 16, 17} & set(meta)
         metadata = pq.ParquetFile(pa.BufferReader(data)).metadata
         assert metadata.num_rows == sum(g.rows for g in unit.groups)
+
+
+def test_later_reads_plan_the_pages_of_the_whole_file_at_once(tmp_path: Path) -> None:
+    """From a file's second read on, a leaf without dictionary pages has its pages
+    planned across row groups at once (arrow/page_plan.py), and reads the same rows;
+    a leaf with dictionary pages is planned row group by row group still."""
+    rnd = np.random.default_rng(3)
+    table = _table(["s", "d", "i"], 3000, 5)
+    path = tmp_path / "pages.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        use_dictionary=["i"],
+        max_rows_per_page=7,
+        row_group_size=400,
+        compression="none",
+    )
+    whole = pq.read_table(path)
+    for k in (1, 2, 40, 1, 300):
+        for _ in range(3):
+            positions = np.sort(rnd.choice(3000, size=k, replace=False)).astype(np.int64)
+            got = read_positions(FileIO(), str(path), whole.schema, positions)
+            assert same(got, whole.take(pa.array(positions, pa.int64()))), positions
+    layout = layout_cache.get(str(path), path.stat().st_size)
+    assert layout is not None
+    by_name = {leaf.path[0]: leaf.index for leaf in layout.leaves}
+    assert all(layout.file_pages[by_name[c]] is not None for c in ("id", "s", "d"))
+    assert layout.file_pages[by_name["i"]] is None

@@ -35,6 +35,7 @@ from neve.arrow.page_file import (
     executor,
     open_page_file,
 )
+from neve.arrow.page_plan import file_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
 from neve.arrow.splice import DecodeUnit, PageGroup, splice
 from neve.arrow.thrift import decode_struct
@@ -218,24 +219,16 @@ def _units(layout: ParquetLayout, columns: Sequence[str]) -> list[DecodeUnit]:
     return units
 
 
-def _plan(
-    layout: ParquetLayout,
-    reader: PageFile,
-    units: list[DecodeUnit],
-    positions: Ints,
-    crossover: float,
+def _load_pages(
+    layout: ParquetLayout, reader: PageFile, units: list[DecodeUnit], touched: Ints, complete: bool
 ) -> None:
-    starts = layout.group_starts
-    group_of = np.searchsorted(starts, positions, side="right") - 1
-    touched = _distinct(group_of)
-    bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
+    """Find the pages of the units' single-leaf chunks: in the row groups ``touched`` on
+    a file's first read, in every row group from its second (``complete``) on: offset
+    indexes lie together (one read), and a sampler touches every row group soon, so one
+    take pays rather than each (a one-off take, or a cold process, loads only what it
+    needs). Chunks without an offset index of a local file have their headers read."""
     paged = [u.leaves[0].index for u in units if len(u.leaves) == 1]
-    # from a file's second read on, the pages of every row group at once (offset
-    # indexes lie together, one read; headers where there is none): a sampler touches
-    # them all soon, and one take pays, not each (the first read of a file, maybe a
-    # one-off or a cold process, loads only what it needs)
-    groups = range(len(layout.chunks)) if layout.read_before else touched.tolist()
-    layout.read_before = True
+    groups = range(len(layout.chunks)) if complete else touched.tolist()
     wanted: list[tuple[int, int]] = []
     walk: list[tuple[int, int]] = []
     for g in groups:
@@ -244,18 +237,49 @@ def _plan(
             if chunks[leaf].pages is None and not chunks[leaf].walked:
                 (wanted if chunks[leaf].offset_index is not None else walk).append((g, leaf))
     layout.load_page_indexes(reader, wanted)
-    if walk and reader.local:  # chunks without an offset index: their page headers tell
+    if walk and reader.local:
         layout.walk_pages(reader, walk)
-    for k, g in enumerate(touched.tolist()):
+
+
+def _plan(
+    layout: ParquetLayout,
+    reader: PageFile,
+    units: list[DecodeUnit],
+    positions: Ints,
+    crossover: float,
+) -> list[int]:
+    """Plan the units' page groups for ``positions``; returns the row groups touched."""
+    starts = layout.group_starts
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    touched = _distinct(group_of)
+    complete = layout.read_before
+    layout.read_before = True
+    at_once = [file_pages(layout, u, False) for u in units]
+    if any(p is None for p in at_once):
+        _load_pages(layout, reader, units, touched, complete)
+        at_once = [
+            p or file_pages(layout, u, complete) for p, u in zip(at_once, units, strict=True)
+        ]
+    by_group = []
+    for u, pages in zip(units, at_once, strict=True):
+        group = None if pages is None else pages.plan(positions, crossover)
+        if group is not None:
+            u.groups.append(group)
+        else:
+            by_group.append(u)
+    bounds = [*np.searchsorted(group_of, touched, side="left").tolist(), len(positions)]
+    for k, g in enumerate(touched.tolist() if by_group else ()):
         local = positions[bounds[k] : bounds[k + 1]] - starts[g]
         rows = layout.group_rows[g]
-        for u in units:
+        for u in by_group:
             chunks = [layout.chunks[g][leaf.index] for leaf in u.leaves]
             if len(chunks) == 1 and chunks[0].pages is not None:
                 group, share = _plan_pages(g, chunks[0], u.leaves[0].repeated, local, rows)
                 u.groups.append(group if share <= crossover else _whole(g, chunks, local, rows))
             else:
                 u.groups.append(_whole(g, chunks, local, rows))
+    out: list[int] = touched.tolist()
+    return out
 
 
 def _aligned(units: list[DecodeUnit]) -> list[DecodeUnit]:
@@ -333,13 +357,14 @@ TAKE_SPARSE_SHARE = 0.75
 
 
 def _dense(
-    layout: ParquetLayout, units: list[DecodeUnit], ranges: list[tuple[int, int]], share: float
+    layout: ParquetLayout,
+    units: list[DecodeUnit],
+    touched: list[int],
+    ranges: list[tuple[int, int]],
+    share: float,
 ) -> bool:
     whole = sum(
-        layout.chunks[g.number][leaf.index].length
-        for u in units
-        for g in u.groups
-        for leaf in u.leaves
+        layout.chunks[g][leaf.index].length for u in units for g in touched for leaf in u.leaves
     )
     return sum(r[1] for r in ranges) > share * whole
 
@@ -395,10 +420,10 @@ def read_positions(
         if not len(positions):
             return target.empty_table()
         units = _units(layout, target.names)
-        _plan(layout, reader, units, positions, crossover)
+        touched = _plan(layout, reader, units, positions, crossover)
         units = _aligned(units)
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
-        if sparse_share is not None and _dense(layout, units, ranges, sparse_share):
+        if sparse_share is not None and _dense(layout, units, touched, ranges, sparse_share):
             return None
         blobs = reader.read_ranges(ranges)
         _settle_dictionaries(units, blobs, reader)

@@ -154,6 +154,9 @@ class ParquetLayout:
     #: were read from the file before (the page reader's)
     schemas: dict[frozenset[int], Any] = field(default_factory=dict, repr=False)
     read_before: bool = False
+    #: per leaf, its pages across every row group where a take can plan them at once
+    #: (the page reader's, arrow/pages.py), or None where it cannot
+    file_pages: dict[int, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @functools.cached_property
