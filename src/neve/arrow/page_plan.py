@@ -35,20 +35,45 @@ class FilePages:
     group: Ints
     counts: Ints
 
-    def plan(self, positions: Ints, crossover: float) -> PageGroup | None:
+    def plan(
+        self, positions: Ints, crossover: float, memo: dict[int, _Chosen | None]
+    ) -> PageGroup | None:
         """The pages holding ``positions`` (sorted, distinct) as one group, where in no
         row group more than ``crossover`` of the pages are chosen (else None: such a
-        chunk is read whole, row group by row group)."""
-        if len(positions) == 1:  # a take of few rows: one per file, in scalars
-            return self._one(int(positions[0]))
-        page_of = np.searchsorted(self.first, positions, side="right") - 1
-        if len(page_of) > 1:
-            keep = np.empty(len(page_of), dtype=bool)
-            keep[0] = True
-            np.not_equal(page_of[1:], page_of[:-1], out=keep[1:])
-            chosen = page_of[keep]
+        chunk is read whole, row group by row group). ``memo`` keeps the choice for
+        leaves whose pages hold the same rows (they share ``first``)."""
+        key = id(self.first)
+        if key in memo:
+            chosen = memo[key]
         else:
-            chosen = page_of
+            chosen = memo[key] = self._choose(positions, crossover)
+        if chosen is None:
+            return None
+        pages = chosen.pages
+        if len(pages) == 1:
+            p = int(pages[0])
+            ranges = [(int(self.offsets[p]), int(self.sizes[p]))]
+        else:
+            ranges = list(
+                zip(self.offsets[pages].tolist(), self.sizes[pages].tolist(), strict=True)
+            )
+        n = chosen.rows
+        return PageGroup(chosen.group, [None], [ranges], [n], n, chosen.index, spans=chosen.spans)
+
+    def _choose(self, positions: Ints, crossover: float) -> _Chosen | None:
+        if len(positions) == 1:  # a take of few rows: one per file, in scalars
+            row = int(positions[0])
+            p = int(self.first.searchsorted(row, side="right")) - 1
+            start = int(self.first[p])
+            n = int(self.first[p + 1]) - start
+            spans = start.to_bytes(8, "little") + n.to_bytes(8, "little")
+            at = np.array([row - start], dtype=np.int64)
+            return _Chosen(np.array([p]), int(self.group[p]), n, at, spans)
+        page_of = np.searchsorted(self.first, positions, side="right") - 1
+        keep = np.empty(len(page_of), dtype=bool)
+        keep[0] = True
+        np.not_equal(page_of[1:], page_of[:-1], out=keep[1:])
+        chosen = page_of[keep]
         per_group = np.bincount(self.group[chosen], minlength=len(self.counts))
         if (per_group > crossover * self.counts).any():
             return None
@@ -58,19 +83,21 @@ class FilePages:
         np.cumsum(rows[:-1], out=out_start[1:])
         slot = np.searchsorted(chosen, page_of)
         index: Ints = out_start[slot] + (positions - starts[slot])
-        ranges = list(zip(self.offsets[chosen].tolist(), self.sizes[chosen].tolist(), strict=True))
-        n = int(rows.sum())
         spans = starts.tobytes() + rows.tobytes()
-        return PageGroup(int(self.group[chosen[0]]), [None], [ranges], [n], n, index, spans=spans)
+        return _Chosen(chosen, int(self.group[chosen[0]]), int(rows.sum()), index, spans)
 
-    def _one(self, row: int) -> PageGroup:
-        p = int(self.first.searchsorted(row, side="right")) - 1
-        start = int(self.first[p])
-        n = int(self.first[p + 1]) - start
-        ranges = [(int(self.offsets[p]), int(self.sizes[p]))]
-        index = np.array([row - start], dtype=np.int64)
-        spans = start.to_bytes(8, "little") + n.to_bytes(8, "little")
-        return PageGroup(int(self.group[p]), [None], [ranges], [n], n, index, spans=spans)
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The pages chosen for a take's rows (numbers into a :class:`FilePages`), the row
+    group of the first, their rows, where each wanted row is among them, and their
+    spans (first rows and counts, for lining units up)."""
+
+    pages: Ints
+    group: int
+    rows: int
+    index: Ints
+    spans: bytes
 
 
 def file_pages(layout: ParquetLayout, unit: DecodeUnit, complete: bool) -> FilePages | None:
@@ -97,8 +124,13 @@ def file_pages(layout: ParquetLayout, unit: DecodeUnit, complete: bool) -> FileP
         first = [p.first_rows + starts[g] for g, p in enumerate(pages)]
         first.append(np.array([layout.num_rows], dtype=np.int64))
         counts = np.array([len(p.first_rows) for p in pages], dtype=np.int64)
+        starts_all = np.concatenate(first)
+        for other in layout.file_pages.values():  # leaves whose pages hold the same rows
+            if other is not None and np.array_equal(other.first, starts_all):
+                starts_all = other.first
+                break
         out = FilePages(
-            np.concatenate(first),
+            starts_all,
             np.concatenate([p.offsets for p in pages]),
             np.concatenate([p.sizes for p in pages]),
             np.repeat(np.arange(len(pages), dtype=np.int64), counts),

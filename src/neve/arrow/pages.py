@@ -19,6 +19,7 @@ up) is read by whole column chunks of the row groups touched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -261,8 +262,9 @@ def _plan(
             p or file_pages(layout, u, complete) for p, u in zip(at_once, units, strict=True)
         ]
     by_group = []
+    memo: dict[int, Any] = {}
     for u, pages in zip(units, at_once, strict=True):
-        group = None if pages is None else pages.plan(positions, crossover)
+        group = None if pages is None else pages.plan(positions, crossover, memo)
         if group is not None:
             u.groups.append(group)
         else:

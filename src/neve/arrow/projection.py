@@ -47,7 +47,8 @@ def project_batch(
     if not target.fields:
         # no columns, but still the rows (a batch built from no arrays has none)
         return batch.select([]).replace_schema_metadata(schema.metadata)
-    columns = [(f, batch.column(f.name)) for f in file_schema if f.name in batch.schema.names]
+    have = set(batch.schema.names)  # (``batch.schema`` is a new object at each call)
+    columns = [(f, batch.column(f.name)) for f in file_schema if f.name in have]
     arrays = _project_fields(columns, target.fields, batch.num_rows, constants or {})
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

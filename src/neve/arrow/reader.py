@@ -343,6 +343,8 @@ class _FileRead:
             batch = batch.filter(self.exact)
         if not batch.num_rows:
             return None
+        if batch.schema.equals(to_arrow_schema(self.projected_schema), check_metadata=True):
+            return batch  # already the projection (a take: its columns, then _pos)
         return project_batch(batch, batch.schema, self.projected_schema)
 
     def row_group_batches(
