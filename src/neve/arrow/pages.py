@@ -19,6 +19,8 @@ up) is read by whole column chunks of the row groups touched.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,7 @@ from neve.arrow.page_file import (
 )
 from neve.arrow.page_plan import file_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
-from neve.arrow.splice import DecodeUnit, PageGroup, splice
+from neve.arrow.splice import DecodeUnit, PageGroup, joined_across_files, splice, splice_key
 from neve.arrow.thrift import decode_struct
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
@@ -54,6 +56,7 @@ __all__ = [
     "live_rows_at",
     "open_page_file",
     "read_positions",
+    "read_positions_of_files",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -392,6 +395,67 @@ def _combined(column: pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
 
+@dataclass
+class _Prepared:
+    """A file's reads planned and its pages read, ready to decode."""
+
+    layout: ParquetLayout
+    units: list[DecodeUnit]
+    blobs: dict[int, memoryview]
+    nbytes: int
+
+
+def _prepare(
+    io: FileIO,
+    path: str,
+    target: pa.Schema,
+    positions: Ints,
+    stats: ReadStats | None,
+    crossover: float,
+    sparse_share: float | None,
+    opened: tuple[ParquetLayout, PageFile] | None,
+) -> _Prepared | pa.Table | None:
+    """Plan and read the pages (see :func:`read_positions`): an empty table for no
+    positions, None where the pages are over ``sparse_share`` of the chunks' bytes."""
+    layout, reader = opened or open_page_file(io, path, stats)
+    try:
+        if len(positions) and (positions[0] < 0 or positions[-1] >= layout.num_rows):
+            raise NeveIOError(
+                f"row positions {int(positions[0])}..{int(positions[-1])} lie outside "
+                f"{path}, which holds {layout.num_rows} rows"
+            )
+        if not len(positions):
+            return target.empty_table()
+        units = _units(layout, target.names)
+        touched = _plan(layout, reader, units, positions, crossover)
+        units = _aligned(units)
+        ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
+        if sparse_share is not None and _dense(layout, units, touched, ranges, sparse_share):
+            return None
+        blobs = reader.read_ranges(ranges)
+        _settle_dictionaries(units, blobs, reader)
+    finally:
+        reader.close()
+    return _Prepared(layout, units, blobs, sum(r[1] for r in ranges))
+
+
+def _assemble(target: pa.Schema, decoded: Sequence[pa.Table]) -> pa.Table:
+    """The columns of ``target`` from the decoded units' columns."""
+    by_top: dict[str, list[pa.Array]] = {}
+    for table in decoded:
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            by_top.setdefault(name, []).append(_combined(column))
+    arrays = [_merge(f.type, by_top[f.name]) for f in target]
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _run(jobs: Sequence[Callable[[], pa.Table]], nbytes: int) -> list[pa.Table]:
+    """The decodes' results, in threads from :data:`_PARALLEL_FROM` bytes read."""
+    if len(jobs) > 1 and nbytes > _PARALLEL_FROM:
+        return list(executor().map(lambda job: job(), jobs))
+    return [job() for job in jobs]
+
+
 def read_positions(
     io: FileIO,
     path: str,
@@ -412,35 +476,64 @@ def read_positions(
     ``sparse_share``, None when the pages are over that share of the chunks' bytes (the
     caller has a faster way to read whole files). Raises :class:`UnsupportedLayout` when the
     file cannot be read this way (the caller reads it otherwise)."""
-    layout, reader = opened or open_page_file(io, path, stats)
-    try:
-        if len(positions) and (positions[0] < 0 or positions[-1] >= layout.num_rows):
-            raise NeveIOError(
-                f"row positions {int(positions[0])}..{int(positions[-1])} lie outside "
-                f"{path}, which holds {layout.num_rows} rows"
+    p = _prepare(io, path, target, positions, stats, crossover, sparse_share, opened)
+    if not isinstance(p, _Prepared):
+        return p
+    jobs = [lambda u=u: decode(p.layout, u, p.blobs) for u in p.units]
+    return _assemble(target, _run(jobs, p.nbytes))
+
+
+def read_positions_of_files(
+    io: FileIO, reads: Sequence[tuple[str, pa.Schema, Ints]], *, sparse_share: float
+) -> list[pa.Table | None]:
+    """:func:`read_positions` for several files at once (``(path, target, positions)``
+    each), the units of different files that splice alike decoded together: one pyarrow
+    decode for the pages of all files instead of one per file (a take of a few rows
+    from a table of several files). None for a file whose pages are over
+    ``sparse_share`` of its chunks' bytes or that cannot be read by pages."""
+    prepared: list[_Prepared | pa.Table | None] = []
+    for path, target, positions in reads:
+        try:
+            prepared.append(
+                _prepare(io, path, target, positions, None, CROSSOVER, sparse_share, None)
             )
-        if not len(positions):
-            return target.empty_table()
-        units = _units(layout, target.names)
-        touched = _plan(layout, reader, units, positions, crossover)
-        units = _aligned(units)
-        ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
-        if sparse_share is not None and _dense(layout, units, touched, ranges, sparse_share):
-            return None
-        blobs = reader.read_ranges(ranges)
-        _settle_dictionaries(units, blobs, reader)
-    finally:
-        reader.close()
-    if len(units) > 1 and sum(r[1] for r in ranges) > _PARALLEL_FROM:
-        decoded = list(executor().map(lambda u: decode(layout, u, blobs), units))
-    else:
-        decoded = [decode(layout, u, blobs) for u in units]
-    by_top: dict[str, list[pa.Array]] = {}
-    for table in decoded:
-        for name, column in zip(table.column_names, table.columns, strict=True):
-            by_top.setdefault(name, []).append(_combined(column))
-    arrays = [_merge(f.type, by_top[f.name]) for f in target]
-    return pa.Table.from_arrays(arrays, schema=target)
+        except UnsupportedLayout:
+            prepared.append(None)
+    # the units of every file, grouped by what their spliced files are made of
+    together: dict[object, list[tuple[int, DecodeUnit]]] = {}
+    for i, p in enumerate(prepared):
+        if isinstance(p, _Prepared):
+            for n, u in enumerate(p.units):
+                key = splice_key(p.layout, u)
+                together.setdefault((i, n) if key is None else key, []).append((i, u))
+    jobs: list[Callable[[], pa.Table]] = []
+    for members in together.values():
+        i, u = members[0]
+        first = prepared[i]
+        assert isinstance(first, _Prepared)
+        if len(members) == 1:
+            jobs.append(partial(decode, first.layout, u, first.blobs))
+        else:
+            parts = [(m, _blobs(prepared[k])) for k, m in members]
+            unit, blobs = joined_across_files(parts)
+            jobs.append(partial(decode, first.layout, unit, blobs))
+    nbytes = sum(p.nbytes for p in prepared if isinstance(p, _Prepared))
+    decoded: list[list[pa.Table]] = [[] for _ in reads]
+    for members, table in zip(together.values(), _run(jobs, nbytes), strict=True):
+        at = 0
+        for k, m in members:  # each file's rows in turn
+            n = len(m.groups[0].index) if len(members) > 1 else table.num_rows
+            decoded[k].append(table.slice(at, n))
+            at += n
+    return [
+        _assemble(target, decoded[i]) if isinstance(p, _Prepared) else p
+        for i, (p, (_, target, _)) in enumerate(zip(prepared, reads, strict=True))
+    ]
+
+
+def _blobs(p: _Prepared | pa.Table | None) -> dict[int, memoryview]:
+    assert isinstance(p, _Prepared)
+    return p.blobs
 
 
 def live_rows_at(

@@ -83,7 +83,9 @@ from neve.spec.types import STRING, NestedField
 
 __all__ = [
     "DeleteCache",
+    "FileRead",
     "deleted_positions",
+    "file_read",
     "identity_partition_constants",
     "iter_data_file_batches",
     "read_data_file",
@@ -306,7 +308,7 @@ def _open(
 
 
 @dataclass
-class _FileRead:
+class FileRead:
     """What reading one data file needs once its footer is known: the columns to read,
     how raw rows become projected rows (:meth:`finish`), and which rows are gone."""
 
@@ -389,7 +391,7 @@ class _FileRead:
                 raise NeveIOError(f"reading {path} failed: {exc}") from exc
 
 
-def _file_read(
+def file_read(
     io: FileIO,
     data_file: DataFile,
     projected_schema: Schema,
@@ -401,7 +403,7 @@ def _file_read(
     cache: DeleteCache,
     data_sequence_number: int | None,
     filter_rows: bool,
-) -> _FileRead:
+) -> FileRead:
     path = data_file.file_path
     opened = cache.footers.get(path)
     if opened is None:
@@ -420,7 +422,7 @@ def _file_read(
     stored = [f for f in projected_schema.fields if f.field_id != ROW_POSITION.field_id]
     read_schema = Schema(*merge_fields(stored, prune_fields(table_schema, need)))
     wanted = {f.field_id for f in read_schema.fields} | need
-    return _FileRead(
+    return FileRead(
         data_file=data_file,
         fragment=fragment,
         file_schema=file_schema,
@@ -473,7 +475,7 @@ def iter_data_file_batches(
     expr = rewrite_not(row_filter) if row_filter is not None else ALWAYS_TRUE
     if expr is ALWAYS_FALSE:
         return
-    read = _file_read(
+    read = file_read(
         io,
         data_file,
         projected_schema,

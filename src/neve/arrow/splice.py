@@ -30,7 +30,7 @@ from neve.arrow.thrift import (
     encode_value,
 )
 
-__all__ = ["DecodeUnit", "PageGroup", "splice"]
+__all__ = ["DecodeUnit", "PageGroup", "joined_across_files", "splice", "splice_key"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -335,3 +335,66 @@ def _footer(
         out += data
     out.append(0)
     return out
+
+
+def splice_key(layout: ParquetLayout, unit: DecodeUnit) -> tuple[object, ...] | None:
+    """What a decode unit's spliced file is made of apart from its pages: units of
+    different files with the same key can be spliced into one file (one decode), their
+    pages in one column chunk per leaf. None where the unit cannot be: several groups,
+    a dictionary page, a chunk read whole, or a repeated leaf (whose value counts the
+    page headers tell)."""
+    if len(unit.groups) != 1:
+        return None
+    g = unit.groups[0]
+    if g.whole or g.omitted or any(d is not None for d in g.dictionaries):
+        return None
+    if any(leaf.repeated for leaf in unit.leaves):
+        return None
+    chunks = [layout.chunks[g.number][leaf.index] for leaf in unit.leaves]
+    keep = frozenset(leaf.index for leaf in unit.leaves)
+    schema = layout.schemas.get(keep)
+    if schema is None:
+        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
+        schema = layout.schemas[keep] = encode_value(LIST, pruned)
+    return (
+        bytes(schema.data),
+        layout.footer[1].value,
+        layout.created_by,
+        tuple(_template(c) for c in chunks),
+    )
+
+
+#: Files' byte offsets apart in the blobs of a unit joined across files.
+_FILE_SHIFT = 1 << 48
+
+
+def joined_across_files(
+    parts: Sequence[tuple[DecodeUnit, dict[int, memoryview]]],
+) -> tuple[DecodeUnit, dict[int, memoryview]]:
+    """One unit holding the pages of ``parts`` (units of one :func:`splice_key`, one
+    per file, in order) and the blobs it reads; its rows are those of each part in
+    turn. Each file's offsets are moved apart so that their blobs share one map."""
+    blobs: dict[int, memoryview] = {}
+    leaves = range(len(parts[0][0].leaves))
+    ranges: list[list[tuple[int, int]]] = [[] for _ in leaves]
+    index = []
+    rows = 0
+    for k, (unit, mine) in enumerate(parts):
+        (g,) = unit.groups
+        shift = k * _FILE_SHIFT
+        for n in leaves:
+            for offset, size in g.ranges[n]:
+                ranges[n].append((offset + shift, size))
+                blobs[offset + shift] = mine[offset]
+        index.append(g.index + rows)
+        rows += g.rows
+    first = parts[0][0]
+    group = PageGroup(
+        first.groups[0].number,
+        [None] * len(ranges),
+        ranges,
+        [rows] * len(ranges),
+        rows,
+        np.concatenate(index),
+    )
+    return DecodeUnit(first.leaves, [group]), blobs

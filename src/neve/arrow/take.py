@@ -29,6 +29,7 @@ from pyroaring import BitMap64
 from neve.arrow.pages import int64_array
 from neve.arrow.reader import DeleteCache, deleted_positions, read_data_file, read_workers
 from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
+from neve.arrow.take_files import read_files_at
 from neve.errors import NoSuchRowError, ValidationError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import is_in
@@ -189,14 +190,43 @@ def _parallel(
     """The jobs' results, files read at once where it pays (many rows, or an object
     store), in a pool kept for takes."""
     global _files_pool
-    local = all(s.io.is_local(s.index.tasks[t].file.file_path) for t in tasks)
-    if len(jobs) <= 1 or (local and rows <= _SERIAL_ROWS):
+    if len(jobs) <= 1 or _serial(s, tasks, rows):
         return [job() for job in jobs]
     with _live_lock:
         if _files_pool is None:
             _files_pool = ThreadPoolExecutor(read_workers(), thread_name_prefix="neve-take")
         pool = _files_pool
     return list(pool.map(lambda job: job(), jobs))
+
+
+def _serial(s: _Snapshot, tasks: Sequence[int], rows: int) -> bool:
+    return rows <= _SERIAL_ROWS and all(
+        s.io.is_local(s.index.tasks[t].file.file_path) for t in tasks
+    )
+
+
+def _read_positions(
+    s: _Snapshot, tasks: Sequence[int], rows: int, schema: Schema, positions: Sequence[Ints]
+) -> list[pa.Table]:
+    """The rows at ``positions`` of each task's file (with their ids and positions as
+    ``schema`` asks), live rows only. A take of few rows from several local files reads
+    their pages at once, decoded together (:mod:`neve.arrow.take_files`); files that
+    cannot be read so, and larger takes, are read file by file."""
+    bitmaps = [BitMap64(p.tolist()) for p in positions]
+    found: list[pa.Table | None] = [None] * len(tasks)
+    if len(tasks) > 1 and _serial(s, tasks, rows):
+        todo = [
+            (s.index.tasks[t], s.metadata.spec_by_id(s.index.tasks[t].spec_id), b)
+            for t, b in zip(tasks, bitmaps, strict=True)
+        ]
+        found = read_files_at(s.io, todo, schema, s.table_schema, s.mapping, s.deletes)
+    jobs = [
+        (lambda t=t, b=b: _read(s, s.index.tasks[t], schema, b))
+        for t, b, got in zip(tasks, bitmaps, found, strict=True)
+        if got is None
+    ]
+    rest = iter(_parallel(s, tasks, rows, jobs))
+    return [got if got is not None else next(rest) for got in found]
 
 
 def _with(schema: Schema, *extra: Any) -> Schema:
@@ -256,11 +286,9 @@ def take_row_ids(
     base = 0
     task, pos = s.index.locate(ids)
     wanted = sorted(set(task[task >= 0].tolist()))
-    jobs = [
-        (lambda t=t: _read(s, s.index.tasks[t], read_schema, BitMap64(pos[task == t].tolist())))
-        for t in wanted
-    ]
-    for t, rows in zip(wanted, _parallel(s, wanted, len(ids), jobs), strict=True):
+    asked = [pos[task == t] for t in wanted]
+    read = _read_positions(s, wanted, len(ids), read_schema, asked)
+    for t, rows in zip(wanted, read, strict=True):
         here = np.flatnonzero(task == t)
         got_pos = _column(rows, ROW_POSITION.name)
         got_ids = _column(rows, ROW_ID.name)
@@ -394,18 +422,13 @@ def take_positions(
         file_pos[here] = live.positions(t, k[here])
     read_schema = s.by_position
     todo = sorted(set(task.tolist()))
-    jobs = [
-        (
-            lambda t=t: _read(
-                s, s.index.tasks[t], read_schema, BitMap64(file_pos[task == t].tolist())
-            )
-        )
-        for t in todo
-    ]
+    asked = [file_pos[task == t] for t in todo]
     parts: list[pa.Table] = []
     order = np.empty(len(wanted), dtype=np.int64)
     base = 0
-    for t, rows in zip(todo, _parallel(s, todo, len(wanted), jobs), strict=True):
+    for t, rows in zip(
+        todo, _read_positions(s, todo, len(wanted), read_schema, asked), strict=True
+    ):
         here = np.flatnonzero(task == t)
         got = _column(rows, ROW_POSITION.name)
         order[here] = base + np.searchsorted(got, file_pos[here])
