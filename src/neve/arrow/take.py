@@ -214,7 +214,7 @@ def _read_positions(
     cannot be read so, and larger takes, are read file by file."""
     bitmaps = [BitMap64(p.tolist()) for p in positions]
     found: list[pa.Table | None] = [None] * len(tasks)
-    if len(tasks) > 1 and _serial(s, tasks, rows):
+    if tasks and _serial(s, tasks, rows):
         todo = [
             (s.index.tasks[t], s.metadata.spec_by_id(s.index.tasks[t].spec_id), b)
             for t, b in zip(tasks, bitmaps, strict=True)
