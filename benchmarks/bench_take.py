@@ -338,7 +338,8 @@ def main() -> None:
             warm(tables, lance, dataset, n, args)
         finally:
             lance.close()
-        cold(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"), dataset, n, args)
+        if args.cold:  # --cold 0 leaves the cold-ish takes out
+            cold(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"), dataset, n, args)
         skipping(tables, n, args)
         duckdb_pages(workdir, n, args)
 
