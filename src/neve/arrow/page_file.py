@@ -60,10 +60,10 @@ class ReadStats:
     reads: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, nbytes: int) -> None:
+    def add(self, nbytes: int, reads: int = 1) -> None:
         with self._lock:
             self.bytes += nbytes
-            self.reads += 1
+            self.reads += reads
 
 
 _counters: list[ReadStats] = []
@@ -136,11 +136,11 @@ class PageFile:
         except (OSError, ValueError, pa.ArrowException) as exc:  # ValueError: an empty file
             raise NeveIOError(f"cannot read {path}: {exc}") from exc
 
-    def _count(self, length: int) -> None:
+    def _count(self, length: int, reads: int = 1) -> None:
         if self.stats is not None:
-            self.stats.add(length)
+            self.stats.add(length, reads)
         for counter in _counters:
-            counter.add(length)
+            counter.add(length, reads)
 
     def read_range(self, offset: int, length: int) -> memoryview:
         if self._file is None:
@@ -161,8 +161,17 @@ class PageFile:
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> dict[int, memoryview]:
         """The bytes of each ``(offset, length)`` range, by offset: from an object
         store, neighbouring ranges are read as one and several reads run at once."""
-        if self._file is None:
-            return {offset: self.read_range(offset, length) for offset, length in ranges}
+        if self._file is None:  # mapped: slices, counted at once
+            view, size = self._map, self.size
+            sliced: dict[int, memoryview] = {}
+            total = 0
+            for offset, length in ranges:
+                if offset < 0 or offset + length > size:
+                    raise NeveIOError(f"{self.path} ends before byte {offset + length}")
+                sliced[offset] = view[offset : offset + length]
+                total += length
+            self._count(total, len(ranges))
+            return sliced
         gap = _GAP_REMOTE
         spans: list[list[int]] = []
         for offset, length in sorted(set(ranges)):

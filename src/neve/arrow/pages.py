@@ -367,13 +367,13 @@ def _dense(
     layout: ParquetLayout,
     units: list[DecodeUnit],
     touched: list[int],
-    ranges: list[tuple[int, int]],
+    nbytes: int,
     share: float,
 ) -> bool:
     whole = sum(
         layout.chunks[g][leaf.index].length for u in units for g in touched for leaf in u.leaves
     )
-    return sum(r[1] for r in ranges) > share * whole
+    return nbytes > share * whole
 
 
 def _merge(target: pa.DataType, parts: Sequence[pa.Array]) -> pa.Array:
@@ -432,13 +432,14 @@ def _prepare(
         touched = _plan(layout, reader, units, positions, crossover)
         units = _aligned(units)
         ranges = [r for u in units for g in u.groups for r in g.all_ranges()]
-        if sparse_share is not None and _dense(layout, units, touched, ranges, sparse_share):
+        nbytes = sum(r[1] for r in ranges)
+        if sparse_share is not None and _dense(layout, units, touched, nbytes, sparse_share):
             return None
         blobs = reader.read_ranges(ranges)
         _settle_dictionaries(units, blobs, reader)
     finally:
         reader.close()
-    return _Prepared(layout, units, blobs, sum(r[1] for r in ranges))
+    return _Prepared(layout, units, blobs, nbytes)
 
 
 def _assemble(target: pa.Schema, decoded: Sequence[pa.Table]) -> pa.Table:

@@ -264,20 +264,22 @@ def _merged(
 def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Buffer:
     """A Parquet file of the unit's leaves holding, per group, the byte ranges chosen
     for it, with a footer describing them."""
-    body = bytearray(b"PAR1")
+    body: list[bytes | memoryview] = [b"PAR1"]  # joined once at the end: one copy
+    at = 4
     groups: list[tuple[bytes, int, int]] = []  # encoded columns, bytes, rows
     total_rows = 0
     for g in _merged(layout, unit, blobs):
         columns = bytearray()
-        first = len(body)
+        first = at
         for n, leaf in enumerate(unit.leaves):
             chunk = layout.chunks[g.number][leaf.index]
-            start = len(body)
+            start = at
             dictionary = g.dictionaries[n]
+            pages = [blobs[offset] for offset, _ in g.ranges[n]]
             if dictionary is not None:
-                body += blobs[dictionary[0]]
-            for offset, _ in g.ranges[n]:
-                body += blobs[offset]
+                pages.insert(0, blobs[dictionary[0]])
+            body += pages
+            at += sum(len(page) for page in pages)
             if g.whole:  # the chunk as written: its offsets move with it
                 shift = start - chunk.start
                 data_offset = int(chunk.meta[9].value) + shift
@@ -290,15 +292,12 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
             values = g.values[n]
             if values < 0:
                 values = sum(_page_values(blobs[offset]) for offset, _ in g.ranges[n])
-            size = len(body) - start
-            _column_chunk(columns, chunk, values, size, data_offset, dictionary_offset)
-        groups.append((bytes(columns), len(body) - first, g.rows))
+            _column_chunk(columns, chunk, values, at - start, data_offset, dictionary_offset)
+        groups.append((bytes(columns), at - first, g.rows))
         total_rows += g.rows
     footer = _footer(layout, unit, groups, total_rows)
-    body += footer
-    body += struct.pack("<I", len(footer))
-    body += b"PAR1"
-    return pa.py_buffer(body)
+    body += [bytes(footer), struct.pack("<I", len(footer)), b"PAR1"]
+    return pa.py_buffer(b"".join(body))
 
 
 def _footer(
