@@ -263,21 +263,29 @@ def _merged(
 
 def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Buffer:
     """A Parquet file of the unit's leaves holding, per group, the byte ranges chosen
-    for it, with a footer describing them."""
-    body = bytearray(b"PAR1")
+    for it, with a footer describing them.
+
+    The pages are laid out first and copied once into a buffer of pyarrow's memory pool
+    of the file's size: growing a ``bytearray`` page by page cost more than decoding
+    (at parquet-java's 1 MiB pages, 100 rows splice 140 MB; the pool reuses its memory,
+    where fresh memory is paid for page by page)."""
+    pieces: list[memoryview] = []
+    at = 4  # after the magic
     groups: list[tuple[bytes, int, int]] = []  # encoded columns, bytes, rows
     total_rows = 0
     for g in _merged(layout, unit, blobs):
         columns = bytearray()
-        first = len(body)
+        first = at
         for n, leaf in enumerate(unit.leaves):
             chunk = layout.chunks[g.number][leaf.index]
-            start = len(body)
+            start = at
             dictionary = g.dictionaries[n]
             if dictionary is not None:
-                body += blobs[dictionary[0]]
+                pieces.append(blobs[dictionary[0]])
+                at += len(pieces[-1])
             for offset, _ in g.ranges[n]:
-                body += blobs[offset]
+                pieces.append(blobs[offset])
+                at += len(pieces[-1])
             if g.whole:  # the chunk as written: its offsets move with it
                 shift = start - chunk.start
                 data_offset = int(chunk.meta[9].value) + shift
@@ -290,15 +298,28 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
             values = g.values[n]
             if values < 0:
                 values = sum(_page_values(blobs[offset]) for offset, _ in g.ranges[n])
-            size = len(body) - start
+            size = at - start
             _column_chunk(columns, chunk, values, size, data_offset, dictionary_offset)
-        groups.append((bytes(columns), len(body) - first, g.rows))
+        groups.append((bytes(columns), at - first, g.rows))
         total_rows += g.rows
     footer = _footer(layout, unit, groups, total_rows)
-    body += footer
-    body += struct.pack("<I", len(footer))
-    body += b"PAR1"
-    return pa.py_buffer(body)
+    footer += struct.pack("<I", len(footer))
+    footer += b"PAR1"
+    return _joined(b"PAR1", pieces, footer, at + len(footer))
+
+
+def _joined(head: bytes, pieces: list[memoryview], tail: bytearray, size: int) -> pa.Buffer:
+    """``head``, the pieces and ``tail`` copied into one buffer of ``size`` bytes."""
+    out = pa.allocate_buffer(size)
+    view = np.frombuffer(out, dtype=np.uint8)
+    view[: len(head)] = np.frombuffer(head, dtype=np.uint8)
+    at = len(head)
+    for piece in pieces:
+        n = len(piece)
+        view[at : at + n] = np.frombuffer(piece, dtype=np.uint8)
+        at += n
+    view[at:] = np.frombuffer(tail, dtype=np.uint8)
+    return out
 
 
 def _footer(
