@@ -35,6 +35,7 @@ from neve.arrow.page_file import (
     executor,
     open_page_file,
 )
+from neve.arrow.page_trim import trim_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
 from neve.arrow.splice import DecodeUnit, PageGroup, splice
 from neve.arrow.thrift import decode_struct
@@ -135,7 +136,15 @@ def _plan_pages(
             dictionary, omitted = None, [chunk.dictionary]
     spans = pages.first_rows[chosen].tobytes() + rows.tobytes()
     group = PageGroup(
-        number, [dictionary], [ranges], [values], n, index, omitted=omitted, spans=spans
+        number,
+        [dictionary],
+        [ranges],
+        [values],
+        n,
+        index,
+        omitted=omitted,
+        spans=spans,
+        page_rows=rows,
     )
     return group, len(chosen) / len(pages.first_rows)
 
@@ -295,6 +304,7 @@ def _joined(members: list[DecodeUnit]) -> DecodeUnit:
                 whole=first.whole,
                 omitted=omitted if any(o is not None for o in omitted) else None,
                 spans=first.spans,
+                page_rows=first.page_rows,
             )
         )
     return DecodeUnit([m.leaves[0] for m in members], groups)
@@ -303,6 +313,7 @@ def _joined(members: list[DecodeUnit]) -> DecodeUnit:
 def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
+    trim_pages(layout, unit, blobs)
     data = splice(layout, unit, blobs)
     try:
         table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(

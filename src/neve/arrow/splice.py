@@ -55,6 +55,9 @@ class PageGroup:
     omitted: list[tuple[int, int] | None] | None = None
     #: the rows of the pages chosen (their first rows and counts), for lining units up
     spans: bytes = b""
+    #: how many rows each chosen page holds, in order (where the planner tells: large
+    #: pages are cut short at the last row wanted, :mod:`neve.arrow.page_trim`)
+    page_rows: Ints | None = None
 
     def all_ranges(self) -> list[tuple[int, int]]:
         out = [d for d in self.dictionaries if d is not None]
@@ -65,10 +68,13 @@ class PageGroup:
 
 @dataclass
 class DecodeUnit:
-    """Leaves decoded together from one spliced file, and the groups it holds."""
+    """Leaves decoded together from one spliced file, and the groups it holds;
+    ``heads``: pages spliced with a header of their own (by page offset: the header,
+    and the length of the one it replaces; :mod:`neve.arrow.page_trim`)."""
 
     leaves: list[Leaf]
     groups: list[PageGroup] = field(default_factory=list)
+    heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
 
 
 def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
@@ -284,7 +290,13 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
                 pieces.append(blobs[dictionary[0]])
                 at += len(pieces[-1])
             for offset, _ in g.ranges[n]:
-                pieces.append(blobs[offset])
+                head = unit.heads.get(offset)
+                if head is not None:
+                    pieces.append(memoryview(head[0]))
+                    at += len(head[0])
+                    pieces.append(blobs[offset][head[1] :])
+                else:
+                    pieces.append(blobs[offset])
                 at += len(pieces[-1])
             if g.whole:  # the chunk as written: its offsets move with it
                 shift = start - chunk.start
