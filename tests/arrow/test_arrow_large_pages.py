@@ -1,8 +1,11 @@
-"""Large pages cut short at the last row a take wants (neve.arrow.page_trim): the rows
-read equal pyarrow's whole read at those positions for strings, binary, fixed-length
-binary and decimals, with nulls, dictionary and plain pages (and writers falling back
-from the dictionary within a chunk), version 1 pages (cut) and version 2 pages (left
-whole), compressed or not; and pages are cut where they can be."""
+"""Takes from large pages (parquet-java's layout: 1 MiB pages of up to 20,000 rows).
+
+Pages cut short at the last row a take wants (neve.arrow.page_trim): the rows read
+equal pyarrow's whole read at those positions for strings, binary, fixed-length binary
+and decimals, with nulls, dictionary and plain pages (and writers falling back from the
+dictionary within a chunk), version 1 pages (cut) and version 2 pages (left whole),
+compressed or not; pages are cut where they can be. Large pages are read page by page
+however many of a chunk's are wanted."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from budget import examples
 from neve.arrow import pages
 from neve.arrow.page_file import open_page_file
 from neve.arrow.page_trim import TRIM_FROM, trim_pages
-from neve.arrow.pages import read_positions
+from neve.arrow.pages import ReadStats, read_positions
 from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
@@ -139,3 +142,30 @@ def test_large_version_1_pages_are_cut_at_the_last_row_wanted(tmp_path: Path) ->
             got = pages.decode(layout, unit, blobs)
             names = [leaf.top for leaf in unit.leaves]
             assert got.to_pylist() == table.select(names).take(wanted).to_pylist()
+
+
+def test_large_pages_are_read_by_pages_however_many_are_wanted(tmp_path: Path) -> None:
+    """Three of four pages of every chunk wanted: small pages are read as whole chunks
+    (past the crossover), large pages one by one (the fourth left unread)."""
+    for n, by_pages in ((80_000, True), (8_000, False)):  # pages of 160,000 and 16,000 bytes
+        rows_per_page = n // 4
+        rnd = np.random.default_rng(4)
+        table = pa.table({"a": rnd.integers(0, 1 << 60, n), "d": rnd.random(n)})
+        wanted = np.array([10, 20_500, 30_000, 79_999], np.int64) * n // 80_000  # pages 0, 1, 3
+        path = tmp_path / f"p{rows_per_page}.parquet"
+        pq.write_table(
+            table,
+            path,
+            write_page_index=True,
+            use_dictionary=False,
+            max_rows_per_page=rows_per_page,
+            data_page_size=1 << 20,
+            compression="none",
+        )
+        chunks = pq.ParquetFile(path).metadata.row_group(0)
+        whole = sum(chunks.column(c).total_compressed_size for c in range(2))
+        read_positions(FileIO(), str(path), table.schema, wanted[:1])  # footer and index
+        stats = ReadStats()
+        got = read_positions(FileIO(), str(path), table.schema, wanted, stats=stats)
+        assert got.to_pylist() == table.take(wanted).to_pylist()
+        assert (stats.bytes < 0.8 * whole) is by_pages, (rows_per_page, stats.bytes, whole)
