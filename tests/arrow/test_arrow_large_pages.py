@@ -169,3 +169,30 @@ def test_large_pages_are_read_by_pages_however_many_are_wanted(tmp_path: Path) -
         got = read_positions(FileIO(), str(path), table.schema, wanted, stats=stats)
         assert got.to_pylist() == table.take(wanted).to_pylist()
         assert (stats.bytes < 0.8 * whole) is by_pages, (rows_per_page, stats.bytes, whole)
+
+
+def test_large_takes_decode_units_in_halves(tmp_path: Path) -> None:
+    """A take reading more than 2 MiB from several row groups decodes each unit in two
+    halves on threads: the rows are the same, in position order."""
+    n = 60_000
+    table = _table(n, 8, 0.1)
+    path = tmp_path / "halves.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        row_group_size=20_000,
+        max_rows_per_page=5_000,
+        data_page_size=1 << 22,
+        compression="none",
+    )
+    wanted = np.array([7, 4_999, 25_000, 39_999, 40_001, 59_999], np.int64)
+    layout, reader = open_page_file(FileIO(), str(path))
+    units = pages._units(layout, ["s", "bi"])
+    pages._plan(layout, reader, units, wanted, 1.0)
+    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    halves = pages._halves(units[0], blobs)
+    assert len(halves) == 2 and [len(h.groups) for h in halves] in ([1, 2], [2, 1])
+    whole = pq.read_table(path)
+    got = read_positions(FileIO(), str(path), whole.schema, wanted)
+    assert _same(got, whole.take(pa.array(wanted, pa.int64())))
