@@ -196,3 +196,35 @@ def test_large_takes_decode_units_in_halves(tmp_path: Path) -> None:
     whole = pq.read_table(path)
     got = read_positions(FileIO(), str(path), whole.schema, wanted)
     assert _same(got, whole.take(pa.array(wanted, pa.int64())))
+
+
+def test_zstd_dictionary_pages_are_kept_and_read_again(tmp_path: Path) -> None:
+    """A zstd chunk's dictionary page is kept after a take (compressed again at the
+    fastest level) and spliced in place of the original by later takes: the rows are
+    the same each time; a snappy chunk's is not kept."""
+    from neve.arrow.page_dictionaries import dictionary_cache
+
+    n = 30_000
+    table = _table(n, 9, 0.2)
+    wanted = np.array([3, 777, 12_000, 29_999], np.int64)
+    expected = table.take(wanted).to_pylist()
+    for codec, kept in (("zstd", True), ("snappy", False)):
+        path = tmp_path / f"{codec}.parquet"
+        pq.write_table(
+            table,
+            path,
+            write_page_index=True,
+            compression=codec,
+            max_rows_per_page=2_000,
+            dictionary_pagesize_limit=1 << 20,
+            row_group_size=10_000,
+        )
+        dictionary_cache.clear()
+        for _ in range(3):  # the first take keeps the pages, the next read them
+            got = read_positions(FileIO(), str(path), table.schema, wanted)
+            assert got.to_pylist() == expected
+            assert (dictionary_cache.size > 0) is kept
+        chunks = pq.ParquetFile(path).metadata.row_group(0)
+        offsets = [chunks.column(c).dictionary_page_offset for c in range(chunks.num_columns)]
+        found = [dictionary_cache.get((str(path), path.stat().st_size, o)) for o in offsets if o]
+        assert any(f is not None for f in found) is kept

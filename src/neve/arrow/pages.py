@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
+from neve.arrow.page_dictionaries import fast_dictionaries
 from neve.arrow.page_file import (
     PageFile,
     ReadStats,
@@ -327,6 +328,7 @@ def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
     trim_pages(layout, unit, blobs)
+    fast_dictionaries(layout, unit, blobs)
     data = splice(layout, unit, blobs)
     try:
         table = pq.ParquetFile(pa.BufferReader(data), coerce_int96_timestamp_unit="us").read(

@@ -70,11 +70,14 @@ class PageGroup:
 class DecodeUnit:
     """Leaves decoded together from one spliced file, and the groups it holds;
     ``heads``: pages spliced with a header of their own (by page offset: the header,
-    and the length of the one it replaces; :mod:`neve.arrow.page_trim`)."""
+    and the length of the one it replaces; :mod:`neve.arrow.page_trim`);
+    ``replaced``: dictionary pages spliced in another form, header and body (by page
+    offset; :mod:`neve.arrow.page_dictionaries`)."""
 
     leaves: list[Leaf]
     groups: list[PageGroup] = field(default_factory=list)
     heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
+    replaced: dict[int, bytes] = field(default_factory=dict)
 
 
 def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
@@ -285,9 +288,11 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
         for n, leaf in enumerate(unit.leaves):
             chunk = layout.chunks[g.number][leaf.index]
             start = at
+            first_piece = len(pieces)
             dictionary = g.dictionaries[n]
             if dictionary is not None:
-                pieces.append(blobs[dictionary[0]])
+                kept = unit.replaced.get(dictionary[0])
+                pieces.append(blobs[dictionary[0]] if kept is None else memoryview(kept))
                 at += len(pieces[-1])
             for offset, _ in g.ranges[n]:
                 head = unit.heads.get(offset)
@@ -304,7 +309,7 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
                 held = chunk.dictionary
                 dictionary_offset = None if held is None else held[0] + shift
             elif dictionary is not None:  # the dictionary page, then the data pages
-                data_offset, dictionary_offset = start + dictionary[1], start
+                data_offset, dictionary_offset = start + len(pieces[first_piece]), start
             else:
                 data_offset, dictionary_offset = start, None
             values = g.values[n]
