@@ -13,17 +13,22 @@ pages, lined up with them: their pages are cut at the same rows).
 
 Only leaves without a repeated field (a value per row) are cut, only version 1 pages,
 and only the encodings whose decoders read value by value from the front (plain and
-dictionary indexes): delta encodings begin with a header of their own counts.
+dictionary indexes): delta encodings begin with a header of their own counts. The
+definition levels must be in RLE, which says its length, or absent (a leaf required
+all the way, whose pages parquet-java marks BIT_PACKED though they hold no levels):
+levels in the old BIT_PACKED encoding are as long as the values they count.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from neve.arrow.parquet_layout import ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
-from neve.arrow.thrift import I32, STRUCT, Field, decode_struct, encode_struct
+from neve.arrow.thrift import I32, STRUCT, Field, Struct, decode_struct, encode_struct
 from neve.errors import NeveIOError
 
 __all__ = ["TRIM_FROM", "trim_pages"]
@@ -40,7 +45,8 @@ _COSTLY = (6, 7)
 _DATA_PAGE = 0
 #: PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY; levels in RLE
 _FRONT_TO_BACK = (0, 2, 8)
-_RLE = 3
+_RLE, _BIT_PACKED = 3, 4
+_REQUIRED = 0  # FieldRepetitionType
 
 
 def trim_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
@@ -51,13 +57,45 @@ def trim_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryv
         return
     if not any(leaf.physical_type in _COSTLY for leaf in unit.leaves):
         return
+    required: list[bool] | None = None
     for g in unit.groups:
         if not g.whole and g.page_rows is not None and (g.page_rows >= TRIM_FROM).any():
-            _trim_group(g, g.page_rows, blobs, unit.heads)
+            if required is None:
+                leaves = _required_leaves(layout.schema_elements)
+                required = [leaf.index in leaves for leaf in unit.leaves]
+            _trim_group(g, g.page_rows, required, blobs, unit.heads)
+
+
+def _required_leaves(elements: Sequence[Struct]) -> set[int]:
+    """The leaves (by index) whose every field is required: no definition levels."""
+    out: set[int] = set()
+    pos, leaf = 1, 0
+
+    def walk(required: bool) -> None:
+        nonlocal pos, leaf
+        e = elements[pos]
+        pos += 1
+        here = required and 3 in e and e[3].value == _REQUIRED
+        children = int(e[5].value) if 5 in e else 0
+        if children == 0 and 1 in e:
+            if here:
+                out.add(leaf)
+            leaf += 1
+            return
+        for _ in range(children):
+            walk(here)
+
+    for _ in range(int(elements[0][5].value) if 5 in elements[0] else 0):
+        walk(True)
+    return out
 
 
 def _trim_group(
-    g: PageGroup, counts: Ints, blobs: dict[int, memoryview], heads: dict[int, tuple[bytes, int]]
+    g: PageGroup,
+    counts: Ints,
+    required: list[bool],
+    blobs: dict[int, memoryview],
+    heads: dict[int, tuple[bytes, int]],
 ) -> None:
     starts = np.zeros(len(counts), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
@@ -69,7 +107,10 @@ def _trim_group(
     new_heads: dict[int, tuple[bytes, int]] = {}
     for p in np.flatnonzero((counts >= TRIM_FROM) & (last + 1 < counts)).tolist():
         keep = int(last[p]) + 1
-        cut = [_cut_header(blobs[ranges[p][0]], keep) for ranges in g.ranges]
+        cut = [
+            _cut_header(blobs[ranges[p][0]], keep, no_levels)
+            for ranges, no_levels in zip(g.ranges, required, strict=True)
+        ]
         if any(c is None for c in cut):
             continue  # a page of one leaf cannot be cut: none of this page's rows are
         for ranges, c in zip(g.ranges, cut, strict=True):
@@ -87,9 +128,10 @@ def _trim_group(
     g.page_rows = new_counts
 
 
-def _cut_header(page: memoryview, keep: int) -> tuple[bytes, int] | None:
+def _cut_header(page: memoryview, keep: int, no_levels: bool) -> tuple[bytes, int] | None:
     """The header of a version 1 data page saying it holds its first ``keep`` values,
-    and the length of its own header; None where the page cannot be cut."""
+    and the length of its own header; None where the page cannot be cut. ``no_levels``:
+    the leaf is required all the way (its pages hold no definition levels)."""
     try:
         header, used = decode_struct(page)
     except NeveIOError:
@@ -101,7 +143,9 @@ def _cut_header(page: memoryview, keep: int) -> tuple[bytes, int] | None:
     values, encoding, levels = data.get(1), data.get(2), data.get(3)
     if values is None or encoding is None or encoding.value not in _FRONT_TO_BACK:
         return None
-    if levels is None or levels.value != _RLE or keep >= int(values.value):
+    if levels is None or keep >= int(values.value):
+        return None
+    if levels.value != _RLE and not (no_levels and levels.value == _BIT_PACKED):
         return None
     data[1] = Field(I32, keep)
     data.pop(5, None)  # statistics of the whole page
