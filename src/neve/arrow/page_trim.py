@@ -43,7 +43,8 @@ TRIM_FROM = 1024
 #: and fixed-length byte arrays (decimals, UUIDs).
 _COSTLY = (6, 7)
 _DATA_PAGE = 0
-#: PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY; levels in RLE
+#: Value encodings read front to back: PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY (not
+#: BYTE_STREAM_SPLIT, whose streams are as long as the count, nor the delta encodings)
 _FRONT_TO_BACK = (0, 2, 8)
 _RLE, _BIT_PACKED = 3, 4
 _REQUIRED = 0  # FieldRepetitionType
