@@ -8,8 +8,9 @@ page is decompressed once and compressed again by the same codec at its fastest 
 which stores the bytes nearly as they are (decompressing 2 MiB of sequential longs
 fell from about 4.7 ms to 0.2 ms); the page, its header saying its new size, is kept
 for later takes of the file (:data:`CAPACITY` bytes, least recently used dropped
-first) and spliced in place of the original. Pages of other codecs are left as they
-are.
+first) and spliced in place of the original, from the second take that uses it on.
+Pages of other codecs, and pages zstd stored nearly as they are (random values),
+are left as they are.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ __all__ = ["CAPACITY", "dictionary_cache", "fast_dictionaries"]
 #: Bytes of dictionary pages kept (as stored: about their decompressed size).
 CAPACITY = 256 * 1024 * 1024
 
+#: The keys of this many dictionary pages asked for are remembered: a page is kept from
+#: its second use on (making the kept form costs more than a decompression: a page
+#: used once, as in a table far larger than the cache, is not worth it).
+_SEEN = 16_384
+#: A page compressed to at least this share of its size is left as it is.
+_STORED = 0.9
+
 _ZSTD = 6  # CompressionCodec.ZSTD
 _DICTIONARY_PAGE = 2
 
@@ -40,7 +48,20 @@ class _Pages:
         self.capacity = capacity
         self.size = 0
         self._items: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, int, int], None] = OrderedDict()
         self._lock = threading.Lock()
+
+    def seen_before(self, key: tuple[str, int, int]) -> bool:
+        """Whether ``key`` was asked for before (the last :data:`_SEEN` keys are
+        remembered); remembers it."""
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return True
+            self._seen[key] = None
+            if len(self._seen) > _SEEN:
+                self._seen.popitem(last=False)
+            return False
 
     def get(self, key: tuple[str, int, int]) -> bytes | None:
         with self._lock:
@@ -62,6 +83,7 @@ class _Pages:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._seen.clear()
             self.size = 0
 
 
@@ -95,6 +117,8 @@ def fast_dictionaries(
             key = (layout.path, layout.size, dictionary[0])
             page = dictionary_cache.get(key)
             if page is None:
+                if not dictionary_cache.seen_before(key):
+                    continue  # kept from its second use on: making it costs a use
                 page = _recompressed(blobs[dictionary[0]])
                 if page is None:
                     continue
@@ -105,7 +129,7 @@ def fast_dictionaries(
 def _recompressed(page: memoryview) -> bytes | None:
     """The dictionary page with its body compressed again at zstd's fastest level and
     its header saying so (its checksum, of the old body, left out); None where it is
-    not a dictionary page."""
+    not a dictionary page, or one that zstd stored nearly as it is."""
     try:
         header, used = decode_struct(page)
     except NeveIOError:
@@ -113,6 +137,8 @@ def _recompressed(page: memoryview) -> bytes | None:
     kind, size = header.get(1), header.get(2)
     if kind is None or kind.value != _DICTIONARY_PAGE or size is None:
         return None
+    if len(page) - used >= _STORED * int(size.value):
+        return None  # stored nearly as it is already: decompressed at memory speed
     codec, fastest = _zstd()
     try:
         raw = codec.decompress(page[used:], decompressed_size=int(size.value))
