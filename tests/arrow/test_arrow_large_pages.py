@@ -171,9 +171,13 @@ def test_large_pages_are_read_by_pages_however_many_are_wanted(tmp_path: Path) -
         assert (stats.bytes < 0.8 * whole) is by_pages, (rows_per_page, stats.bytes, whole)
 
 
-def test_large_takes_decode_units_in_halves(tmp_path: Path) -> None:
-    """A take reading more than 2 MiB from several row groups decodes each unit in two
-    halves on threads: the rows are the same, in position order."""
+def test_large_takes_decode_units_in_halves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A take reading a large unit from several row groups decodes it in two halves on
+    threads: the rows are the same, in position order (the threshold lowered to this
+    file's few MiB)."""
+    monkeypatch.setattr(pages, "_HALVES_FROM", 1 << 20)
     n = 60_000
     table = _table(n, 8, 0.1)
     path = tmp_path / "halves.parquet"

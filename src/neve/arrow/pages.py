@@ -73,6 +73,11 @@ _LARGE_PAGE = 64 * 1024
 #: the work to threads costs more than it saves.
 _PARALLEL_FROM = 2 * 1024 * 1024
 
+#: A unit is decoded in two halves from this many bytes (measured at parquet-java's
+#: 1 MiB pages: 10 rows of 10,000,000, units of 4-6 MiB, cost about 15% more CPU in
+#: halves; 100 rows, units of 35 MiB, a little less).
+_HALVES_FROM = 16 * 1024 * 1024
+
 
 # -- planning the pages ----------------------------------------------------------------
 
@@ -393,13 +398,13 @@ def _combined(column: pa.ChunkedArray) -> pa.Array:
 
 def _halves(unit: DecodeUnit, blobs: dict[int, memoryview]) -> list[DecodeUnit]:
     """The unit as two of about half its bytes each, where it holds several groups and
-    is large enough for a thread of its own: a take of parquet-java's 1 MiB pages has
+    :data:`_HALVES_FROM` bytes: a take of parquet-java's 1 MiB pages has
     one unit (the strings) of most of its bytes, which a second core would otherwise
     not share."""
     if len(unit.groups) < 2:
         return [unit]
     sizes = np.array([sum(len(blobs[o]) for o, _ in g.all_ranges()) for g in unit.groups])
-    if sizes.sum() <= _PARALLEL_FROM:
+    if sizes.sum() <= _HALVES_FROM:
         return [unit]
     cut = int(np.searchsorted(np.cumsum(sizes), sizes.sum() / 2)) + 1
     cut = min(max(cut, 1), len(unit.groups) - 1)
