@@ -150,3 +150,44 @@ def test_files_written_by_iceberg_java(
     iceberg_java.sql(f"UPDATE {name} SET x = 1.5 WHERE id BETWEEN 100 AND 110")
     t = java_catalog.load_table((java_ns, "t"))
     _check(t, FILTERS)
+
+
+@pytest.mark.java
+def test_files_in_parquet_javas_default_layout(
+    iceberg_java: IcebergJava, java_catalog: SqlCatalog, java_ns: str
+) -> None:
+    """Iceberg-Java's defaults (parquet-java: dictionaries, zstd; pages of 2,000 rows
+    here, so that a chunk has several): pages of thousands of rows, cut short by takes,
+    and zstd dictionary pages, kept across takes; a deletion vector; takes of single
+    rows and the checks against the full scan, three times."""
+    from neve.arrow.page_dictionaries import dictionary_cache  # what takes keep
+
+    name = f"neve.{java_ns}.d"
+    iceberg_java.sql(
+        f"CREATE TABLE {name} (id BIGINT, x DOUBLE, s STRING) USING iceberg "
+        "TBLPROPERTIES ('format-version'='3', 'write.delete.mode'='merge-on-read', "
+        "'write.parquet.page-row-limit'='2000')"
+    )
+    for lo in (0, 6000):  # few distinct values: parquet-java keeps its dictionaries
+        values = ", ".join(
+            f"({i}, {i % 40 / 4}D, " + ("NULL" if i % 13 == 0 else f"'{LONG}{i % 300}'") + ")"
+            for i in range(lo, lo + 6000)
+        )
+        iceberg_java.sql(f"INSERT INTO {name} VALUES {values}")
+    iceberg_java.sql(f"DELETE FROM {name} WHERE id IN (5, 1999, 6500)")
+    t = java_catalog.load_table((java_ns, "d"))
+    paths = [task.file.file_path for task in t.scan().plan_files()]
+    for path in paths:
+        pages = describe_pages(FileIO(), path)
+        strings = next(p for p in pages if p["column"] == "s")
+        assert strings["dictionary"] and strings["offset_index"]
+        assert strings["pages"] > 1  # type: ignore[operator]
+    full = t.scan(columns=["id", "x", "s", "_row_id"]).to_arrow().to_pylist()
+    by_row_id = {r["_row_id"]: r for r in full}
+    dictionary_cache.clear()
+    for _ in range(3):  # the third time with the dictionary pages kept
+        for row_id in sorted(by_row_id)[1000::2500]:  # one row a page: read by pages
+            got = t.take([row_id], columns=["id", "x", "s", "_row_id"]).to_pylist()
+            assert got == [by_row_id[row_id]]
+        _check(t, [("id >= 500 and id < 520", lambda r: 500 <= r["id"] < 520)])
+    assert dictionary_cache.size > 0
