@@ -17,7 +17,9 @@ Reported: what each layout costs (write time, file size); then per take size (1,
 100, 1,000, 10,000 random rows) the warm time of Lance's ``take`` and neve's
 ``table.take`` on each layout, alternating runs, with the median ratio neve/Lance and
 its spread, the bytes neve read per row taken next to the page size, and pyarrow's
-best (reading the row groups that hold the rows, then taking); then cold-ish takes (a
+best (reading the row groups that hold the rows, then taking), and the floor of the
+java layout's takes (the data pages holding the rows read and decompressed, nothing
+else: what bounds any reader of 1 MiB compressed pages); then cold-ish takes (a
 fresh process opens the table and takes); then a filtered scan of 0.1% of the rows on
 the sorted ``id``: page skipping against row-group pruning alone (bytes and time); and
 what the page index does to DuckDB, which skips pages by page-header statistics that
@@ -33,12 +35,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +56,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import neve  # noqa: E402
 from lanceengine import LanceEngine  # noqa: E402
+from neve.arrow.page_file import open_page_file  # noqa: E402
 from neve.arrow.pages import counting_reads  # noqa: E402
+from neve.arrow.thrift import decode_struct  # noqa: E402
+from neve.io.fileio import FileIO  # noqa: E402
 
 COLUMNS = ["id", "a", "d", "i", "s"]
 LAYOUTS = {
@@ -153,14 +160,66 @@ def files_of(t: neve.Table) -> list[tuple[str, int]]:
     return out
 
 
+#: Parquet's codec numbers (ColumnMetaData.codec) as pyarrow names them.
+CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 5: "lz4_raw", 6: "zstd", 7: "lz4_raw"}
+
+
+class PageFloor:
+    """The physical floor of a take on a layout: the data pages that hold the rows,
+    read from the file and decompressed (two threads), nothing decoded, no dictionary
+    page (neve keeps those across takes). No reader of these files can take the rows
+    in less; on large compressed pages it is what bounds a take."""
+
+    def __init__(self, files: list[tuple[str, int]]) -> None:
+        self.files = []
+        for path, start in files:
+            layout, reader = open_page_file(FileIO(), path)
+            wanted = [(g, leaf.index) for g in range(len(layout.chunks)) for leaf in layout.leaves]
+            layout.load_page_indexes(reader, wanted)
+            reader.close()
+            self.files.append((path, start, layout))
+        self.pool = ThreadPoolExecutor(2)
+        self.fds = {path: os.open(path, os.O_RDONLY) for path, _ in files}
+
+    def pages(self, positions: np.ndarray) -> list[tuple[str, int, int, str | None]]:
+        """(path, offset, size, codec) of the data pages holding ``positions``."""
+        out = []
+        ordered = np.sort(positions)
+        for path, start, layout in self.files:
+            lo, hi = np.searchsorted(ordered, [start, start + layout.num_rows])
+            local = ordered[lo:hi] - start
+            group_of = np.searchsorted(layout.group_starts, local, side="right") - 1
+            for g in np.unique(group_of).tolist():
+                rows = local[group_of == g] - layout.group_starts[g]
+                for chunk in layout.chunks[g]:
+                    index = chunk.pages
+                    assert index is not None, "a layout with the page index"
+                    codec = CODECS.get(int(chunk.meta[4].value))
+                    for k in np.unique(np.searchsorted(index.first_rows, rows, side="right") - 1):
+                        out.append((path, int(index.offsets[k]), int(index.sizes[k]), codec))
+        return out
+
+    def time(self, pages: list[tuple[str, int, int, str | None]]) -> float:
+        def one(page: tuple[str, int, int, str | None]) -> None:
+            path, offset, size, codec = page
+            data = os.pread(self.fds[path], size, offset)
+            header, used = decode_struct(data)
+            if codec is not None:
+                pa.Codec(codec).decompress(data[used:], decompressed_size=int(header[2].value))
+
+        seconds, _ = timed(lambda: list(self.pool.map(one, pages)))
+        return seconds
+
+
 def warm(
     tables: dict[str, neve.Table], lance: LanceEngine, dataset: Path, n: int, args: Any
 ) -> None:
     print("\n== warm takes of random rows (ms; ratio = neve/Lance per run, alternating runs)")
     rnd = np.random.default_rng(11)
     default_files = files_of(tables["default"])
+    floor = PageFloor(files_of(tables["java"]))
     for k in args.sizes:
-        times: dict[str, list[float]] = {x: [] for x in ["lance", *LAYOUTS, "pyarrow"]}
+        times: dict[str, list[float]] = {x: [] for x in ["lance", *LAYOUTS, "pyarrow", "floor"]}
         ratios: dict[str, list[float]] = {x: [] for x in LAYOUTS}
         bytes_read: dict[str, int] = {}
         for run in range(args.repeat + 1):
@@ -177,6 +236,12 @@ def warm(
                     times[layout].append(seconds)
                     ratios[layout].append(seconds / times["lance"][-1])
                     bytes_read[layout] = bytes_read.get(layout, 0) + stats.bytes
+            pages = floor.pages(ids)
+            seconds = floor.time(pages)
+            if run:
+                times["floor"].append(seconds)
+                ratios.setdefault("floor", []).append(seconds / times["lance"][-1])
+                ratios.setdefault("java/floor", []).append(times["java"][-1] / seconds)
             seconds, (best, _) = timed(lambda ids=ids: pyarrow_best(default_files, ids))
             assert best.column("id").to_pylist() == ids.tolist()
             if run:
@@ -184,6 +249,11 @@ def warm(
         med = {x: statistics.median(v) * 1000 for x, v in times.items()}
         print(
             f"  take {k:>6,}: Lance {med['lance']:8.2f} ms   pyarrow row groups {med['pyarrow']:8.1f} ms"
+        )
+        print(
+            f"      floor of the java layout (its data pages read and decompressed, 2 threads) "
+            f"{med['floor']:8.2f} ms   floor/Lance {spread(ratios['floor'])}   "
+            f"neve java/floor {spread(ratios['java/floor'])}"
         )
         for layout in LAYOUTS:
             per_row = bytes_read[layout] / (k * args.repeat)
