@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
+from neve.planning.arrow_values import binaries, gather, ints
 from neve.spec.avro_container import AvroHeader
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "ManifestColumns",
     "PolarsRead",
     "columnar_enabled",
+    "data_files_together",
     "finish_read",
     "prepare_read",
     "read_columns",
@@ -151,26 +152,9 @@ def _map_items(arr: pa.Array) -> tuple[npt.NDArray[Any], pa.StructArray]:
     """The key/value items of a list<struct<key, value>> column's rows, and offsets
     into them (one more than rows: row i holds items ``offsets[i]`` up to
     ``offsets[i + 1]``)."""
-    offsets = _ints(arr.offsets)  # absolute positions in arr.values
+    offsets = ints(arr.offsets)  # absolute positions in arr.values
     start = int(offsets[0])
     return offsets - start, arr.values.slice(start, int(offsets[-1]) - start)
-
-
-def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
-    """A list<struct<key, value>> column as one dict (or None) per row."""
-    found, items = _map_items(arr)
-    offsets = found.tolist()
-    keys = items.field(0).to_pylist()
-    values = items.field(1).to_pylist()
-    valid = arr.is_valid().to_pylist() if arr.null_count else None
-    out: list[dict[int, Any] | None] = []
-    for i in range(len(arr)):
-        if valid is not None and not valid[i]:
-            out.append(None)
-            continue
-        lo, hi = offsets[i], offsets[i + 1]
-        out.append(dict(zip(keys[lo:hi], values[lo:hi], strict=True)))
-    return out
 
 
 class ManifestColumns:
@@ -184,6 +168,8 @@ class ManifestColumns:
         "_metrics",
         "_partition",
         "length",
+        "origin",
+        "start",
     )
 
     def __init__(
@@ -192,12 +178,18 @@ class ManifestColumns:
         data_file: pa.StructArray,
         df_names: list[str],
         partition: dict[str, pa.Array],
+        origin: ManifestColumns | None = None,
+        start: int = 0,
     ) -> None:
         self._entry = entry
         self._data_file = data_file
         self._df_names = df_names
         self._partition = partition
         self.length = len(data_file)
+        #: The columns of the whole polars read these are a slice of (themselves when
+        #: not a slice), and where in them the slice starts.
+        self.origin: ManifestColumns = self if origin is None else origin
+        self.start = start
         self._metrics: dict[frozenset[int], list[tuple[Any, ...]]] = {}
         self._arrays: dict[frozenset[int], MetricArrays | None] = {}
 
@@ -307,7 +299,7 @@ class ManifestColumns:
         lower, upper = bounds
         if values is None or nulls is None or nans is None or lower is None or upper is None:
             return None
-        return MetricArrays(_ints(record_counts), values, nulls, nans, lower, upper)
+        return MetricArrays(ints(record_counts), values, nulls, nans, lower, upper)
 
     def _key_positions(
         self, name: str, fids: Sequence[int]
@@ -327,7 +319,7 @@ class ManifestColumns:
         keys = items.field(0)
         if keys.null_count or not pa.types.is_integer(keys.type):
             return None
-        key_array = _ints(keys)
+        key_array = ints(keys)
         ends = offsets[1:]
         valid = None if col.null_count == 0 else np.array(col.is_valid().to_pylist())
         found: dict[int, npt.NDArray[np.int64]] = {}
@@ -355,29 +347,47 @@ class ManifestColumns:
                     self._data_file.slice(start, n),
                     self._df_names,
                     {k: a.slice(start, n) for k, a in self._partition.items()},
+                    self.origin,
+                    self.start + start,
                 )
             )
             start += n
         return out
 
     def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The full data_file records of the entries at ``indices``. Runs of adjacent
-        entries are converted from zero-copy slices: a long run column by column, a
-        short one (where per-column calls would cost more) row by row."""
-        out: list[dict[str, Any]] = []
-        for start, stop in _runs(indices):
-            part = self._data_file.slice(start, stop - start)
-            if stop - start < _COLUMNWISE_FROM:
-                out.extend(part.to_pylist())
-                continue
-            columns: dict[str, list[Any]] = {}
-            for i, name in enumerate(self._df_names):
-                col = part.field(i)
-                columns[name] = _maps(col) if name in _MAPS else col.to_pylist()
-            keys = list(columns)
-            rows = zip(*columns.values(), strict=True)
-            out.extend(dict(zip(keys, row, strict=True)) for row in rows)
-        return out
+        """The full data_file records of the entries at ``indices``, converted column
+        by column from the Arrow buffers (``arrow_values.gather``): a few numpy calls a
+        column, however few the entries."""
+        rows = np.asarray(indices, dtype=np.int64)
+        names = self._df_names
+        columns = [
+            gather(self._data_file.field(i), rows, name in _MAPS) for i, name in enumerate(names)
+        ]
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def data_files_together(
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
+) -> list[list[dict[str, Any]]]:
+    """``data_files`` of several manifests' entries (per manifest, its indices), the
+    manifests read by one polars call converted in one pass over the arrays they are
+    slices of (a pass costs a few numpy calls a column: planning a one-day filter
+    over many manifests keeps one or two entries of each)."""
+    out: list[list[dict[str, Any]]] = [[] for _ in parts]
+    groups: dict[int, list[int]] = {}
+    for k, (columns, _) in enumerate(parts):
+        groups.setdefault(id(columns.origin), []).append(k)
+    for members in groups.values():
+        origin = parts[members[0]][0].origin
+        rows = [
+            columns.start + i
+            for columns, indices in map(parts.__getitem__, members)
+            for i in indices
+        ]
+        found = iter(origin.data_files(rows))
+        for k in members:
+            out[k] = [next(found) for _ in parts[k][1]]
+    return out
 
 
 def _counts(
@@ -388,7 +398,7 @@ def _counts(
         return {}
     if values.null_count or not pa.types.is_integer(values.type):
         return None
-    flat = _ints(values).astype(np.int64, copy=False)
+    flat = ints(values).astype(np.int64, copy=False)
     out: dict[int, Counts] = {}
     for fid, pos in where.items():
         known = pos >= 0
@@ -409,63 +419,11 @@ def _bounds(
     out: dict[int, Bounds] = {}
     for fid, pos in where.items():
         known = pos >= 0
-        found = _binaries(values, pos[known])
+        found = binaries(values, pos[known])
         if found is None:
             return None
         out[fid] = (known, found)
     return out
-
-
-def _binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | None:
-    """The values at ``positions`` of a binary view array without nulls (as polars
-    gives bounds), read from its buffers as the Arrow format lays them out (pyarrow's
-    take and cast kernels cost milliseconds on their first use in a process); None
-    for another type."""
-    if not pa.types.is_binary_view(arr.type):
-        return None
-    buffers = arr.buffers()
-    views = np.frombuffer(buffers[1], dtype=np.uint8, count=16 * len(arr), offset=16 * arr.offset)
-    raw = views.reshape(-1, 16)[positions].tobytes()
-    out = []
-    for at in range(0, len(raw), 16):
-        # 16 bytes a value: its length, then the value itself when it takes at most 12
-        # bytes, else a 4-byte prefix, the index of a data buffer and an offset in it
-        n, index, offset = _VIEW.unpack_from(raw, at)
-        if n <= 12:
-            out.append(raw[at + 4 : at + 4 + n])
-        else:
-            out.append(buffers[2 + index][offset : offset + n].to_pybytes())
-    return out
-
-
-#: A binary view: length, (prefix), data buffer index, offset; native int32s.
-_VIEW = struct.Struct("=i4xii")
-
-
-def _ints(arr: pa.Array) -> npt.NDArray[Any]:
-    """An integer Arrow array without nulls as a numpy view of its buffer (pyarrow's
-    own numpy conversions cost milliseconds on their first use in a process)."""
-    width = arr.type.bit_width // 8
-    return np.frombuffer(
-        arr.buffers()[1], dtype=np.dtype(f"i{width}"), count=len(arr), offset=arr.offset * width
-    )
-
-
-#: Runs at least this long are converted column by column (measured crossover).
-_COLUMNWISE_FROM = 8
-
-
-def _runs(indices: Sequence[int]) -> Iterator[tuple[int, int]]:
-    """[start, stop) runs of consecutive values, in order."""
-    start = prev = -2
-    for i in indices:
-        if i != prev + 1:
-            if prev >= 0:
-                yield start, prev + 1
-            start = i
-        prev = i
-    if prev >= 0:
-        yield start, prev + 1
 
 
 def _one_chunk(col: pa.ChunkedArray) -> pa.Array:

@@ -24,6 +24,7 @@ from neve.planning.manifest_columnar import (
     ManifestColumns,
     PolarsRead,
     columnar_enabled,
+    data_files_together,
     finish_read,
     prepare_read,
     read_columns,
@@ -55,13 +56,12 @@ from neve.spec.manifest_io import (
 )
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
-from neve.spec.types import (
-    IcebergType,
-)
+from neve.spec.types import IcebergType
 
 __all__ = [
     "LazyManifest",
     "ManifestReads",
+    "decode_entries_together",
     "decode_manifest",
     "decode_manifest_lazy",
     "decode_manifests_lazy",
@@ -550,13 +550,15 @@ class LazyManifest:
         if columns is None or not missing:
             return
         try:
-            files = columns.data_files(missing)
-            for i, df in zip(missing, files, strict=True):
-                entries[i] = self._build(
-                    self.statuses[i], self._inherited[i], self.partitions[i], df
-                )
+            self._store(missing, columns.data_files(missing))
         except _DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
+
+    def _store(self, indices: Sequence[int], files: Sequence[Mapping[str, Any]]) -> None:
+        """Build and keep the entries at ``indices`` from their data_file records."""
+        entries = self._entries
+        for i, df in zip(indices, files, strict=True):
+            entries[i] = self._build(self.statuses[i], self._inherited[i], self.partitions[i], df)
 
     def entries(self) -> list[ManifestEntry]:
         """Every entry in full."""
@@ -566,6 +568,29 @@ class LazyManifest:
         """The entries that are not DELETED, in full."""
         gone = _DELETED
         return self.entries_at([i for i, s in enumerate(self.statuses) if s is not gone])
+
+
+def decode_entries_together(requests: Sequence[tuple[LazyManifest, Sequence[int]]]) -> None:
+    """Decode in full the entries at the given indices of several manifests, as
+    :meth:`LazyManifest.entries_at` would, converting the entries of manifests that
+    polars read in one call together (``data_files_together``): what planning does
+    after pruning, before it asks each manifest for its entries."""
+    owners: list[LazyManifest] = []
+    parts: list[tuple[ManifestColumns, list[int]]] = []
+    for lazy, indices in requests:
+        columns = lazy._columns
+        missing = [i for i in indices if not lazy.is_decoded(i)]
+        if columns is not None and missing:
+            owners.append(lazy)
+            parts.append((columns, missing))
+    if not parts:
+        return
+    try:
+        found = data_files_together(parts)
+    except _DECODE_ERRORS:
+        return  # entries_at decodes each manifest apart and names the damaged one
+    for lazy, (_, missing), files in zip(owners, parts, found, strict=True):
+        lazy._store(missing, files)
 
 
 def _partition_types(spec: PartitionSpec, schema: Schema) -> tuple[IcebergType, ...] | None:

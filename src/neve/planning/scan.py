@@ -27,7 +27,7 @@ from neve.planning.manifest_cache import (
     load_manifests,
 )
 from neve.planning.manifest_columnar import columnar_enabled
-from neve.planning.manifests import LazyManifest
+from neve.planning.manifests import LazyManifest, decode_entries_together
 from neve.planning.tasks import FileScanTask
 from neve.spec.manifest import (
     DataFile,
@@ -193,6 +193,7 @@ class ScanPlan:
         deletes: list[ManifestEntry] = []
         gone = ManifestEntryStatus.DELETED
         is_data = DataFileContent.DATA
+        survivors: list[tuple[LazyManifest, list[int], set[int]]] = []
         for lazy in loaded:
             matches = part_filters[lazy.manifest.partition_spec_id]
             kept_entries = [
@@ -205,6 +206,9 @@ class ScanPlan:
             judged: set[int] = set()  # entries the metrics evaluator already kept
             if lazy.manifest.content is ManifestContent.DATA and metrics.field_ids:
                 kept_entries, judged = _metrics_survivors(lazy, kept_entries, metrics)
+            survivors.append((lazy, kept_entries, judged))
+        decode_entries_together([(lazy, kept) for lazy, kept, _ in survivors])
+        for lazy, kept_entries, judged in survivors:
             for i, e in zip(kept_entries, lazy.entries_at(kept_entries), strict=True):
                 if e.data_file.content is is_data:
                     if i in judged or metrics.eval(e.data_file):
