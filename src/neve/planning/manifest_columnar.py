@@ -133,10 +133,14 @@ def _raw(arr: pa.Array) -> pa.Array:
     days for dates, micro- or nanoseconds for timestamps (in the unit polars took from
     the logical type), microseconds for times; other types as they are."""
     t = arr.type
+    # dates and timestamps are their integers underneath: a view (zero-copy) rather
+    # than a cast, whose first use in a process costs ~5 ms (pyarrow's kernel set-up)
+    if pa.types.is_date32(t):
+        return arr.view(pa.int32())
+    if pa.types.is_timestamp(t):
+        return arr.view(pa.int64())
     if pa.types.is_date(t):
         return arr.cast(pa.int32())
-    if pa.types.is_timestamp(t):
-        return arr.cast(pa.int64())
     if pa.types.is_time(t):
         return arr.cast(pa.time64("us")).cast(pa.int64())
     return arr
