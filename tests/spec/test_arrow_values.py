@@ -34,6 +34,14 @@ _LAYOUTS: list[tuple[pa.DataType, st.SearchStrategy[Any], bool]] = [
         ),
         True,
     ),
+    # every row the same keys (as writers give metrics): read as runs of values
+    (
+        pa.large_list(pa.struct([("key", pa.int32()), ("value", pa.int64())])),
+        st.tuples(st.integers(0, 9), st.integers(0, 9)).map(
+            lambda v: [{"key": 7, "value": v[0]}, {"key": 3, "value": v[1]}]
+        ),
+        True,
+    ),
     # others go through pyarrow
     (pa.bool_(), st.booleans(), False),
     (pa.large_string(), st.text(max_size=5), False),

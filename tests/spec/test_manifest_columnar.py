@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.planning.manifest_batches import decode_entries_together
 from neve.planning.manifests import (
     FEW_ENTRIES,
     LazyManifest,
-    decode_entries_together,
     decode_manifest_lazy,
     decode_manifests_lazy,
     read_manifest_list,

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-__all__ = ["binaries", "gather", "ints"]
+__all__ = ["binaries", "gather", "ints", "spans", "valid"]
 
 
 def ints(arr: pa.Array) -> npt.NDArray[Any]:
@@ -58,7 +58,7 @@ def binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | N
     return out
 
 
-def _valid(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[bool] | None:
+def valid(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[bool] | None:
     """Whether each of ``rows`` holds a value; None when the array has no nulls."""
     if arr.null_count == 0:
         return None
@@ -99,7 +99,7 @@ def _flat(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[Any] | None:
     return [b.decode() for b in data]
 
 
-def _spans(
+def spans(
     arr: pa.Array, rows: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], list[int]] | None:
     """For a list array: the positions in its (unsliced) child array of the items of
@@ -120,10 +120,10 @@ def _lists(arr: pa.Array, rows: npt.NDArray[np.int64], as_map: bool) -> list[Any
     """The values at ``rows`` of a list array: lists of integers, strings or binaries,
     or (``as_map``) dicts from a list of key/value records (the last of repeated keys
     wins); None for another layout."""
-    spans = _spans(arr, rows)
-    if spans is None:
+    found_spans = spans(arr, rows)
+    if found_spans is None:
         return None
-    positions, lengths = spans
+    positions, lengths = found_spans
     items = arr.values
     keys: list[Any] | None = []
     if as_map:
@@ -137,6 +137,12 @@ def _lists(arr: pa.Array, rows: npt.NDArray[np.int64], as_map: bool) -> list[Any
         values = None if items.null_count else _flat(items, positions)
     if keys is None or values is None:
         return None
+    if as_map and _same_keys(items.field(0), positions, lengths):
+        # every row holds the same keys in the same order (writers give each file the
+        # metrics of the same columns): rows are consecutive runs of the values
+        first = keys[: lengths[0]]
+        runs = zip(*[iter(values)] * len(first), strict=False)  # whole runs only
+        return [dict(zip(first, run, strict=True)) for run in runs]
     out: list[Any] = []
     at = 0
     for n in lengths:
@@ -148,19 +154,29 @@ def _lists(arr: pa.Array, rows: npt.NDArray[np.int64], as_map: bool) -> list[Any
     return out
 
 
+def _same_keys(keys: pa.Array, positions: npt.NDArray[np.int64], lengths: list[int]) -> bool:
+    """Whether the rows of ``lengths`` items each hold the same non-empty sequence of
+    integer keys (at ``positions`` of ``keys``)."""
+    n = lengths[0] if lengths else 0
+    if n == 0 or lengths.count(n) != len(lengths) or not pa.types.is_signed_integer(keys.type):
+        return False
+    found = ints(keys)[positions].reshape(-1, n)
+    return bool((found == found[0]).all())
+
+
 def gather(arr: pa.Array, rows: npt.NDArray[np.int64], as_map: bool = False) -> list[Any]:
     """The values at ``rows`` of ``arr`` as Python objects, None for nulls: integers,
     strings and binaries, lists of them, and (``as_map``) lists of key/value records as
     dicts, read from the buffers; any other type through pyarrow, row by row."""
-    valid = _valid(arr, rows)
-    present = rows if valid is None else rows[np.asarray(valid, dtype=np.bool_)]
+    known = valid(arr, rows)
+    present = rows if known is None else rows[np.asarray(known, dtype=np.bool_)]
     found = _lists(arr, present, as_map)
     if found is None and not as_map:
         found = _flat(arr, present)
     if found is None:
         # (maps as pyarrow gives them: lists of key/value records, which readers take)
         found = [arr.slice(int(r), 1).to_pylist()[0] for r in present]
-    if valid is None:
+    if known is None:
         return found
     values = iter(found)
-    return [next(values) if v else None for v in valid]
+    return [next(values) if v else None for v in known]

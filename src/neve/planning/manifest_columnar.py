@@ -20,11 +20,9 @@ and so does forking a process that has used polars (see ``columnar_enabled``).
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
@@ -36,7 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
-from neve.planning.arrow_values import binaries, gather, ints
+from neve.planning.arrow_values import binaries, gather, ints, spans, valid
+from neve.planning.polars_avro import polars_schema
 from neve.spec.avro_container import AvroHeader
 
 __all__ = [
@@ -46,6 +45,7 @@ __all__ = [
     "columnar_enabled",
     "data_files_together",
     "finish_read",
+    "metric_arrays_together",
     "prepare_read",
     "read_columns",
     "read_columns_many",
@@ -169,6 +169,7 @@ class ManifestColumns:
         "_data_file",
         "_df_names",
         "_entry",
+        "_heads",
         "_metrics",
         "_partition",
         "length",
@@ -196,6 +197,7 @@ class ManifestColumns:
         self.start = start
         self._metrics: dict[frozenset[int], list[tuple[Any, ...]]] = {}
         self._arrays: dict[frozenset[int], MetricArrays | None] = {}
+        self._heads: dict[tuple[Any, ...], HeadColumns] = {}
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
@@ -221,7 +223,18 @@ class ManifestColumns:
         """Lists with one item per entry: status codes, snapshot ids, sequence numbers,
         file sequence numbers, content codes, record counts, first row ids, and partition
         tuples in spec order (the columns named by ``keys``, None for a key the file
-        lacks, converted by ``convs``). Full records: see ``data_files``."""
+        lacks, converted by ``convs``). Full records: see ``data_files``. A slice of a
+        larger read takes its part of the whole read's lists, made once (a few Arrow
+        calls a column, whatever the length)."""
+        origin = self.origin
+        if origin is not self:
+            memo = (*keys, *convs)
+            whole = origin._heads.get(memo)
+            if whole is None:
+                whole = origin._heads[memo] = origin.heads(keys, convs)
+            a, b = self.start, self.start + self.length
+            s, i, q, f, c, r, first, p = (column[a:b] for column in whole)
+            return s, i, q, f, c, r, first, p
         n = self.length
         values: list[Iterable[Any]] = []
         for key, conv in zip(keys, convs, strict=True):
@@ -290,20 +303,28 @@ class ManifestColumns:
             self._arrays[key] = self._metric_arrays(sorted(key))
         return self._arrays[key]
 
-    def _metric_arrays(self, fids: Sequence[int]) -> MetricArrays | None:
+    def _metric_arrays(
+        self, fids: Sequence[int], rows: npt.NDArray[np.int64] | None = None
+    ) -> MetricArrays | None:
+        """The metric arrays of every entry, or of the entries at ``rows`` in order."""
         record_counts = self._df_field("record_count")
         if record_counts is None:
             return None
         if record_counts.null_count or not pa.types.is_int64(record_counts.type):
             return None
-        found = [self._key_positions(name, fids) for name in _METRICS]
+        if rows is None:
+            found = [self._key_positions(name, fids) for name in _METRICS]
+            counts_of = ints(record_counts)
+        else:
+            found = [self._key_positions_at(name, fids, rows) for name in _METRICS]
+            counts_of = ints(record_counts)[rows]
         counts = [None if f is None else _counts(*f) for f in found[:3]]
         bounds = [None if f is None else _bounds(*f) for f in found[3:]]
         values, nulls, nans = counts
         lower, upper = bounds
         if values is None or nulls is None or nans is None or lower is None or upper is None:
             return None
-        return MetricArrays(ints(record_counts), values, nulls, nans, lower, upper)
+        return MetricArrays(counts_of, values, nulls, nans, lower, upper)
 
     def _key_positions(
         self, name: str, fids: Sequence[int]
@@ -337,6 +358,42 @@ class ManifestColumns:
             last[:-1] = owner[1:] != owner[:-1]
             where = np.full(self.length, -1, dtype=np.int64)
             where[owner[last]] = pos[last]
+            found[fid] = where
+        return found, items.field(1)
+
+    def _key_positions_at(
+        self, name: str, fids: Sequence[int], rows: npt.NDArray[np.int64]
+    ) -> tuple[dict[int, npt.NDArray[np.int64]], pa.Array | None] | None:
+        """``_key_positions`` for the entries at ``rows`` only (one item per row), the
+        positions into the map's whole flattened values (which it returns)."""
+        col = self._df_field(name)
+        if col is None:
+            return {}, None
+        listed = pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
+        if not listed or not pa.types.is_struct(col.type.value_type):
+            return None
+        items = col.values
+        if items.type.num_fields != 2:
+            return None
+        keys = items.field(0)
+        if keys.null_count or not pa.types.is_integer(keys.type):
+            return None
+        present = valid(col, rows)  # a null map holds nothing
+        live = np.arange(len(rows)) if present is None else np.flatnonzero(present)
+        found_spans = spans(col, rows[live])
+        if found_spans is None:
+            return None
+        positions, lengths = found_spans
+        owner = np.repeat(live, lengths)  # the row (index into rows) holding each item
+        key_array = ints(keys)[positions]
+        found: dict[int, npt.NDArray[np.int64]] = {}
+        for fid in fids:
+            hit = np.flatnonzero(key_array == fid)
+            pos, own = positions[hit], owner[hit]
+            last = np.ones(len(pos), dtype=np.bool_)
+            last[:-1] = own[1:] != own[:-1]
+            where = np.full(len(rows), -1, dtype=np.int64)
+            where[own[last]] = pos[last]
             found[fid] = where
         return found, items.field(1)
 
@@ -394,6 +451,25 @@ def data_files_together(
     return out
 
 
+def metric_arrays_together(
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]], field_ids: Iterable[int]
+) -> list[tuple[list[int], MetricArrays | None]]:
+    """The metric arrays of several manifests' entries (per manifest, its indices),
+    one per group of manifests read by one polars call: the positions in ``parts`` of
+    the group's members, and the arrays of their entries in that order (None when a
+    column is not laid out as the spec has it)."""
+    fids = sorted(set(field_ids))
+    groups: dict[int, list[int]] = {}
+    for k, (columns, _) in enumerate(parts):
+        groups.setdefault(id(columns.origin), []).append(k)
+    out = []
+    for members in groups.values():
+        origin = parts[members[0]][0].origin
+        rows = [parts[k][0].start + i for k in members for i in parts[k][1]]
+        out.append((members, origin._metric_arrays(fids, np.asarray(rows, dtype=np.int64))))
+    return out
+
+
 def _counts(
     where: dict[int, npt.NDArray[np.int64]], values: pa.Array | None
 ) -> dict[int, Counts] | None:
@@ -436,46 +512,6 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
 
 #: Codecs polars' Avro reader supports.
 _CODECS = frozenset({"null", "deflate", "snappy"})
-
-
-_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
-
-
-def _for_polars(schema: Any, named: dict[str, Any], count: list[int]) -> Any:
-    """``schema`` (parsed JSON) as polars' Avro schema parser takes it: without field
-    ``default`` attributes (it rejects some, such as Iceberg-Java's ``"default": 0``)
-    and with references to named types (``"uuid_fixed"`` a second time) replaced by a
-    copy of the definition under a new name (it cannot resolve references). Neither
-    changes how values are encoded, so the blocks read the same."""
-    if isinstance(schema, str):
-        if schema in _PRIMITIVES or schema not in named:
-            return schema
-        count[0] += 1
-        return {**named[schema], "name": f"{named[schema]['name']}_neve{count[0]}"}
-    if isinstance(schema, list):
-        return [_for_polars(v, named, count) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {
-        k: _for_polars(v, named, count) if k in ("type", "items", "values", "fields") else v
-        for k, v in schema.items()
-        if k != "default"
-    }
-    name = schema.get("name")
-    if schema.get("type") in ("record", "fixed", "enum") and isinstance(name, str):
-        named[name] = out
-        namespace = schema.get("namespace")
-        if namespace and "." not in name:
-            named[f"{namespace}.{name}"] = out
-    return out
-
-
-@lru_cache(maxsize=64)
-def _polars_schema(schema_text: str) -> str | None:
-    """The writer schema rewritten for polars, or None when it needs no rewrite."""
-    schema = json.loads(schema_text)
-    readable = _for_polars(schema, {}, [0])
-    return None if readable == schema else json.dumps(readable)
 
 
 _LONG = fastavro.parse_schema("long")
@@ -546,7 +582,7 @@ def prepare_read(
         except (ValueError, EOFError, TypeError):
             return None
         data, counts = b"".join(parts), tuple(found)
-    readable = _polars_schema(first.schema_text)
+    readable = polars_schema(first.schema_text)
     if readable is not None:
         data = first.with_schema(data, readable)
     return PolarsRead(data, decoding_schema, counts)

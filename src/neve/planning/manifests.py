@@ -24,7 +24,6 @@ from neve.planning.manifest_columnar import (
     ManifestColumns,
     PolarsRead,
     columnar_enabled,
-    data_files_together,
     finish_read,
     prepare_read,
     read_columns,
@@ -59,9 +58,9 @@ from neve.spec.schema import Schema
 from neve.spec.types import IcebergType
 
 __all__ = [
+    "DECODE_ERRORS",
     "LazyManifest",
     "ManifestReads",
-    "decode_entries_together",
     "decode_manifest",
     "decode_manifest_lazy",
     "decode_manifests_lazy",
@@ -131,7 +130,7 @@ def decode_manifest_lazy(
     fastavro, which decodes them before polars has set up its read."""
     try:
         return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar, prepared)
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise _damaged(manifest, exc) from exc
 
 
@@ -173,7 +172,7 @@ def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
     for (text, _), members in groups.items():
         try:
             decoding = entry_plan(text, None, None).schema
-        except _DECODE_ERRORS:
+        except DECODE_ERRORS:
             continue
         read = prepare_read([datas[i] for i in members], [headers[i] for i in members], decoding)
         if read is not None:
@@ -237,7 +236,7 @@ def _damaged(manifest: ManifestFile, exc: Exception) -> NeveIOError:
 
 
 #: What fastavro and record access raise on a damaged or foreign file.
-_DECODE_ERRORS = (
+DECODE_ERRORS = (
     ValueError,
     EOFError,
     KeyError,
@@ -362,7 +361,7 @@ class LazyManifest:
                 if eager:
                     self._fill(range(len(self.statuses)))
                 return
-            except _DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
+            except DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
                 self._reset()
         reader = open_container(data)
         if not eager and plan.head is not None:
@@ -502,7 +501,7 @@ class LazyManifest:
             e = self._build(
                 self.statuses[i], self._inherited[i], self.partitions[i], rec["data_file"]
             )
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
         self._entries[i] = e
         return e
@@ -529,7 +528,7 @@ class LazyManifest:
             return None
         try:
             return read(columns)
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 
     def is_decoded(self, i: int) -> bool:
@@ -550,12 +549,18 @@ class LazyManifest:
         if columns is None or not missing:
             return
         try:
-            self._store(missing, columns.data_files(missing))
-        except _DECODE_ERRORS as exc:
+            self.store_files(missing, columns.data_files(missing))
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 
-    def _store(self, indices: Sequence[int], files: Sequence[Mapping[str, Any]]) -> None:
-        """Build and keep the entries at ``indices`` from their data_file records."""
+    @property
+    def columns(self) -> ManifestColumns | None:
+        """The Arrow columns of the entries, when the columnar decoder read them."""
+        return self._columns
+
+    def store_files(self, indices: Sequence[int], files: Sequence[Mapping[str, Any]]) -> None:
+        """Build and keep the entries at ``indices`` from their data_file records (as
+        ``ManifestColumns.data_files`` gives them)."""
         entries = self._entries
         for i, df in zip(indices, files, strict=True):
             entries[i] = self._build(self.statuses[i], self._inherited[i], self.partitions[i], df)
@@ -568,29 +573,6 @@ class LazyManifest:
         """The entries that are not DELETED, in full."""
         gone = _DELETED
         return self.entries_at([i for i, s in enumerate(self.statuses) if s is not gone])
-
-
-def decode_entries_together(requests: Sequence[tuple[LazyManifest, Sequence[int]]]) -> None:
-    """Decode in full the entries at the given indices of several manifests, as
-    :meth:`LazyManifest.entries_at` would, converting the entries of manifests that
-    polars read in one call together (``data_files_together``): what planning does
-    after pruning, before it asks each manifest for its entries."""
-    owners: list[LazyManifest] = []
-    parts: list[tuple[ManifestColumns, list[int]]] = []
-    for lazy, indices in requests:
-        columns = lazy._columns
-        missing = [i for i in indices if not lazy.is_decoded(i)]
-        if columns is not None and missing:
-            owners.append(lazy)
-            parts.append((columns, missing))
-    if not parts:
-        return
-    try:
-        found = data_files_together(parts)
-    except _DECODE_ERRORS:
-        return  # entries_at decodes each manifest apart and names the damaged one
-    for lazy, (_, missing), files in zip(owners, parts, found, strict=True):
-        lazy._store(missing, files)
 
 
 def _partition_types(spec: PartitionSpec, schema: Schema) -> tuple[IcebergType, ...] | None:
@@ -621,7 +603,7 @@ def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
             _manifest_file(rec, metadata)
             for rec in iter_records(reader, _list_schema(metadata["avro.schema"]))
         ]
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise NeveIOError(
             f"cannot read manifest list {path}: {exc!r}; the file is damaged or not an "
             "Iceberg manifest list"
