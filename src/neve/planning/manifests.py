@@ -289,6 +289,8 @@ def _inherit(values: list[Any], inherited: Any, only: list[bool] | None) -> list
     if inherited is None or None not in values:
         return values
     if only is None:
+        if values.count(None) == len(values):  # as writers leave them: all inherited
+            return [inherited] * len(values)
         return [inherited if v is None else v for v in values]
     return [inherited if v is None and o else v for v, o in zip(values, only, strict=True)]
 
@@ -409,7 +411,8 @@ class LazyManifest:
             # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
             # (and, as Java does, for any entry of a manifest with sequence number 0)
             seq = manifest.sequence_number if manifest.sequence_number >= 0 else None
-            added = None if seq == 0 else [s is _ADDED for s in statuses]
+            every = seq == 0 or statuses.count(_ADDED) == n
+            added = None if every else [s is _ADDED for s in statuses]
             seqs = _inherit(heads.sequence_number, seq, added)
             file_seqs = _inherit(heads.file_sequence_number, seq, added)
         else:

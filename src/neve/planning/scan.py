@@ -7,7 +7,8 @@ Planning never touches data files and never needs Spark; tasks are picklable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
 from typing import Any
 
 from neve.errors import SchemaError, ValidationError
@@ -240,19 +241,9 @@ def _survivors(
     kept entries it judged that way (the others are judged on their full data files).
     Entries of manifests polars read in one call are judged together on arrays
     (``judge_together``), else manifest by manifest (``_metrics_survivors``)."""
-    gone = ManifestEntryStatus.DELETED
-    kept_by = []
-    for lazy in loaded:
-        matches = part_filters[lazy.manifest.partition_spec_id]
-        kept_by.append(
-            [
-                i
-                for i, (status, partition) in enumerate(
-                    zip(lazy.statuses, lazy.partitions, strict=True)
-                )
-                if status is not gone and matches(partition)
-            ]
-        )
+    kept_by = [
+        _partition_survivors(lazy, part_filters[lazy.manifest.partition_spec_id]) for lazy in loaded
+    ]
     by_metrics = [
         bool(metrics.field_ids) and lazy.manifest.content is ManifestContent.DATA for lazy in loaded
     ]
@@ -274,6 +265,24 @@ def _survivors(
             kept, judged = _metrics_survivors(lazy, kept, metrics)
         out.append((lazy, kept, judged))
     return out
+
+
+def _partition_survivors(lazy: LazyManifest, matches: _Memo) -> list[int]:
+    """The live entries of ``lazy`` whose partition ``matches``: the filter evaluated
+    once per distinct partition, the entries picked at C speed (a plan of a 10,000-file
+    table reads every entry's head)."""
+    partitions = lazy.partitions
+    flags: Iterable[bool]
+    try:
+        distinct = set(partitions)
+    except TypeError:  # an unhashable value: one by one
+        flags = map(matches, partitions)
+    else:
+        flags = map({p for p in distinct if matches(p)}.__contains__, partitions)
+    gone = ManifestEntryStatus.DELETED
+    if gone in lazy.statuses:
+        flags = [f and s is not gone for f, s in zip(flags, lazy.statuses, strict=True)]
+    return list(compress(range(len(partitions)), flags))
 
 
 def _metrics_survivors(
