@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.planning.manifest_batches import decode_entries_together
 from neve.planning.manifests import (
     FEW_ENTRIES,
     LazyManifest,
@@ -253,6 +254,48 @@ def test_manifests_read_together_equal_each_read_by_fastavro(
     for data, m, col in zip(datas, manifests, together, strict=True):
         avro = decode_manifest_lazy(data, m, specs_by_id={0: spec}, columnar=False)
         _assert_same(col, avro)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=_manifests(),
+    cut=st.integers(0, 12),
+    picks=st.lists(st.lists(st.integers(0, 11), max_size=6), min_size=2, max_size=2),
+)
+def test_entries_decoded_together_equal_fastavro(
+    case: tuple[int, Schema, PartitionSpec, list[ManifestEntry]],
+    cut: int,
+    picks: list[list[int]],
+) -> None:
+    """Planning decodes the survivors of all manifests of one polars read in one pass
+    over the arrays they share (decode_entries_together): any entries, in any order,
+    repeated or not, equal fastavro's; the others stay undecoded."""
+    version, schema, spec, entries = case
+    parts = [entries[:cut], entries[cut:]]
+    fio = FileIO()
+    datas, manifests = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, part in enumerate(parts):
+            m = write_manifest(
+                fio,
+                f"{tmp}/m{k}.avro",
+                format_version=version,
+                spec=spec,
+                schema=schema,
+                content=ManifestContent.DATA,
+                snapshot_id=7 + k,
+                entries=part,
+            )
+            datas.append(fio.read_bytes(m.manifest_path))
+            manifests.append(m.with_(sequence_number=3 + k if version > 1 else 0))
+    together = decode_manifests_lazy(datas, manifests, specs_by_id={0: spec}, columnar=True)
+    assert all(lz._columns is not None for lz in together)
+    wanted = [[i for i in pick if i < len(part)] for pick, part in zip(picks, parts, strict=True)]
+    decode_entries_together(list(zip(together, wanted, strict=True)))
+    for data, m, col, indices in zip(datas, manifests, together, wanted, strict=True):
+        avro = decode_manifest_lazy(data, m, specs_by_id={0: spec}, columnar=False)
+        assert [i for i in range(len(col)) if col.is_decoded(i)] == sorted(set(indices))
+        assert [col.entry(i) for i in indices] == [avro.entry(i) for i in indices]
 
 
 def test_manifests_of_different_schemas_and_codecs_read_together(tmp_path: Path) -> None:

@@ -125,6 +125,7 @@ def test_lazy_entries_equal_eager_and_plain_fastavro_decoding(
         for head in (None, unrelated):
             monkeypatch.setattr(manifest_io, "_head_schema", lambda _schema, h=head: h)
             manifest_io.entry_plan.cache_clear()
+            manifest_io._head_schema_of.cache_clear()
             try:
                 whole = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False)
                 assert whole._entries == eager
@@ -132,6 +133,7 @@ def test_lazy_entries_equal_eager_and_plain_fastavro_decoding(
             finally:
                 monkeypatch.undo()
                 manifest_io.entry_plan.cache_clear()
+                manifest_io._head_schema_of.cache_clear()
 
 
 def test_head_decoding_skips_metrics(table: neve.Table) -> None:

@@ -43,7 +43,7 @@ from neve.planning.manifest_cache import manifest_cache
 from neve.spec.manifest import DataFile, FileFormat
 
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
-FILES = 40  # in one manifest: more than planning decodes at once without metrics first
+FILES = 48  # in one manifest or three: each more than planning decodes without metrics first
 
 
 @st.composite
@@ -130,10 +130,13 @@ def _decoder(name: str) -> Iterator[None]:
 @given(
     metrics=st.lists(_metrics(), min_size=FILES, max_size=FILES),
     filters=st.lists(_FILTERS, min_size=3, max_size=3),
+    appends=st.sampled_from([1, 3]),
 )
 def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
-    metrics: list[dict[str, Any]], filters: list[BooleanExpression]
+    metrics: list[dict[str, Any]], filters: list[BooleanExpression], appends: int
 ) -> None:
+    """Three manifests are read by polars in fewer calls than manifests (one per core):
+    the pending entries of those read together are judged together."""
     with tempfile.TemporaryDirectory() as tmp:
         cat = neve.connect(f"sqlite:///{tmp}/c.db", warehouse=f"{tmp}/wh")
         cat.create_namespace("db")
@@ -148,8 +151,10 @@ def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
             )
             for k, m in enumerate(metrics)
         ]
-        with table.transaction() as tx:
-            tx.add_files(files)
+        per = FILES // appends
+        for k in range(appends):
+            with table.transaction() as tx:
+                tx.add_files(files[k * per : (k + 1) * per])
         for row_filter in filters:
             evaluator = InclusiveMetricsEvaluator(table.schema(), row_filter)
             expected = sorted(f.file_path for f in files if evaluator.eval(f))
@@ -159,15 +164,17 @@ def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
                     tasks = table.scan(filter=row_filter).plan_files()
                     planned[name] = sorted(t.file.file_path for t in tasks)
                     if name == "columnar":  # only the files that may match were decoded
-                        (lazy,) = manifest_cache()._manifests.values()
-                        decoded = sum(lazy.is_decoded(i) for i in range(len(lazy)))
+                        lazies = list(manifest_cache()._manifests.values())
+                        assert len(lazies) == appends
+                        decoded = sum(lz.is_decoded(i) for lz in lazies for i in range(len(lz)))
                         assert decoded == len(expected)
-                        # judged all at once on arrays, unless the filter compares strings
-                        columns = lazy._columns
-                        assert columns is not None
+                        # judged on arrays (of the manifests read together), unless
+                        # the filter compares strings: then entry by entry
+                        assert all(lz.columns is not None for lz in lazies)
                         if evaluator.field_ids:
                             one_by_one = _compares_strings(evaluator.expr)
-                            assert bool(columns._metrics) is one_by_one, row_filter
-                            assert bool(columns._arrays), row_filter
+                            for lz in lazies:
+                                assert lz.columns is not None
+                                assert bool(lz.columns._metrics) is one_by_one, row_filter
             assert planned["columnar"] == expected, row_filter
             assert planned["fastavro"] == expected, row_filter

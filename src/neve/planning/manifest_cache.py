@@ -164,6 +164,29 @@ class ManifestCache:
 _CACHE = ManifestCache(_max_entries_from_env())
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The threads that fetch manifests and run polars reads for this process, started
+    on first use (its threads idle between plans)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-manifests")
+        return _POOL
+
+
+def _new_pool_in_child() -> None:
+    # a forked child has none of the parent's threads: it starts its own pool
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_pool_in_child)
+
+
 def manifest_cache() -> ManifestCache:
     """The process-wide cache."""
     return _CACHE
@@ -246,13 +269,20 @@ def load_manifests(
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
         # local files are read here: handing them to threads costs more than reading them
         local = all(io.is_local(manifests[i].manifest_path) for i in missing)
-        with ThreadPoolExecutor(max_workers=n) as ex:
+        # the process's pool unless a number of workers was asked for: starting and
+        # joining threads costs every plan, and a loaded machine makes the join wait
+        own = ThreadPoolExecutor(max_workers=n) if workers else None
+        ex = own or _shared_pool()
+        try:
             fetched = map(fetch, missing) if local else ex.map(fetch, missing)
             datas = dict(zip(missing, fetched, strict=True))
             reads = [prepare_manifest_reads([datas[i] for i in c]) for c in chunks]
             # this thread runs the first share itself while the pool runs the others
             others = [ex.submit(run_manifest_reads, r) for r in reads[1:]]
             tables = [run_manifest_reads(reads[0]), *(f.result() for f in others)]
+        finally:
+            if own is not None:
+                own.shutdown()
         for chunk, chunk_reads, chunk_tables in zip(chunks, reads, tables, strict=True):
             prepared = finish_manifest_reads(chunk_reads, chunk_tables)
             decoded = decode_manifests_lazy(

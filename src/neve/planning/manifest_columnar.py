@@ -20,12 +20,9 @@ and so does forking a process that has used polars (see ``columnar_enabled``).
 from __future__ import annotations
 
 import io
-import json
 import os
-import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import repeat
 from typing import Any
 
@@ -37,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
+from neve.planning.arrow_values import binaries, gather, ints, spans, valid
+from neve.planning.polars_avro import polars_schema
 from neve.spec.avro_container import AvroHeader
 
 __all__ = [
@@ -44,7 +43,9 @@ __all__ = [
     "ManifestColumns",
     "PolarsRead",
     "columnar_enabled",
+    "data_files_together",
     "finish_read",
+    "metric_arrays_together",
     "prepare_read",
     "read_columns",
     "read_columns_many",
@@ -132,10 +133,14 @@ def _raw(arr: pa.Array) -> pa.Array:
     days for dates, micro- or nanoseconds for timestamps (in the unit polars took from
     the logical type), microseconds for times; other types as they are."""
     t = arr.type
+    # dates and timestamps are their integers underneath: a view (zero-copy) rather
+    # than a cast, whose first use in a process costs ~5 ms (pyarrow's kernel set-up)
+    if pa.types.is_date32(t):
+        return arr.view(pa.int32())
+    if pa.types.is_timestamp(t):
+        return arr.view(pa.int64())
     if pa.types.is_date(t):
         return arr.cast(pa.int32())
-    if pa.types.is_timestamp(t):
-        return arr.cast(pa.int64())
     if pa.types.is_time(t):
         return arr.cast(pa.time64("us")).cast(pa.int64())
     return arr
@@ -151,26 +156,9 @@ def _map_items(arr: pa.Array) -> tuple[npt.NDArray[Any], pa.StructArray]:
     """The key/value items of a list<struct<key, value>> column's rows, and offsets
     into them (one more than rows: row i holds items ``offsets[i]`` up to
     ``offsets[i + 1]``)."""
-    offsets = _ints(arr.offsets)  # absolute positions in arr.values
+    offsets = ints(arr.offsets)  # absolute positions in arr.values
     start = int(offsets[0])
     return offsets - start, arr.values.slice(start, int(offsets[-1]) - start)
-
-
-def _maps(arr: pa.Array) -> list[dict[int, Any] | None]:
-    """A list<struct<key, value>> column as one dict (or None) per row."""
-    found, items = _map_items(arr)
-    offsets = found.tolist()
-    keys = items.field(0).to_pylist()
-    values = items.field(1).to_pylist()
-    valid = arr.is_valid().to_pylist() if arr.null_count else None
-    out: list[dict[int, Any] | None] = []
-    for i in range(len(arr)):
-        if valid is not None and not valid[i]:
-            out.append(None)
-            continue
-        lo, hi = offsets[i], offsets[i + 1]
-        out.append(dict(zip(keys[lo:hi], values[lo:hi], strict=True)))
-    return out
 
 
 class ManifestColumns:
@@ -181,9 +169,12 @@ class ManifestColumns:
         "_data_file",
         "_df_names",
         "_entry",
+        "_heads",
         "_metrics",
         "_partition",
         "length",
+        "origin",
+        "start",
     )
 
     def __init__(
@@ -192,14 +183,21 @@ class ManifestColumns:
         data_file: pa.StructArray,
         df_names: list[str],
         partition: dict[str, pa.Array],
+        origin: ManifestColumns | None = None,
+        start: int = 0,
     ) -> None:
         self._entry = entry
         self._data_file = data_file
         self._df_names = df_names
         self._partition = partition
         self.length = len(data_file)
+        #: The columns of the whole polars read these are a slice of (themselves when
+        #: not a slice), and where in them the slice starts.
+        self.origin: ManifestColumns = self if origin is None else origin
+        self.start = start
         self._metrics: dict[frozenset[int], list[tuple[Any, ...]]] = {}
         self._arrays: dict[frozenset[int], MetricArrays | None] = {}
+        self._heads: dict[tuple[Any, ...], HeadColumns] = {}
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
@@ -225,7 +223,18 @@ class ManifestColumns:
         """Lists with one item per entry: status codes, snapshot ids, sequence numbers,
         file sequence numbers, content codes, record counts, first row ids, and partition
         tuples in spec order (the columns named by ``keys``, None for a key the file
-        lacks, converted by ``convs``). Full records: see ``data_files``."""
+        lacks, converted by ``convs``). Full records: see ``data_files``. A slice of a
+        larger read takes its part of the whole read's lists, made once (a few Arrow
+        calls a column, whatever the length)."""
+        origin = self.origin
+        if origin is not self:
+            memo = (*keys, *convs)
+            whole = origin._heads.get(memo)
+            if whole is None:
+                whole = origin._heads[memo] = origin.heads(keys, convs)
+            a, b = self.start, self.start + self.length
+            s, i, q, f, c, r, first, p = (column[a:b] for column in whole)
+            return s, i, q, f, c, r, first, p
         n = self.length
         values: list[Iterable[Any]] = []
         for key, conv in zip(keys, convs, strict=True):
@@ -294,20 +303,28 @@ class ManifestColumns:
             self._arrays[key] = self._metric_arrays(sorted(key))
         return self._arrays[key]
 
-    def _metric_arrays(self, fids: Sequence[int]) -> MetricArrays | None:
+    def _metric_arrays(
+        self, fids: Sequence[int], rows: npt.NDArray[np.int64] | None = None
+    ) -> MetricArrays | None:
+        """The metric arrays of every entry, or of the entries at ``rows`` in order."""
         record_counts = self._df_field("record_count")
         if record_counts is None:
             return None
         if record_counts.null_count or not pa.types.is_int64(record_counts.type):
             return None
-        found = [self._key_positions(name, fids) for name in _METRICS]
+        if rows is None:
+            found = [self._key_positions(name, fids) for name in _METRICS]
+            counts_of = ints(record_counts)
+        else:
+            found = [self._key_positions_at(name, fids, rows) for name in _METRICS]
+            counts_of = ints(record_counts)[rows]
         counts = [None if f is None else _counts(*f) for f in found[:3]]
         bounds = [None if f is None else _bounds(*f) for f in found[3:]]
         values, nulls, nans = counts
         lower, upper = bounds
         if values is None or nulls is None or nans is None or lower is None or upper is None:
             return None
-        return MetricArrays(_ints(record_counts), values, nulls, nans, lower, upper)
+        return MetricArrays(counts_of, values, nulls, nans, lower, upper)
 
     def _key_positions(
         self, name: str, fids: Sequence[int]
@@ -327,7 +344,7 @@ class ManifestColumns:
         keys = items.field(0)
         if keys.null_count or not pa.types.is_integer(keys.type):
             return None
-        key_array = _ints(keys)
+        key_array = ints(keys)
         ends = offsets[1:]
         valid = None if col.null_count == 0 else np.array(col.is_valid().to_pylist())
         found: dict[int, npt.NDArray[np.int64]] = {}
@@ -344,6 +361,42 @@ class ManifestColumns:
             found[fid] = where
         return found, items.field(1)
 
+    def _key_positions_at(
+        self, name: str, fids: Sequence[int], rows: npt.NDArray[np.int64]
+    ) -> tuple[dict[int, npt.NDArray[np.int64]], pa.Array | None] | None:
+        """``_key_positions`` for the entries at ``rows`` only (one item per row), the
+        positions into the map's whole flattened values (which it returns)."""
+        col = self._df_field(name)
+        if col is None:
+            return {}, None
+        listed = pa.types.is_list(col.type) or pa.types.is_large_list(col.type)
+        if not listed or not pa.types.is_struct(col.type.value_type):
+            return None
+        items = col.values
+        if items.type.num_fields != 2:
+            return None
+        keys = items.field(0)
+        if keys.null_count or not pa.types.is_integer(keys.type):
+            return None
+        present = valid(col, rows)  # a null map holds nothing
+        live = np.arange(len(rows)) if present is None else np.flatnonzero(present)
+        found_spans = spans(col, rows[live])
+        if found_spans is None:
+            return None
+        positions, lengths = found_spans
+        owner = np.repeat(live, lengths)  # the row (index into rows) holding each item
+        key_array = ints(keys)[positions]
+        found: dict[int, npt.NDArray[np.int64]] = {}
+        for fid in fids:
+            hit = np.flatnonzero(key_array == fid)
+            pos, own = positions[hit], owner[hit]
+            last = np.ones(len(pos), dtype=np.bool_)
+            last[:-1] = own[1:] != own[:-1]
+            where = np.full(len(rows), -1, dtype=np.int64)
+            where[own[last]] = pos[last]
+            found[fid] = where
+        return found, items.field(1)
+
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
         """Consecutive parts of ``counts`` entries each (zero-copy slices)."""
         out = []
@@ -355,29 +408,66 @@ class ManifestColumns:
                     self._data_file.slice(start, n),
                     self._df_names,
                     {k: a.slice(start, n) for k, a in self._partition.items()},
+                    self.origin,
+                    self.start + start,
                 )
             )
             start += n
         return out
 
     def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The full data_file records of the entries at ``indices``. Runs of adjacent
-        entries are converted from zero-copy slices: a long run column by column, a
-        short one (where per-column calls would cost more) row by row."""
-        out: list[dict[str, Any]] = []
-        for start, stop in _runs(indices):
-            part = self._data_file.slice(start, stop - start)
-            if stop - start < _COLUMNWISE_FROM:
-                out.extend(part.to_pylist())
-                continue
-            columns: dict[str, list[Any]] = {}
-            for i, name in enumerate(self._df_names):
-                col = part.field(i)
-                columns[name] = _maps(col) if name in _MAPS else col.to_pylist()
-            keys = list(columns)
-            rows = zip(*columns.values(), strict=True)
-            out.extend(dict(zip(keys, row, strict=True)) for row in rows)
-        return out
+        """The full data_file records of the entries at ``indices``, converted column
+        by column from the Arrow buffers (``arrow_values.gather``): a few numpy calls a
+        column, however few the entries."""
+        rows = np.asarray(indices, dtype=np.int64)
+        names = self._df_names
+        columns = [
+            gather(self._data_file.field(i), rows, name in _MAPS) for i, name in enumerate(names)
+        ]
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def data_files_together(
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
+) -> list[list[dict[str, Any]]]:
+    """``data_files`` of several manifests' entries (per manifest, its indices), the
+    manifests read by one polars call converted in one pass over the arrays they are
+    slices of (a pass costs a few numpy calls a column: planning a one-day filter
+    over many manifests keeps one or two entries of each)."""
+    out: list[list[dict[str, Any]]] = [[] for _ in parts]
+    groups: dict[int, list[int]] = {}
+    for k, (columns, _) in enumerate(parts):
+        groups.setdefault(id(columns.origin), []).append(k)
+    for members in groups.values():
+        origin = parts[members[0]][0].origin
+        rows = [
+            columns.start + i
+            for columns, indices in map(parts.__getitem__, members)
+            for i in indices
+        ]
+        found = iter(origin.data_files(rows))
+        for k in members:
+            out[k] = [next(found) for _ in parts[k][1]]
+    return out
+
+
+def metric_arrays_together(
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]], field_ids: Iterable[int]
+) -> list[tuple[list[int], MetricArrays | None]]:
+    """The metric arrays of several manifests' entries (per manifest, its indices),
+    one per group of manifests read by one polars call: the positions in ``parts`` of
+    the group's members, and the arrays of their entries in that order (None when a
+    column is not laid out as the spec has it)."""
+    fids = sorted(set(field_ids))
+    groups: dict[int, list[int]] = {}
+    for k, (columns, _) in enumerate(parts):
+        groups.setdefault(id(columns.origin), []).append(k)
+    out = []
+    for members in groups.values():
+        origin = parts[members[0]][0].origin
+        rows = [parts[k][0].start + i for k in members for i in parts[k][1]]
+        out.append((members, origin._metric_arrays(fids, np.asarray(rows, dtype=np.int64))))
+    return out
 
 
 def _counts(
@@ -388,7 +478,7 @@ def _counts(
         return {}
     if values.null_count or not pa.types.is_integer(values.type):
         return None
-    flat = _ints(values).astype(np.int64, copy=False)
+    flat = ints(values).astype(np.int64, copy=False)
     out: dict[int, Counts] = {}
     for fid, pos in where.items():
         known = pos >= 0
@@ -409,63 +499,11 @@ def _bounds(
     out: dict[int, Bounds] = {}
     for fid, pos in where.items():
         known = pos >= 0
-        found = _binaries(values, pos[known])
+        found = binaries(values, pos[known])
         if found is None:
             return None
         out[fid] = (known, found)
     return out
-
-
-def _binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | None:
-    """The values at ``positions`` of a binary view array without nulls (as polars
-    gives bounds), read from its buffers as the Arrow format lays them out (pyarrow's
-    take and cast kernels cost milliseconds on their first use in a process); None
-    for another type."""
-    if not pa.types.is_binary_view(arr.type):
-        return None
-    buffers = arr.buffers()
-    views = np.frombuffer(buffers[1], dtype=np.uint8, count=16 * len(arr), offset=16 * arr.offset)
-    raw = views.reshape(-1, 16)[positions].tobytes()
-    out = []
-    for at in range(0, len(raw), 16):
-        # 16 bytes a value: its length, then the value itself when it takes at most 12
-        # bytes, else a 4-byte prefix, the index of a data buffer and an offset in it
-        n, index, offset = _VIEW.unpack_from(raw, at)
-        if n <= 12:
-            out.append(raw[at + 4 : at + 4 + n])
-        else:
-            out.append(buffers[2 + index][offset : offset + n].to_pybytes())
-    return out
-
-
-#: A binary view: length, (prefix), data buffer index, offset; native int32s.
-_VIEW = struct.Struct("=i4xii")
-
-
-def _ints(arr: pa.Array) -> npt.NDArray[Any]:
-    """An integer Arrow array without nulls as a numpy view of its buffer (pyarrow's
-    own numpy conversions cost milliseconds on their first use in a process)."""
-    width = arr.type.bit_width // 8
-    return np.frombuffer(
-        arr.buffers()[1], dtype=np.dtype(f"i{width}"), count=len(arr), offset=arr.offset * width
-    )
-
-
-#: Runs at least this long are converted column by column (measured crossover).
-_COLUMNWISE_FROM = 8
-
-
-def _runs(indices: Sequence[int]) -> Iterator[tuple[int, int]]:
-    """[start, stop) runs of consecutive values, in order."""
-    start = prev = -2
-    for i in indices:
-        if i != prev + 1:
-            if prev >= 0:
-                yield start, prev + 1
-            start = i
-        prev = i
-    if prev >= 0:
-        yield start, prev + 1
 
 
 def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
@@ -474,46 +512,6 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
 
 #: Codecs polars' Avro reader supports.
 _CODECS = frozenset({"null", "deflate", "snappy"})
-
-
-_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
-
-
-def _for_polars(schema: Any, named: dict[str, Any], count: list[int]) -> Any:
-    """``schema`` (parsed JSON) as polars' Avro schema parser takes it: without field
-    ``default`` attributes (it rejects some, such as Iceberg-Java's ``"default": 0``)
-    and with references to named types (``"uuid_fixed"`` a second time) replaced by a
-    copy of the definition under a new name (it cannot resolve references). Neither
-    changes how values are encoded, so the blocks read the same."""
-    if isinstance(schema, str):
-        if schema in _PRIMITIVES or schema not in named:
-            return schema
-        count[0] += 1
-        return {**named[schema], "name": f"{named[schema]['name']}_neve{count[0]}"}
-    if isinstance(schema, list):
-        return [_for_polars(v, named, count) for v in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {
-        k: _for_polars(v, named, count) if k in ("type", "items", "values", "fields") else v
-        for k, v in schema.items()
-        if k != "default"
-    }
-    name = schema.get("name")
-    if schema.get("type") in ("record", "fixed", "enum") and isinstance(name, str):
-        named[name] = out
-        namespace = schema.get("namespace")
-        if namespace and "." not in name:
-            named[f"{namespace}.{name}"] = out
-    return out
-
-
-@lru_cache(maxsize=64)
-def _polars_schema(schema_text: str) -> str | None:
-    """The writer schema rewritten for polars, or None when it needs no rewrite."""
-    schema = json.loads(schema_text)
-    readable = _for_polars(schema, {}, [0])
-    return None if readable == schema else json.dumps(readable)
 
 
 _LONG = fastavro.parse_schema("long")
@@ -584,7 +582,7 @@ def prepare_read(
         except (ValueError, EOFError, TypeError):
             return None
         data, counts = b"".join(parts), tuple(found)
-    readable = _polars_schema(first.schema_text)
+    readable = polars_schema(first.schema_text)
     if readable is not None:
         data = first.with_schema(data, readable)
     return PolarsRead(data, decoding_schema, counts)

@@ -55,11 +55,10 @@ from neve.spec.manifest_io import (
 )
 from neve.spec.partition import PartitionSpec
 from neve.spec.schema import Schema
-from neve.spec.types import (
-    IcebergType,
-)
+from neve.spec.types import IcebergType
 
 __all__ = [
+    "DECODE_ERRORS",
     "LazyManifest",
     "ManifestReads",
     "decode_manifest",
@@ -131,7 +130,7 @@ def decode_manifest_lazy(
     fastavro, which decodes them before polars has set up its read."""
     try:
         return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar, prepared)
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise _damaged(manifest, exc) from exc
 
 
@@ -173,7 +172,7 @@ def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
     for (text, _), members in groups.items():
         try:
             decoding = entry_plan(text, None, None).schema
-        except _DECODE_ERRORS:
+        except DECODE_ERRORS:
             continue
         read = prepare_read([datas[i] for i in members], [headers[i] for i in members], decoding)
         if read is not None:
@@ -237,7 +236,7 @@ def _damaged(manifest: ManifestFile, exc: Exception) -> NeveIOError:
 
 
 #: What fastavro and record access raise on a damaged or foreign file.
-_DECODE_ERRORS = (
+DECODE_ERRORS = (
     ValueError,
     EOFError,
     KeyError,
@@ -290,6 +289,8 @@ def _inherit(values: list[Any], inherited: Any, only: list[bool] | None) -> list
     if inherited is None or None not in values:
         return values
     if only is None:
+        if values.count(None) == len(values):  # as writers leave them: all inherited
+            return [inherited] * len(values)
         return [inherited if v is None else v for v in values]
     return [inherited if v is None and o else v for v, o in zip(values, only, strict=True)]
 
@@ -362,7 +363,7 @@ class LazyManifest:
                 if eager:
                     self._fill(range(len(self.statuses)))
                 return
-            except _DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
+            except DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
                 self._reset()
         reader = open_container(data)
         if not eager and plan.head is not None:
@@ -410,7 +411,8 @@ class LazyManifest:
             # spec "Sequence Number Inheritance": null means inherit, for ADDED entries
             # (and, as Java does, for any entry of a manifest with sequence number 0)
             seq = manifest.sequence_number if manifest.sequence_number >= 0 else None
-            added = None if seq == 0 else [s is _ADDED for s in statuses]
+            every = seq == 0 or statuses.count(_ADDED) == n
+            added = None if every else [s is _ADDED for s in statuses]
             seqs = _inherit(heads.sequence_number, seq, added)
             file_seqs = _inherit(heads.file_sequence_number, seq, added)
         else:
@@ -502,7 +504,7 @@ class LazyManifest:
             e = self._build(
                 self.statuses[i], self._inherited[i], self.partitions[i], rec["data_file"]
             )
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
         self._entries[i] = e
         return e
@@ -529,7 +531,7 @@ class LazyManifest:
             return None
         try:
             return read(columns)
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 
     def is_decoded(self, i: int) -> bool:
@@ -550,13 +552,21 @@ class LazyManifest:
         if columns is None or not missing:
             return
         try:
-            files = columns.data_files(missing)
-            for i, df in zip(missing, files, strict=True):
-                entries[i] = self._build(
-                    self.statuses[i], self._inherited[i], self.partitions[i], df
-                )
-        except _DECODE_ERRORS as exc:
+            self.store_files(missing, columns.data_files(missing))
+        except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
+
+    @property
+    def columns(self) -> ManifestColumns | None:
+        """The Arrow columns of the entries, when the columnar decoder read them."""
+        return self._columns
+
+    def store_files(self, indices: Sequence[int], files: Sequence[Mapping[str, Any]]) -> None:
+        """Build and keep the entries at ``indices`` from their data_file records (as
+        ``ManifestColumns.data_files`` gives them)."""
+        entries = self._entries
+        for i, df in zip(indices, files, strict=True):
+            entries[i] = self._build(self.statuses[i], self._inherited[i], self.partitions[i], df)
 
     def entries(self) -> list[ManifestEntry]:
         """Every entry in full."""
@@ -596,7 +606,7 @@ def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
             _manifest_file(rec, metadata)
             for rec in iter_records(reader, _list_schema(metadata["avro.schema"]))
         ]
-    except _DECODE_ERRORS as exc:
+    except DECODE_ERRORS as exc:
         raise NeveIOError(
             f"cannot read manifest list {path}: {exc!r}; the file is damaged or not an "
             "Iceberg manifest list"

@@ -132,16 +132,22 @@ def _partition_fn(
 @dataclass(frozen=True)
 class EntryPlan:
     schema: Any  # fastavro-parsed decoding schema (the file's encoding, raw values)
-    #: fastavro-parsed reader schema projecting ``schema`` onto what inheritance and
-    #: partition pruning need (fastavro skips the other fields); None when it cannot
-    #: be built, and then entries are decoded in full at once.
-    head: Any
+    #: The writer schema's text (what ``head`` is derived from).
+    text: str
     has_sequence_numbers: bool
     partition: _PartitionFn  # decoded partition record -> tuple in spec order
     #: per spec field, in spec order: its key in the decoded partition record (None if
     #: the file lacks it) and the converter of its raw value (None if none is needed)
     partition_keys: tuple[str | None, ...]
     partition_convs: tuple[Callable[[Any], Any] | None, ...]
+
+    @property
+    def head(self) -> Any:
+        """fastavro-parsed reader schema projecting ``schema`` onto what inheritance
+        and partition pruning need (fastavro skips the other fields); None when it
+        cannot be built, and then entries are decoded in full at once. Built on first
+        use, once per writer schema (the columnar decoder never needs it)."""
+        return _head_schema_of(self.text)
 
 
 #: data_file fields a head decode keeps; fastavro skips all others (metric maps above all).
@@ -176,6 +182,11 @@ def _plain(schema: Any) -> Any:
 _decoding_schema = lru_cache(maxsize=64)(_schemas.manifest_decoding_schema)
 
 
+@lru_cache(maxsize=64)
+def _head_schema_of(text: str) -> Any:
+    return _head_schema(_decoding_schema(text).parsed)
+
+
 @lru_cache(maxsize=256)
 def entry_plan(
     text: str,
@@ -204,7 +215,7 @@ def entry_plan(
         convs.append(None if info is None else _partition_converter(info.avro_type, ice))
     return EntryPlan(
         decoding.parsed,
-        _head_schema(decoding.parsed),
+        text,
         decoding.has_sequence_numbers,
         _partition_fn(keys, convs),
         tuple(keys),
