@@ -169,3 +169,36 @@ def test_pages_of_several_files_are_decoded_together(
         assert canon(got.to_pylist()) == canon(expected.to_pylist())
         # every column's pages hold five rows: one decode for the three files
         assert len(decodes) == 1
+
+
+def test_a_take_of_many_bytes_decodes_each_file_on_both_cores(
+    sqlite_catalog: neve.Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past _HALVES_FROM bytes read (parquet-java's 1 MiB pages) a take of few rows
+    decodes file by file, units in halves on threads, and still gives the scan's rows
+    in the order asked."""
+    names = ["l", "s", "d"]
+    table = sqlite_catalog.create_table(
+        "db.t",
+        _rows(names, 0, 1, 1).schema,
+        properties={
+            "write.parquet.layout": "random-access",
+            "write.parquet.page-row-limit": "5",
+            "write.parquet.row-group-size-bytes": "2048",
+        },
+        format_version=3,
+    )
+    for k in range(3):
+        table.append(_rows(names, 100 * k, 100, k))
+    monkeypatch.setattr(pages, "_HALVES_FROM", 0)
+    monkeypatch.setattr(pages, "_PARALLEL_FROM", 0)
+    decodes = []
+    real = pages.decode
+    monkeypatch.setattr(pages, "decode", lambda *a: decodes.append(a) or real(*a))
+    asked = [5, 150, 299, 42, 150, 210, 7, 61]
+    got = table.take(asked, columns=["id", "l", "s", "d"])
+    full = table.scan(columns=["id", "l", "s", "d", "_row_id"]).to_arrow()
+    at = {rid: i for i, rid in enumerate(full.column("_row_id").to_pylist())}
+    expected = full.take(pa.array([at[i] for i in asked], pa.int64())).drop(["_row_id"])
+    assert canon(got.to_pylist()) == canon(expected.to_pylist())
+    assert len(decodes) > 3  # not one decode for the three files: each its own, in halves

@@ -549,7 +549,8 @@ def read_positions_of_files(
     decode for the pages of all files instead of one per file (a take of a few rows
     from a table of several files). None for a file whose pages are over
     ``sparse_share`` of its chunks' bytes or that cannot be read by pages. For takes of
-    a few rows: files and decodes one after another."""
+    a few rows: files and decodes one after another, except where the pages read come
+    to over :data:`_HALVES_FROM` bytes (then each file's decodes use both cores)."""
     prepared: list[_Prepared | pa.Table | None] = []
     for path, target, positions in reads:
         try:
@@ -558,6 +559,15 @@ def read_positions_of_files(
             )
         except UnsupportedLayout:
             prepared.append(None)
+    if sum(p.nbytes for p in prepared if isinstance(p, _Prepared)) > _HALVES_FROM:
+        # large pages (parquet-java's 1 MiB): no two files splice alike (their chunks
+        # have dictionary pages), and the decodes need both cores, as each file's do
+        return [
+            _assemble(target, _decoded(p.layout, p.units, p.blobs, p.nbytes))
+            if isinstance(p, _Prepared)
+            else p
+            for p, (_, target, _) in zip(prepared, reads, strict=True)
+        ]
     # the units of every file, grouped by what their spliced files are made of
     together: dict[object, list[tuple[int, DecodeUnit]]] = {}
     for i, p in enumerate(prepared):
