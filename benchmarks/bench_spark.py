@@ -1,8 +1,10 @@
 """Spark data plane against raw Spark Parquet, in one Spark session on the same data
 (TPC-H lineitem, generated with tpchgen-cli; SF1 = 6M rows by default).
 
-Four steps, raw Spark and neve taking turns, ``--runs`` times each; each step prints
-both medians and the median ratio neve/raw with its spread (benchmarks/harness.py):
+Four steps, raw Spark and neve taking turns, ``--runs`` times each after one unmeasured
+run of each (the JVM's compiled code, Spark's Python workers and the page cache warm on
+both sides, not on whichever runs first); each step prints both medians and the median
+ratio neve/raw with its spread (benchmarks/harness.py):
 
 1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
 2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
@@ -116,7 +118,7 @@ def run(scale: float, runs: int, master: str) -> None:
                 return one
 
             measured = harness.alternate(
-                {"neve": side("neve", ours), "raw": side("raw", raw)}, runs
+                {"neve": side("neve", ours), "raw": side("raw", raw)}, runs, warmup=True
             )
             if check is not None:
                 for a, b in zip(out["raw"], out["neve"], strict=True):
