@@ -943,3 +943,19 @@ def test_random_tables_read_as_the_reference_reader_reads_them(
         f = data.draw(filters(cols, live), label="filter")
         columns = data.draw(st.lists(st.sampled_from(names), unique=True), label="columns")
         check_reads(spark, table, f, columns)
+
+
+def test_a_fit_session_is_checked_without_listing_its_whole_configuration(
+    spark: Any, plain: neve.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every read and write checks the session; when each setting neve needs already
+    holds, the check asks those settings only (listing what the owner set walks the
+    whole configuration over Py4J: tens of milliseconds on every read)."""
+    import neve.spark.session as session
+
+    def listed(_: Any) -> set[str]:
+        raise AssertionError("the whole configuration was listed")
+
+    monkeypatch.setattr(session, "_explicit_settings", listed)
+    rows = neve.spark.read(spark, plain).collect()
+    assert len(rows) == plain.scan().to_arrow().num_rows

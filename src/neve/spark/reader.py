@@ -184,6 +184,11 @@ def read_tasks(
 # -- planning the read ----------------------------------------------------------------
 
 
+def _unchanged(f: NestedField, read_as: T.StructField) -> bool:
+    """Whether field ``f`` read as ``read_as`` needs neither a rename nor a cast."""
+    return read_as.name == f.name and read_as.dataType == to_spark_field(f).dataType
+
+
 def _whole_files(tasks: Sequence[FileScanTask]) -> list[FileScanTask]:
     seen: dict[str, FileScanTask] = {}
     for t in tasks:
@@ -402,8 +407,14 @@ class _Read:
             df = df.filter(to_spark_column(self.row_filter, self.table_schema))
         elif self.row_filter is ALWAYS_FALSE:
             df = df.limit(0)
+        wanted = [f.name for f in self.projected.fields]
+        read = [f.name for f in self.read_schema.fields]
+        if len(groups) == 1 and not next(iter(groups))[1] and read == wanted:
+            # one group without joins holds exactly these columns in this order (the row
+            # positions last): every column of a projection costs Py4J round trips
+            return df
         where = [F.col(_FILE), F.col(_POS)] if self.row_positions else []
-        return df.select(*[top_column(f.name) for f in self.projected.fields], *where)
+        return df.select(*[top_column(name) for name in wanted], *where)
 
     def _group(self, layout: _Layout, joined: bool, plans: list[_FilePlan]) -> DataFrame:
         paths = [spark_input_path(p.task.file.file_path) for p in plans]
@@ -412,17 +423,23 @@ class _Read:
         else:
             schema = T.StructType.fromJson(json.loads(layout.names))
         reader = self.spark.read.schema(schema).parquet(*paths)
-        cols = [self._rename(f, schema[i]) for i, f in enumerate(self.read_schema.fields)]
+        fields = list(enumerate(self.read_schema.fields))
+        if not joined and not self.row_positions:
+            if all(_unchanged(f, schema[i]) for i, f in fields):
+                return reader  # a projection that renames and casts nothing
+            return reader.select(*[self._rename(f, schema[i]) for i, f in fields])
+        cols = [self._rename(f, schema[i]) for i, f in fields]
         where = [
             F.col("_metadata.file_path").alias(_FILE),
             F.col("_metadata.row_index").alias(_POS),
         ]
         if not joined:
-            return reader.select(*cols, *where) if self.row_positions else reader.select(*cols)
+            return reader.select(*cols, *where)
         df = self._apply_joins(reader.select(*cols, *where), plans)
         return df if self.row_positions else df.drop(_FILE, _POS)
 
-    def _rename(self, f: NestedField, read_as: T.StructField) -> Column:
+    @staticmethod
+    def _rename(f: NestedField, read_as: T.StructField) -> Column:
         target = to_spark_field(f)
         col = top_column(read_as.name)
         if read_as.dataType != target.dataType:
