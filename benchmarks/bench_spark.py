@@ -9,6 +9,8 @@ ratio neve/raw with its spread (benchmarks/harness.py):
 1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
 2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
 3. month-partitioned write raw: partitionBy(month col) neve: table partitioned by month(l_shipdate)
+                          raw-hash (a third side, same rounds): rows shuffled by month first,
+                          as neve's write.distribution-mode=hash (Iceberg's default) does
 4. one-month aggregate    raw: partition pruning      neve: filter on l_shipdate, planner pruning
 
 A script, not a test: it asserts results agree (every run of both aggregates), never
@@ -106,6 +108,7 @@ def run(scale: float, runs: int, master: str) -> None:
             raw: Callable[[], Any],
             ours: Callable[[], Any],
             check: Callable[[Any, Any], bool] | None = None,
+            also: tuple[str, Callable[[], Any]] | None = None,
         ) -> None:
             out: dict[str, list[Any]] = {"raw": [], "neve": []}
 
@@ -117,13 +120,17 @@ def run(scale: float, runs: int, master: str) -> None:
 
                 return one
 
-            measured = harness.alternate(
-                {"neve": side("neve", ours), "raw": side("raw", raw)}, runs, warmup=True
-            )
+            sides = {"neve": side("neve", ours), "raw": side("raw", raw)}
+            if also is not None:
+                out[also[0]] = []
+                sides[also[0]] = side(also[0], also[1])
+            measured = harness.alternate(sides, runs, warmup=True)
             if check is not None:
                 for a, b in zip(out["raw"], out["neve"], strict=True):
                     assert check(a, b), f"{label}: raw Parquet and neve differ"
             harness.report(label, measured, "neve", "raw", width=24)
+            if also is not None:
+                harness.report(f"{label}, against {also[0]}", measured, "neve", also[0], width=24)
 
         # 1. unpartitioned write
         raw_flat = str(root / "raw-flat")
@@ -150,10 +157,20 @@ def run(scale: float, runs: int, master: str) -> None:
             "tpch.lineitem_month", schema, partition_by=["month(l_shipdate)"]
         )
         with_month = src.withColumn("l_shipmonth", F.date_format("l_shipdate", "yyyy-MM"))
+        raw_hashed = str(root / "raw-month-hashed")
         measure(
             "month-partitioned write",
             lambda: with_month.write.mode("overwrite").partitionBy("l_shipmonth").parquet(raw_part),
             lambda: neve_write(src, monthly, mode="overwrite"),
+            also=(
+                "raw-hash",
+                lambda: (
+                    with_month.repartition("l_shipmonth")
+                    .write.mode("overwrite")
+                    .partitionBy("l_shipmonth")
+                    .parquet(raw_hashed)
+                ),
+            ),
         )
         monthly = monthly.refresh()
 
@@ -170,7 +187,8 @@ def run(scale: float, runs: int, master: str) -> None:
         files = len(monthly.scan().plan_files())
         print(
             f"  neve month table: {files} data files; raw month folders: "
-            f"{sum(1 for _ in Path(raw_part).glob('l_shipmonth=*/*.parquet'))} files"
+            f"{sum(1 for _ in Path(raw_part).glob('l_shipmonth=*/*.parquet'))} files "
+            f"(raw-hash: {sum(1 for _ in Path(raw_hashed).glob('l_shipmonth=*/*.parquet'))})"
         )
     finally:
         spark.stop()

@@ -112,6 +112,8 @@ def test_bench_spark_quick_runs() -> None:
         "month-partitioned write",
         "one-month aggregate",
     ]
+    # the month write also against raw Spark shuffling by month first, as neve does
+    assert labels(out, "neve/raw-hash") == ["month-partitioned write, against raw-hash"]
     assert "neve month table:" in out  # the script's own result checks passed
 
 
