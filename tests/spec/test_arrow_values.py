@@ -118,7 +118,7 @@ def test_lazy_maps_equal_the_maps_gather_builds(data: st.DataObject, layout: int
         m, e = got[k], expected[k]
         if m is None:
             continue
-        assert m == e and e == m and not (m != e)
+        assert m == e and e == m and (m != e) is False
         assert dict(m) == e and dict(m.items()) == e and len(m) == len(e)
         assert (
             list(m) == list(e)
@@ -145,7 +145,12 @@ def test_lazy_maps_read_on_threads_at_once() -> None:
         seen: list[list[Any]] = [[] for _ in range(4)]
         go = threading.Barrier(4)
 
-        def read(t: int, maps: list[LazyMap | None] = maps, seen: list[list[Any]] = seen) -> None:
+        def read(
+            t: int,
+            maps: list[LazyMap | None] = maps,
+            seen: list[list[Any]] = seen,
+            go: threading.Barrier = go,
+        ) -> None:
             go.wait()
             seen[t] = [dict(m) if m is not None else None for m in maps[t::2]]
 
