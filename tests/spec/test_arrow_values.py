@@ -5,6 +5,9 @@ maps, nulls, sliced arrays) and, through its fallback, for any other type."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+import threading
 from typing import Any
 
 import numpy as np
@@ -13,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budget import examples
-from neve.planning.arrow_values import gather
+from neve.planning.arrow_values import LazyMap, gather, lazy_maps
 
 _MAP_ITEM = pa.struct([("key", pa.int32()), ("value", pa.binary_view())])
 
@@ -71,3 +74,91 @@ def test_gather_equals_pyarrow(data: st.DataObject, layout: int) -> None:
         rows = list(range(data.draw(st.integers(0, len(arr) - 1)), len(arr)))  # one run
     got = gather(arr, np.asarray(rows, dtype=np.int64), as_map)
     assert got == [_expected(whole[r], as_map) for r in rows]
+
+
+#: Map layouts: key/value records, in any keys (records of other value types go
+#: through pyarrow's conversion) or the same keys in every row.
+_MAP_LAYOUTS = [k for k, (_, _, as_map) in enumerate(_LAYOUTS) if as_map] + [len(_LAYOUTS)]
+_LAYOUTS_WITH_FALLBACK = [
+    *_LAYOUTS,
+    (
+        pa.large_list(pa.struct([("key", pa.int32()), ("value", pa.float64())])),
+        st.lists(
+            st.fixed_dictionaries({"key": st.integers(0, 3), "value": st.floats(allow_nan=False)}),
+            max_size=3,
+        ),
+        True,
+    ),
+]
+
+
+@settings(
+    max_examples=examples(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(data=st.data(), layout=st.sampled_from(_MAP_LAYOUTS))
+def test_lazy_maps_equal_the_maps_gather_builds(data: st.DataObject, layout: int) -> None:
+    """Each row's LazyMap holds nothing until read, then the row's map as a dict (the
+    last of repeated keys winning), whichever row of the batch is read first; null
+    rows are None; the map equals a dict of its items from either side, and pickles
+    and copies as that dict."""
+    arrow_type, values, _ = _LAYOUTS_WITH_FALLBACK[layout]
+    items = data.draw(st.lists(st.none() | values, min_size=1, max_size=30))
+    arr = pa.array(items, type=arrow_type)
+    start = data.draw(st.integers(0, len(items) - 1))
+    arr = arr.slice(start, data.draw(st.integers(1, len(items) - start)))
+    whole = arr.to_pylist()
+    rows = data.draw(st.lists(st.integers(0, len(arr) - 1), max_size=40))
+    got = lazy_maps(arr, np.asarray(rows, dtype=np.int64))
+    expected = [_expected(whole[r], True) for r in rows]
+    assert [m is None for m in got] == [e is None for e in expected]
+    maps = [m for m in got if m is not None]
+    assert all(isinstance(m, LazyMap) and m._dict is None for m in maps)  # not built yet
+    order = data.draw(st.permutations(range(len(got))))
+    for k in order:
+        m, e = got[k], expected[k]
+        if m is None:
+            continue
+        assert m == e and e == m and (m != e) is False
+        assert dict(m) == e and dict(m.items()) == e and len(m) == len(e)
+        assert (
+            list(m) == list(e)
+            and list(m.keys()) == list(e)
+            and list(m.values()) == list(e.values())
+        )
+        assert repr(m) == repr(e)
+        for key in [*e, -1]:
+            assert (key in m) == (key in e) and m.get(key) == e.get(key)
+        assert m != {**e, -1: None}
+        for clone in (pickle.loads(pickle.dumps(m)), copy.copy(m), copy.deepcopy(m)):
+            assert type(clone) is dict and clone == e
+    assert all(m._dict is not None for m in maps)
+
+
+def test_lazy_maps_read_on_threads_at_once() -> None:
+    """Threads reading the maps of one batch at once all get the right maps."""
+    arr = pa.array(
+        [[{"key": k, "value": r * 10 + k} for k in range(3)] for r in range(200)],
+        type=pa.large_list(pa.struct([("key", pa.int32()), ("value", pa.int64())])),
+    )
+    for _ in range(20):
+        maps = lazy_maps(arr, np.arange(200, dtype=np.int64))
+        seen: list[list[Any]] = [[] for _ in range(4)]
+        go = threading.Barrier(4)
+
+        def read(
+            t: int,
+            maps: list[LazyMap | None] = maps,
+            seen: list[list[Any]] = seen,
+            go: threading.Barrier = go,
+        ) -> None:
+            go.wait()
+            seen[t] = [dict(m) if m is not None else None for m in maps[t::2]]
+
+        threads = [threading.Thread(target=read, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for t in range(4):
+            rows = range(200)[t::2]
+            assert seen[t] == [{k: r * 10 + k for k in range(3)} for r in rows]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import os
+import pickle
 import tempfile
 from decimal import Decimal
 from pathlib import Path
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.planning.arrow_values import LazyMap
 from neve.planning.manifest_batches import decode_entries_together
 from neve.planning.manifests import (
     FEW_ENTRIES,
@@ -583,3 +585,25 @@ def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: 
     assert child.exitcode == 0
     # this process still decodes with polars
     assert decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)._columns is not None
+
+
+def test_metric_maps_of_columnar_entries_are_built_when_read(tmp_path: Path) -> None:
+    """The columnar decoder gives data files whose metric maps are built from the
+    Arrow columns on first read (planning judges metrics on arrays and never reads
+    them): equal to fastavro's dicts, and plain dicts once pickled (tasks sent to
+    Spark executors)."""
+    data, m, specs = _small_manifest(tmp_path, 40)
+    lazy = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
+    files = [e.data_file for e in lazy.entries()]
+    assert all(isinstance(f.lower_bounds, LazyMap) for f in files)
+    assert all(f.lower_bounds._dict is None for f in files)  # type: ignore[union-attr]
+    assert all(f.column_sizes is None for f in files)
+    expected = [
+        e.data_file
+        for e in decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False).entries()
+    ]
+    assert files == expected and expected == files
+    assert [dict(f.lower_bounds or {}) for f in files] == [f.lower_bounds for f in expected]
+    for f, e in zip(files, expected, strict=True):
+        clone = pickle.loads(pickle.dumps(f))
+        assert clone == e and type(clone.lower_bounds) is dict

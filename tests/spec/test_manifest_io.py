@@ -1435,3 +1435,56 @@ def test_entries_may_be_a_one_shot_iterator(tmp_path: Path, fio: FileIO) -> None
         assert list(fastavro.reader(_io.BytesIO(fa.read()))) == list(
             fastavro.reader(_io.BytesIO(fb.read()))
         )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    path=st.text(max_size=8),
+    counts=st.lists(st.integers(0, 2**40), min_size=6, max_size=6),
+    lower=st.none() | st.binary(max_size=4),
+    nan=st.none() | st.booleans(),
+)
+def test_assemble_makes_what_the_constructor_makes(
+    path: str, counts: list[int], lower: bytes | None, nan: bool | None
+) -> None:
+    """The decoders build frozen spec objects with ``assemble``: equal, hashing,
+    printing and pickling as the dataclass constructor's, as frozen, and refusing a
+    missing or extra field."""
+    import copy
+    import pickle
+    from dataclasses import FrozenInstanceError, asdict
+
+    from neve.spec.manifest import FieldSummary, ManifestContent, ManifestFile, assemble
+
+    summary = {"contains_null": False, "contains_nan": nan, "lower_bound": lower}
+    summary["upper_bound"] = lower
+    values: dict[str, Any] = {
+        "manifest_path": path,
+        "manifest_length": counts[0],
+        "partition_spec_id": 0,
+        "content": ManifestContent.DELETES,
+        "sequence_number": counts[1],
+        "min_sequence_number": counts[2],
+        "added_snapshot_id": counts[3],
+        "added_files_count": counts[4],
+        "existing_files_count": counts[5],
+        "deleted_files_count": 0,
+        "added_rows_count": 1,
+        "existing_rows_count": 2,
+        "deleted_rows_count": 3,
+        "partitions": (FieldSummary(**summary), assemble(FieldSummary, dict(summary))),
+        "key_metadata": None,
+        "first_row_id": counts[0],
+    }
+    made = ManifestFile(**values)
+    built = assemble(ManifestFile, dict(values))
+    assert built == made and made == built and hash(built) == hash(made)
+    assert repr(built) == repr(made) and asdict(built) == asdict(made)
+    assert pickle.loads(pickle.dumps(built)) == made and copy.deepcopy(built) == made
+    assert built.with_(manifest_length=7) == made.with_(manifest_length=7)
+    with pytest.raises(FrozenInstanceError):
+        built.manifest_length = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        assemble(ManifestFile, {k: v for k, v in values.items() if k != "first_row_id"})
+    with pytest.raises(TypeError):
+        assemble(FieldSummary, {**summary, "extra": 1})

@@ -13,6 +13,7 @@ import pytest
 
 import neve
 from neve.errors import NeveIOError, ValidationError
+from neve.planning import manifest_cache as manifest_cache_module
 from neve.planning.manifest_cache import (
     ManifestCache,
     holds_one_partition,
@@ -188,3 +189,41 @@ def test_damaged_manifest_entry_raises_neve_error(table: neve.Table) -> None:
     lazy._blocks[0] = lazy._blocks[0][:40]  # a damaged block
     with pytest.raises(NeveIOError, match="damaged"):
         lazy.entry(0)
+
+
+def test_small_reads_stay_on_the_planning_thread(
+    table: neve.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """polars reads manifests of fewer than PARALLEL_READS_FROM bytes in all on the
+    planning thread (a hand-over to the pool costs more than it saves); more are
+    shared with the pool's threads. Both decode the same."""
+    snap = table.current_snapshot()
+    assert snap is not None
+    manifests = read_manifest_list(table.io, snap.manifest_list)
+    assert len(manifests) > 2
+    specs = table.metadata.specs_by_id
+    used: list[int] = []
+    real_pool = manifest_cache_module._shared_pool
+
+    class Spy:
+        def submit(self, *args: Any) -> Any:
+            used.append(1)
+            return real_pool().submit(*args)
+
+        def map(self, *args: Any) -> Any:
+            used.append(1)
+            return real_pool().map(*args)
+
+    def spy() -> Any:
+        return Spy()
+
+    monkeypatch.setattr(manifest_cache_module, "_shared_pool", spy)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    alone = load_manifests(table.io, manifests, specs, cache=ManifestCache())
+    assert used == []
+    assert all(lz.columns is not None for lz in alone)
+    monkeypatch.setattr(manifest_cache_module, "PARALLEL_READS_FROM", 0)
+    shared = load_manifests(table.io, manifests, specs, cache=ManifestCache())
+    assert used
+    assert all(lz.columns is not None for lz in shared)
+    assert [lz.entries() for lz in alone] == [lz.entries() for lz in shared]

@@ -12,13 +12,14 @@ only the Python objects asked for.
 
 from __future__ import annotations
 
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-__all__ = ["binaries", "gather", "ints", "spans", "valid"]
+__all__ = ["LazyMap", "binaries", "gather", "ints", "lazy_maps", "spans", "valid"]
 
 
 def ints(arr: pa.Array) -> npt.NDArray[Any]:
@@ -180,3 +181,114 @@ def gather(arr: pa.Array, rows: npt.NDArray[np.int64], as_map: bool = False) -> 
         return found
     values = iter(found)
     return [next(values) if v else None for v in known]
+
+
+class _MapBatch:
+    """One map column's maps at some rows (all present), converted together on the
+    first read of any of them (a few numpy calls for all rows, see :func:`gather`)."""
+
+    __slots__ = ("_maps", "_source")
+
+    def __init__(self, arr: pa.Array, rows: npt.NDArray[np.int64]) -> None:
+        self._source: tuple[pa.Array, npt.NDArray[np.int64]] | None = (arr, rows)
+        self._maps: list[dict[Any, Any]] | None = None
+
+    def get(self, k: int) -> dict[Any, Any]:
+        # the source is read before the maps and dropped after they are set, so a
+        # thread that finds no source finds the maps (two threads may both convert)
+        source = self._source
+        maps = self._maps
+        if maps is None:
+            assert source is not None
+            arr, rows = source
+            maps = self._maps = [_as_dict(m) for m in gather(arr, rows, as_map=True)]
+            self._source = None  # the Arrow arrays are not needed any more
+        return maps[k]
+
+
+def _as_dict(found: Any) -> dict[Any, Any]:
+    """A map as :func:`gather` gives it: a dict, or key/value records (pyarrow's)."""
+    if isinstance(found, dict):
+        return found
+    return {kv["key"]: kv["value"] for kv in found}
+
+
+class LazyMap(Mapping[Any, Any]):
+    """A read-only map (a data file's metrics) converted from Arrow on first read,
+    with the other maps of its column (see :func:`lazy_maps`). It equals any mapping
+    with the same items, and pickles and copies as a plain dict; planning that prunes
+    on Arrow arrays never builds it."""
+
+    __slots__ = ("_batch", "_dict", "_k")
+
+    def __init__(self, batch: _MapBatch, k: int) -> None:
+        self._batch: _MapBatch | None = batch
+        self._k = k
+        self._dict: dict[Any, Any] | None = None
+
+    def _items(self) -> dict[Any, Any]:
+        found = self._dict
+        if found is not None:
+            return found
+        batch = self._batch  # read before the dict: see _MapBatch.get
+        found = self._dict
+        if found is None:
+            assert batch is not None
+            found = self._dict = batch.get(self._k)
+            self._batch = None
+        return found
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._items()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._items().get(key, default)
+
+    def keys(self) -> KeysView[Any]:
+        return self._items().keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self._items().values()
+
+    def items(self) -> ItemsView[Any, Any]:
+        return self._items().items()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyMap):
+            other = other._items()
+        elif isinstance(other, Mapping) and not isinstance(other, dict):
+            other = dict(other.items())
+        elif not isinstance(other, dict):
+            return NotImplemented
+        return self._items() == other
+
+    __hash__ = None  # type: ignore[assignment]  # as dict: mutable elsewhere, not hashed
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+    def __reduce__(self) -> tuple[type[dict[Any, Any]], tuple[dict[Any, Any]]]:
+        return dict, (self._items(),)
+
+
+def lazy_maps(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[LazyMap | None]:
+    """The values at ``rows`` of a map column (lists of key/value records, as in
+    :func:`gather` with ``as_map``): a :class:`LazyMap` per row holding a map, None for
+    a null."""
+    known = valid(arr, rows)
+    present = rows if known is None else rows[np.asarray(known, dtype=np.bool_)]
+    batch = _MapBatch(arr, present)
+    maps: list[LazyMap | None] = [LazyMap(batch, k) for k in range(len(present))]
+    if known is None:
+        return maps
+    found = iter(maps)
+    return [next(found) if v else None for v in known]

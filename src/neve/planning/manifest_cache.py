@@ -34,6 +34,7 @@ from neve.spec.partition import PartitionSpec
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
+    "PARALLEL_READS_FROM",
     "ManifestCache",
     "cached_manifest_list",
     "holds_one_partition",
@@ -164,6 +165,12 @@ class ManifestCache:
 _CACHE = ManifestCache(_max_entries_from_env())
 
 
+#: Below this many bytes of manifests to read, polars reads them all on the planning
+#: thread: a read of a share on another thread costs a hand-over and, on a busy
+#: machine, a wait for the GIL (up to the 5 ms switch interval) when it is done, while
+#: polars decodes about 10 KB (100 entries with metrics of 16 columns) a millisecond.
+PARALLEL_READS_FROM = 128 * 1024
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -265,6 +272,8 @@ def load_manifests(
         # polars runs on the pool: Python there would contend for the GIL, and a thread
         # waiting for it can wait the interpreter's whole switch interval (5 ms).
         shares = min(os.cpu_count() or 2, len(missing))
+        if sum(manifests[i].manifest_length for i in missing) < PARALLEL_READS_FROM:
+            shares = 1  # too little to decode for a thread to pay off
         size = -(-len(missing) // shares)
         chunks = [missing[k : k + size] for k in range(0, len(missing), size)]
         # local files are read here: handing them to threads costs more than reading them

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
-from neve.planning.arrow_values import binaries, gather, ints, spans, valid
+from neve.planning.arrow_values import binaries, gather, ints, lazy_maps, spans, valid
 from neve.planning.polars_avro import polars_schema
 from neve.spec.avro_container import AvroHeader
 
@@ -418,11 +418,16 @@ class ManifestColumns:
     def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The full data_file records of the entries at ``indices``, converted column
         by column from the Arrow buffers (``arrow_values.gather``): a few numpy calls a
-        column, however few the entries."""
+        column, however few the entries. The metric maps are ``LazyMap``s, converted
+        (a column at a time) when first read: planning judges metrics on arrays, and
+        most of the maps of the files it returns are never read."""
         rows = np.asarray(indices, dtype=np.int64)
         names = self._df_names
         columns = [
-            gather(self._data_file.field(i), rows, name in _MAPS) for i, name in enumerate(names)
+            lazy_maps(self._data_file.field(i), rows)
+            if name in _MAPS
+            else gather(self._data_file.field(i), rows)
+            for i, name in enumerate(names)
         ]
         return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 

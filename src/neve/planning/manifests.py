@@ -40,6 +40,7 @@ from neve.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    assemble,
 )
 from neve.spec.manifest_io import (
     ENTRY_STATUSES,
@@ -454,37 +455,36 @@ class LazyManifest:
     ) -> ManifestEntry:
         snapshot_id, seq, file_seq, first_row_id = inherited
         fmt = df["file_format"]
-        split_offsets = df.get("split_offsets")
-        equality_ids = df.get("equality_ids")
-        return ManifestEntry(
-            status,
-            snapshot_id,
-            seq,
-            file_seq,
-            DataFile(
-                file_path=df["file_path"],
-                file_format=FILE_FORMATS.get(fmt) or FileFormat.parse(fmt),
-                partition=partition,
-                record_count=df["record_count"],
-                file_size_in_bytes=df["file_size_in_bytes"],
-                content=FILE_CONTENTS[df.get("content", 0)],
-                column_sizes=int_keyed(df.get("column_sizes")),
-                value_counts=int_keyed(df.get("value_counts")),
-                null_value_counts=int_keyed(df.get("null_value_counts")),
-                nan_value_counts=int_keyed(df.get("nan_value_counts")),
-                lower_bounds=int_keyed(df.get("lower_bounds")),
-                upper_bounds=int_keyed(df.get("upper_bounds")),
-                key_metadata=df.get("key_metadata"),
-                split_offsets=None if split_offsets is None else tuple(split_offsets),
-                equality_ids=None if equality_ids is None else tuple(equality_ids),
-                sort_order_id=df.get("sort_order_id"),
-                first_row_id=first_row_id,
-                referenced_data_file=df.get("referenced_data_file"),
-                content_offset=df.get("content_offset"),
-                content_size_in_bytes=df.get("content_size_in_bytes"),
-                spec_id=self.manifest.partition_spec_id,
-            ),
+        get = df.get
+        split_offsets = get("split_offsets")
+        equality_ids = get("equality_ids")
+        data_file = assemble(
+            DataFile,
+            {
+                "file_path": df["file_path"],
+                "file_format": FILE_FORMATS.get(fmt) or FileFormat.parse(fmt),
+                "partition": partition,
+                "record_count": df["record_count"],
+                "file_size_in_bytes": df["file_size_in_bytes"],
+                "content": FILE_CONTENTS[get("content", 0)],
+                "column_sizes": int_keyed(get("column_sizes")),
+                "value_counts": int_keyed(get("value_counts")),
+                "null_value_counts": int_keyed(get("null_value_counts")),
+                "nan_value_counts": int_keyed(get("nan_value_counts")),
+                "lower_bounds": int_keyed(get("lower_bounds")),
+                "upper_bounds": int_keyed(get("upper_bounds")),
+                "key_metadata": get("key_metadata"),
+                "split_offsets": None if split_offsets is None else tuple(split_offsets),
+                "equality_ids": None if equality_ids is None else tuple(equality_ids),
+                "sort_order_id": get("sort_order_id"),
+                "first_row_id": first_row_id,
+                "referenced_data_file": get("referenced_data_file"),
+                "content_offset": get("content_offset"),
+                "content_size_in_bytes": get("content_size_in_bytes"),
+                "spec_id": self.manifest.partition_spec_id,
+            },
         )
+        return ManifestEntry(status, snapshot_id, seq, file_seq, data_file)
 
     def __len__(self) -> int:
         return len(self.statuses)
@@ -614,6 +614,8 @@ def read_manifest_list(io: FileIO, path: str) -> list[ManifestFile]:
     return [_with_counts(io, m) if missing else m for m, missing in rows]
 
 
+_MANIFEST_CONTENTS = {c.value: c for c in ManifestContent}
+
 _COUNT_FIELDS = (
     "added_files_count",
     "existing_files_count",
@@ -628,43 +630,50 @@ def _manifest_file(
     rec: Mapping[str, Any], metadata: Mapping[str, str]
 ) -> tuple[ManifestFile, bool]:
     """A manifest-list record as a ManifestFile, and whether any count was missing."""
-    summaries = rec.get("partitions")
-    snapshot_id = rec.get("added_snapshot_id")
+    get = rec.get
+    summaries = get("partitions")
+    snapshot_id = get("added_snapshot_id")
     if snapshot_id is None:  # optional in v1 lists
         snapshot_id = int(metadata.get("snapshot-id", "-1"))
-    seq = rec.get("sequence_number")
+    seq = get("sequence_number")
     seq = 0 if seq is None else seq  # v1 lists: sequence number 0
-    min_seq = rec.get("min_sequence_number")
-    counts = [rec.get(k) for k in _COUNT_FIELDS]
-    m = ManifestFile(
-        manifest_path=rec["manifest_path"],
-        manifest_length=rec["manifest_length"],
-        partition_spec_id=rec["partition_spec_id"],
-        content=ManifestContent(rec.get("content") or 0),
-        sequence_number=seq,
-        min_sequence_number=seq if min_seq is None else min_seq,
-        added_snapshot_id=snapshot_id,
-        added_files_count=counts[0] or 0,
-        existing_files_count=counts[1] or 0,
-        deleted_files_count=counts[2] or 0,
-        added_rows_count=counts[3] or 0,
-        existing_rows_count=counts[4] or 0,
-        deleted_rows_count=counts[5] or 0,
-        partitions=None
-        if summaries is None
-        else tuple(
-            FieldSummary(
-                contains_null=s["contains_null"],
-                contains_nan=s.get("contains_nan"),
-                lower_bound=s.get("lower_bound"),
-                upper_bound=s.get("upper_bound"),
-            )
-            for s in summaries
-        ),
-        key_metadata=rec.get("key_metadata"),
-        first_row_id=rec.get("first_row_id"),
+    min_seq = get("min_sequence_number")
+    counts = [get(k) for k in _COUNT_FIELDS]
+    m = assemble(
+        ManifestFile,
+        {
+            "manifest_path": rec["manifest_path"],
+            "manifest_length": rec["manifest_length"],
+            "partition_spec_id": rec["partition_spec_id"],
+            "content": _MANIFEST_CONTENTS[get("content") or 0],
+            "sequence_number": seq,
+            "min_sequence_number": seq if min_seq is None else min_seq,
+            "added_snapshot_id": snapshot_id,
+            "added_files_count": counts[0] or 0,
+            "existing_files_count": counts[1] or 0,
+            "deleted_files_count": counts[2] or 0,
+            "added_rows_count": counts[3] or 0,
+            "existing_rows_count": counts[4] or 0,
+            "deleted_rows_count": counts[5] or 0,
+            "partitions": None
+            if summaries is None
+            else tuple(
+                assemble(
+                    FieldSummary,
+                    {
+                        "contains_null": s["contains_null"],
+                        "contains_nan": s.get("contains_nan"),
+                        "lower_bound": s.get("lower_bound"),
+                        "upper_bound": s.get("upper_bound"),
+                    },
+                )
+                for s in summaries
+            ),
+            "key_metadata": get("key_metadata"),
+            "first_row_id": get("first_row_id"),
+        },
     )
-    return m, any(c is None for c in counts)
+    return m, None in counts
 
 
 def _with_counts(io: FileIO, m: ManifestFile) -> ManifestFile:

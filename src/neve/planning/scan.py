@@ -42,6 +42,7 @@ from neve.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    assemble,
 )
 from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema, row_lineage_field
@@ -224,8 +225,17 @@ class ScanPlan:
             residual = residuals[f.spec_id](f.partition)
             for start, length in _splits(f, split_size):
                 tasks.append(
-                    FileScanTask(
-                        f, residual, applicable, start, length, f.spec_id, e.sequence_number
+                    assemble(
+                        FileScanTask,
+                        {
+                            "file": f,
+                            "residual": residual,
+                            "delete_files": applicable,
+                            "start": start,
+                            "length": length,
+                            "spec_id": f.spec_id,
+                            "data_sequence_number": e.sequence_number,
+                        },
                     )
                 )
         return tasks

@@ -268,8 +268,10 @@ def block_bytes(block: Any) -> bytes:
     return bytes(buf.getvalue() if hasattr(buf, "getvalue") else buf)
 
 
-def int_keyed(kvs: list[dict[str, Any]] | dict[int, Any] | None) -> dict[int, Any] | None:
+def int_keyed(
+    kvs: list[dict[str, Any]] | Mapping[int, Any] | None,
+) -> Mapping[int, Any] | None:
     """A metric map, which fastavro gives as a list of key/value records."""
-    if kvs is None or isinstance(kvs, dict):  # the columnar decoder builds dicts itself
+    if kvs is None or not isinstance(kvs, list):  # the columnar decoder builds maps itself
         return kvs
     return {kv["key"]: kv["value"] for kv in kvs}
