@@ -27,6 +27,7 @@ from neve.arrow.page_file import open_page_file
 from neve.arrow.page_pick import PICK_FROM, max_definition_levels, pick_pages
 from neve.arrow.pages import read_positions
 from neve.arrow.parquet_layout import parse_layout
+from neve.arrow.thrift import decode_struct
 from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
@@ -258,3 +259,37 @@ class _Reader:
 
     def read_range(self, offset: int, length: int) -> bytes:
         return self.data[offset : offset + length]
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_page_headers_read_as_thrifts_decoder_reads_them(tmp_path: Path, version: str) -> None:
+    """The page reader's own reading of page headers (numbers only) agrees with the
+    generic Thrift decoder on every page of a file, statistics in the headers and all."""
+    table = _table(3 * PICK_FROM, 4, 0.3, 50)
+    path = tmp_path / "headers.parquet"
+    pq.write_table(table, path, data_page_version=version, max_rows_per_page=1000)
+    data = path.read_bytes()
+    meta = pq.ParquetFile(path).metadata
+    seen = 0
+    for c in range(meta.num_columns):
+        chunk = meta.row_group(0).column(c)
+        pos = chunk.dictionary_page_offset or chunk.data_page_offset
+        end = pos + chunk.total_compressed_size
+        while pos < end:
+            header, used = decode_struct(data, pos)
+            mine, mine_used = page_pick._numbers(data, pos)
+            assert mine_used == used
+            assert mine == _numbers_of(header)
+            pos = used + header[3].value
+            seen += 1
+    assert seen > 2 * meta.num_columns
+
+
+def _numbers_of(s: dict[int, Any]) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for k, f in s.items():
+        if isinstance(f.value, dict):
+            out[k] = _numbers_of(f.value)
+        elif isinstance(f.value, bool | int):
+            out[k] = f.value
+    return out

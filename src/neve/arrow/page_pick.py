@@ -240,7 +240,7 @@ def _picked(
         return None
     try:
         read = _read_page(page, codec, max_level)
-    except (NeveIOError, IndexError, ValueError):
+    except (NeveIOError, IndexError, KeyError, ValueError):
         return None
     if read is None:
         return None
@@ -293,15 +293,17 @@ def _read_page(
     """A data page's value count, value encoding, definition levels (hybrid encoded,
     without a length) and values (decompressed); None where the page is of another
     kind or layout."""
-    header, used = decode_struct(page)
+    header, used = _numbers(page, 0)
     kind, size = header.get(1), header.get(2)
-    if kind is None or size is None:
+    if not isinstance(kind, int) or not isinstance(size, int):
         return None
-    if kind.value == _DATA_PAGE and 5 in header:
-        fields = header[5].value
-        if max_level and fields[3].value != _RLE:
+    fields = header.get(5 if kind == _DATA_PAGE else 8)
+    if not isinstance(fields, dict):
+        return None
+    if kind == _DATA_PAGE:
+        if max_level and fields.get(3) != _RLE:
             return None
-        raw = _decompressed(page[used:], codec, int(size.value))
+        raw = _decompressed(page[used:], codec, size)
         if raw is None:
             return None
         view = memoryview(raw)
@@ -309,21 +311,91 @@ def _read_page(
         if max_level:
             length = int.from_bytes(view[:4], "little")
             levels, view = view[4 : 4 + length], view[4 + length :]
-        return int(fields[1].value), int(fields[2].value), levels, view
-    if kind.value == _DATA_PAGE_V2 and 8 in header:
-        fields = header[8].value
-        level_size = int(fields[5].value)
-        if int(fields[6].value) or (not max_level and level_size):
+        return _int(fields, 1), _int(fields, 2), levels, view
+    if kind == _DATA_PAGE_V2:
+        level_size = _int(fields, 5)
+        if _int(fields, 6) or (not max_level and level_size):
             return None  # repetition levels: a repeated field
         body = page[used:]
-        compressed = fields[7].value if 7 in fields else True
         values: bytes | memoryview | None = body[level_size:]
-        if compressed:
-            values = _decompressed(body[level_size:], codec, int(size.value) - level_size)
+        if fields.get(7, True):  # is_compressed
+            values = _decompressed(body[level_size:], codec, size - level_size)
         if values is None:
             return None
-        return int(fields[1].value), int(fields[4].value), body[:level_size], values
+        return _int(fields, 1), _int(fields, 4), body[:level_size], values
     return None
+
+
+_Numbers = dict[int, "int | bool | _Numbers"]
+
+
+def _int(fields: _Numbers, fid: int) -> int:
+    value = fields[fid]
+    if not isinstance(value, int):
+        raise ValueError(f"field {fid} of a page header is not a number")
+    return value
+
+
+def _numbers(data: bytes | memoryview, pos: int) -> tuple[_Numbers, int]:
+    """A Thrift struct (compact protocol) from ``pos``: its numbers and booleans, and its
+    structs as the same, by field id (strings, doubles and lists skipped); and where it
+    ends. A page header's are all a page is read by (Thrift's generic decoder cost
+    more than the rest of rewriting a page)."""
+    out: _Numbers = {}
+    fid = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        if not b:
+            return out, pos
+        kind = b & 0x0F
+        if b >> 4:
+            fid += b >> 4
+        else:
+            n, pos = _varint(data, pos)
+            fid = (n >> 1) ^ -(n & 1)
+        if kind in (1, 2):
+            out[fid] = kind == 1
+        elif kind == 12:
+            out[fid], pos = _numbers(data, pos)
+        elif kind in (4, 5, 6):
+            n, pos = _varint(data, pos)
+            out[fid] = (n >> 1) ^ -(n & 1)
+        else:
+            pos = _skip(data, pos, kind)
+
+
+def _skip(data: bytes | memoryview, pos: int, kind: int) -> int:
+    """Where a value of compact type ``kind`` at ``pos`` ends."""
+    if kind in (1, 2, 3):  # booleans (in a list, a byte) and bytes
+        return pos + 1
+    if kind in (4, 5, 6):
+        return _varint(data, pos)[1]
+    if kind == 7:
+        return pos + 8
+    if kind == 8:
+        n, pos = _varint(data, pos)
+        return pos + n
+    if kind == 12:
+        return _numbers(data, pos)[1]
+    if kind in (9, 10):  # list, set: size and element type in a byte
+        head = data[pos]
+        pos += 1
+        n = head >> 4
+        if n == 15:
+            n, pos = _varint(data, pos)
+        for _ in range(n):
+            pos = _skip(data, pos, head & 0x0F)
+        return pos
+    if kind == 11:  # map: size, then key and value types in a byte
+        n, pos = _varint(data, pos)
+        if n:
+            types = data[pos]
+            pos += 1
+            for _ in range(n):
+                pos = _skip(data, _skip(data, pos, types >> 4), types & 0x0F)
+        return pos
+    raise ValueError(f"a Thrift value of unknown type {kind}")
 
 
 def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
