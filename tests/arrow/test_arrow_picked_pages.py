@@ -277,7 +277,7 @@ def test_page_headers_read_as_thrifts_decoder_reads_them(tmp_path: Path, version
         end = pos + chunk.total_compressed_size
         while pos < end:
             header, used = decode_struct(data, pos)
-            mine, mine_used = page_pick._numbers(data, pos)
+            mine, mine_used = page_pick.header_numbers(data, pos)
             assert mine_used == used
             assert mine == _numbers_of(header)
             pos = used + header[3].value

@@ -35,7 +35,13 @@ from neve.arrow.splice import DecodeUnit, PageGroup
 from neve.arrow.thrift import Struct, decode_struct
 from neve.errors import NeveIOError
 
-__all__ = ["PICK_FROM", "max_definition_levels", "pick_pages", "plain_dictionaries"]
+__all__ = [
+    "PICK_FROM",
+    "header_numbers",
+    "max_definition_levels",
+    "pick_pages",
+    "plain_dictionaries",
+]
 
 Ints = npt.NDArray[np.int64]
 
@@ -293,7 +299,7 @@ def _read_page(
     """A data page's value count, value encoding, definition levels (hybrid encoded,
     without a length) and values (decompressed); None where the page is of another
     kind or layout."""
-    header, used = _numbers(page, 0)
+    header, used = header_numbers(page, 0)
     kind, size = header.get(1), header.get(2)
     if not isinstance(kind, int) or not isinstance(size, int):
         return None
@@ -326,22 +332,23 @@ def _read_page(
     return None
 
 
-_Numbers = dict[int, "int | bool | _Numbers"]
+#: A Thrift struct's numbers and booleans by field id, and its structs as the same.
+Numbers = dict[int, "int | bool | Numbers"]
 
 
-def _int(fields: _Numbers, fid: int) -> int:
+def _int(fields: Numbers, fid: int) -> int:
     value = fields[fid]
     if not isinstance(value, int):
         raise ValueError(f"field {fid} of a page header is not a number")
     return value
 
 
-def _numbers(data: bytes | memoryview, pos: int) -> tuple[_Numbers, int]:
+def header_numbers(data: bytes | memoryview, pos: int) -> tuple[Numbers, int]:
     """A Thrift struct (compact protocol) from ``pos``: its numbers and booleans, and its
     structs as the same, by field id (strings, doubles and lists skipped); and where it
     ends. A page header's are all a page is read by (Thrift's generic decoder cost
     more than the rest of rewriting a page)."""
-    out: _Numbers = {}
+    out: Numbers = {}
     fid = 0
     while True:
         b = data[pos]
@@ -357,7 +364,7 @@ def _numbers(data: bytes | memoryview, pos: int) -> tuple[_Numbers, int]:
         if kind in (1, 2):
             out[fid] = kind == 1
         elif kind == 12:
-            out[fid], pos = _numbers(data, pos)
+            out[fid], pos = header_numbers(data, pos)
         elif kind in (4, 5, 6):
             n, pos = _varint(data, pos)
             out[fid] = (n >> 1) ^ -(n & 1)
@@ -377,7 +384,7 @@ def _skip(data: bytes | memoryview, pos: int, kind: int) -> int:
         n, pos = _varint(data, pos)
         return pos + n
     if kind == 12:
-        return _numbers(data, pos)[1]
+        return header_numbers(data, pos)[1]
     if kind in (9, 10):  # list, set: size and element type in a byte
         head = data[pos]
         pos += 1
