@@ -135,6 +135,9 @@ def _pick_group(
     within = g.index - starts[page_of]
     bounds = np.searchsorted(page_of, np.arange(len(counts) + 1))  # g.index is sorted
     chunks = [layout.chunks[g.number][leaf.index] for leaf in unit.leaves]
+    dictionaries = [
+        _dictionary(layout, c, d, blobs) for c, d in zip(chunks, g.dictionaries, strict=True)
+    ]
     new_counts = counts.copy()
     done = np.zeros(len(counts), dtype=bool)
     for p in np.flatnonzero(counts >= PICK_FROM).tolist():
@@ -144,8 +147,7 @@ def _pick_group(
         pages: list[tuple[int, bytes]] = []
         for n, chunk in enumerate(chunks):
             offset = g.ranges[n][p][0]
-            dictionary = _dictionary(layout, chunk, g.dictionaries[n], blobs)
-            page = _picked(blobs[offset], rows, levels[n], chunk, dictionary)
+            page = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n])
             if page is None:
                 break  # this page's rows stay as they are, in every leaf
             pages.append((offset, page))
@@ -280,6 +282,8 @@ def _picked(
             return None
         chosen = at
         if len(at):
+            if values[0] > 32:  # a dictionary's indexes are 32-bit at most
+                return None
             runs = _runs(values[1:], values[0], int(at[-1]) + 1)
             if runs is None:
                 return None
