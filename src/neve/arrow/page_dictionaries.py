@@ -25,7 +25,7 @@ from neve.arrow.splice import DecodeUnit
 from neve.arrow.thrift import I32, Field, decode_struct, encode_struct
 from neve.errors import NeveIOError
 
-__all__ = ["CAPACITY", "dictionary_cache", "fast_dictionaries"]
+__all__ = ["CAPACITY", "Pages", "dictionary_cache", "fast_dictionaries"]
 
 #: Bytes of dictionary pages kept (as stored: about their decompressed size).
 CAPACITY = 256 * 1024 * 1024
@@ -41,8 +41,9 @@ _ZSTD = 6  # CompressionCodec.ZSTD
 _DICTIONARY_PAGE = 2
 
 
-class _Pages:
-    """Re-encoded dictionary pages by (file path, file size, page offset)."""
+class Pages:
+    """Pages in some kept form by (file path, file size, page offset), least recently
+    used dropped first past ``capacity`` bytes."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -87,7 +88,7 @@ class _Pages:
             self.size = 0
 
 
-dictionary_cache = _Pages(CAPACITY)
+dictionary_cache = Pages(CAPACITY)
 
 _codecs = threading.local()
 

@@ -58,7 +58,16 @@ class FilePages:
                 zip(self.offsets[pages].tolist(), self.sizes[pages].tolist(), strict=True)
             )
         n = chosen.rows
-        return PageGroup(chosen.group, [None], [ranges], [n], n, chosen.index, spans=chosen.spans)
+        return PageGroup(
+            chosen.group,
+            [None],
+            [ranges],
+            [n],
+            n,
+            chosen.index,
+            spans=chosen.spans,
+            page_rows=chosen.page_rows,
+        )
 
     def _choose(self, positions: Ints, crossover: float) -> _Chosen | None:
         if len(positions) == 1:  # a take of few rows: one per file, in scalars
@@ -68,7 +77,7 @@ class FilePages:
             n = int(self.first[p + 1]) - start
             spans = start.to_bytes(8, "little") + n.to_bytes(8, "little")
             at = np.array([row - start], dtype=np.int64)
-            return _Chosen(np.array([p]), int(self.group[p]), n, at, spans)
+            return _Chosen(np.array([p]), int(self.group[p]), n, at, spans, np.array([n]))
         page_of = np.searchsorted(self.first, positions, side="right") - 1
         keep = np.empty(len(page_of), dtype=bool)
         keep[0] = True
@@ -84,20 +93,21 @@ class FilePages:
         slot = np.searchsorted(chosen, page_of)
         index: Ints = out_start[slot] + (positions - starts[slot])
         spans = starts.tobytes() + rows.tobytes()
-        return _Chosen(chosen, int(self.group[chosen[0]]), int(rows.sum()), index, spans)
+        return _Chosen(chosen, int(self.group[chosen[0]]), int(rows.sum()), index, spans, rows)
 
 
 @dataclass(frozen=True)
 class _Chosen:
     """The pages chosen for a take's rows (numbers into a :class:`FilePages`), the row
     group of the first, their rows, where each wanted row is among them, and their
-    spans (first rows and counts, for lining units up)."""
+    spans (first rows and counts, for lining units up), and each page's rows."""
 
     pages: Ints
     group: int
     rows: int
     index: Ints
     spans: bytes
+    page_rows: Ints
 
 
 def file_pages(layout: ParquetLayout, unit: DecodeUnit, complete: bool) -> FilePages | None:

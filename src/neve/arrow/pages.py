@@ -39,11 +39,11 @@ from neve.arrow.page_file import (
     executor,
     open_page_file,
 )
+from neve.arrow.page_pick import header_numbers, pick_pages
 from neve.arrow.page_plan import file_pages
 from neve.arrow.page_trim import trim_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
 from neve.arrow.splice import DecodeUnit, PageGroup, joined_across_files, splice, splice_key
-from neve.arrow.thrift import decode_struct
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 
@@ -194,10 +194,15 @@ def _dictionary_pages(chunk: ColumnChunk) -> int | None:
 
 def _page_encoding(page: memoryview) -> int:
     """The encoding of a data page's values, from its header (v1 or v2)."""
-    header, _ = decode_struct(page)
+    try:
+        header, _ = header_numbers(page, 0)
+    except (IndexError, ValueError) as exc:
+        raise NeveIOError(f"a page header is corrupt: {exc}") from exc
     for kind, field_id in ((5, 2), (8, 4)):
-        if kind in header:
-            return int(header[kind].value[field_id].value)
+        fields = header.get(kind)
+        value = fields.get(field_id) if isinstance(fields, dict) else None
+        if isinstance(value, int):
+            return value
     raise UnsupportedLayout("an offset index pointing at a page that holds no data")
 
 
@@ -361,6 +366,7 @@ def _joined(members: list[DecodeUnit]) -> DecodeUnit:
 def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
+    pick_pages(layout, unit, blobs)
     trim_pages(layout, unit, blobs)
     fast_dictionaries(layout, unit, blobs)
     data = splice(layout, unit, blobs)
@@ -498,21 +504,33 @@ def _halves(unit: DecodeUnit, blobs: dict[int, memoryview]) -> list[DecodeUnit]:
     return [DecodeUnit(unit.leaves, unit.groups[:cut]), DecodeUnit(unit.leaves, unit.groups[cut:])]
 
 
-def _decoded(
-    layout: ParquetLayout, units: list[DecodeUnit], blobs: dict[int, memoryview], nbytes: int
-) -> list[pa.Table]:
-    """The units decoded: in threads from :data:`_PARALLEL_FROM` bytes read, large
-    units in two halves (each unit's rows in order)."""
-    if nbytes <= _PARALLEL_FROM:
-        return [decode(layout, u, blobs) for u in units]
-    parts = [(k, half) for k, u in enumerate(units) for half in _halves(u, blobs)]
+def _decoded(files: Sequence[_Prepared]) -> list[list[pa.Table]]:
+    """Per file, its units decoded: in threads from :data:`_PARALLEL_FROM` bytes read
+    (the units of every file at once, largest first), large units in two halves (each
+    unit's rows in order)."""
+    if sum(p.nbytes for p in files) <= _PARALLEL_FROM:
+        return [[decode(p.layout, u, p.blobs) for u in p.units] for p in files]
+    parts = [
+        (i, k, half)
+        for i, p in enumerate(files)
+        for k, u in enumerate(p.units)
+        for half in _halves(u, p.blobs)
+    ]
     if len(parts) < 2:
-        return [decode(layout, u, blobs) for u in units]
-    tables = list(executor().map(lambda p: decode(layout, p[1], blobs), parts))
-    out: list[list[pa.Table]] = [[] for _ in units]
-    for (k, _), table in zip(parts, tables, strict=True):
-        out[k].append(table)
-    return [t[0] if len(t) == 1 else pa.concat_tables(t) for t in out]
+        return [[decode(p.layout, u, p.blobs) for u in p.units] for p in files]
+    order = sorted(range(len(parts)), key=lambda n: -_size(parts[n][2], files[parts[n][0]]))
+    done = executor().map(
+        lambda n: decode(files[parts[n][0]].layout, parts[n][2], files[parts[n][0]].blobs), order
+    )
+    tables = dict(zip(order, done, strict=True))
+    out: list[list[list[pa.Table]]] = [[[] for _ in p.units] for p in files]
+    for n, (i, k, _) in enumerate(parts):
+        out[i][k].append(tables[n])
+    return [[t[0] if len(t) == 1 else pa.concat_tables(t) for t in f] for f in out]
+
+
+def _size(unit: DecodeUnit, p: _Prepared) -> int:
+    return sum(len(p.blobs[o]) for g in unit.groups for o, _ in g.all_ranges())
 
 
 def read_positions(
@@ -538,7 +556,7 @@ def read_positions(
     p = _prepare(io, path, target, positions, stats, crossover, sparse_share, opened)
     if not isinstance(p, _Prepared):
         return p
-    return _assemble(target, _decoded(p.layout, p.units, p.blobs, p.nbytes))
+    return _assemble(target, _decoded([p])[0])
 
 
 def read_positions_of_files(
@@ -559,13 +577,13 @@ def read_positions_of_files(
             )
         except UnsupportedLayout:
             prepared.append(None)
-    if sum(p.nbytes for p in prepared if isinstance(p, _Prepared)) > _HALVES_FROM:
+    ready = [p for p in prepared if isinstance(p, _Prepared)]
+    if sum(p.nbytes for p in ready) > _HALVES_FROM:
         # large pages (parquet-java's 1 MiB): no two files splice alike (their chunks
-        # have dictionary pages), and the decodes need both cores, as each file's do
+        # have dictionary pages), and the decodes need both cores
+        units = iter(_decoded(ready))
         return [
-            _assemble(target, _decoded(p.layout, p.units, p.blobs, p.nbytes))
-            if isinstance(p, _Prepared)
-            else p
+            _assemble(target, next(units)) if isinstance(p, _Prepared) else p
             for p, (_, target, _) in zip(prepared, reads, strict=True)
         ]
     # the units of every file, grouped by what their spliced files are made of

@@ -71,8 +71,9 @@ class DecodeUnit:
     """Leaves decoded together from one spliced file, and the groups it holds;
     ``heads``: pages spliced with a header of their own (by page offset: the header,
     and the length of the one it replaces; :mod:`neve.arrow.page_trim`);
-    ``replaced``: dictionary pages spliced in another form, header and body (by page
-    offset; :mod:`neve.arrow.page_dictionaries`)."""
+    ``replaced``: pages spliced in another form, header and body (by page offset:
+    dictionary pages, :mod:`neve.arrow.page_dictionaries`; data pages holding only the
+    wanted rows, :mod:`neve.arrow.page_pick`)."""
 
     leaves: list[Leaf]
     groups: list[PageGroup] = field(default_factory=list)
@@ -296,7 +297,10 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
                 at += len(pieces[-1])
             for offset, _ in g.ranges[n]:
                 head = unit.heads.get(offset)
-                if head is not None:
+                page = unit.replaced.get(offset)
+                if page is not None:
+                    pieces.append(memoryview(page))
+                elif head is not None:
                     pieces.append(memoryview(head[0]))
                     at += len(head[0])
                     pieces.append(blobs[offset][head[1] :])

@@ -1,0 +1,562 @@
+"""Large data pages of fixed-width values rewritten to hold only the rows a take wants
+(the page reader's, :mod:`neve.arrow.pages`).
+
+In parquet-java's layout a page of longs holds 20,000 rows, and a chunk's first pages
+are dictionary encoded: pyarrow, given such a page for one row, decompresses it,
+decodes every value, and for a dictionary-encoded page decodes the chunk's dictionary
+(about 1 MiB) and looks every index up in it. Here the page is decompressed, its
+definition levels and values read as far as the last row wanted (levels and dictionary
+indexes in Parquet's RLE/bit-packed hybrid, values plain or through the dictionary,
+which is decoded once per file and kept), and a new page written in their place: the
+wanted rows' levels and their values, plain, compressed again by the chunk's codec
+(a few bytes). pyarrow then decodes a page of a few values; where every page of a
+chunk that needed the dictionary is rewritten, the dictionary page is left out.
+
+Only leaves of fixed-width physical types (ints, longs, floats, doubles) without a
+repeated field, version 1 pages with RLE definition levels (or none) and version 2
+pages, plain or dictionary encoded: a page that cannot be read so is left as it is
+(with its rows), as are those of other leaves decoded with it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from neve.arrow.page_dictionaries import CAPACITY, Pages
+from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
+from neve.arrow.splice import DecodeUnit, PageGroup
+from neve.arrow.thrift import Struct, decode_struct
+from neve.errors import NeveIOError
+
+__all__ = [
+    "PICK_FROM",
+    "header_numbers",
+    "max_definition_levels",
+    "pick_pages",
+    "plain_dictionaries",
+]
+
+Ints = npt.NDArray[np.int64]
+
+#: Pages of at least this many rows are rewritten (parquet-java writes up to 20,000 a
+#: page; pages of 8 KiB hold at most 2,048 values of these types, which pyarrow decodes
+#: about as fast as a page is read here).
+PICK_FROM = 4096
+
+#: Fixed-width physical types and their widths: INT32, INT64, FLOAT, DOUBLE.
+_WIDTHS = {1: 4, 2: 8, 4: 4, 5: 8}
+_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
+_PLAIN, _RLE = 0, 3
+_DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
+_OPTIONAL, _REPEATED = 1, 2
+#: Parquet's codecs (ColumnMetaData.codec) as pyarrow names them (LZ4 framed as
+#: Hadoop wrote it, and LZO, are not read here).
+_CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}
+
+#: Decoded dictionary pages of fixed-width values (their plain bytes), by (file path,
+#: file size, page offset): a dictionary is decoded at a file's first take that needs
+#: it and kept for the next.
+plain_dictionaries = Pages(CAPACITY)
+
+_codecs = threading.local()
+
+
+def _codec(codec: int) -> pa.Codec | None:
+    """Per thread: pyarrow's codec for a Parquet codec number (None: uncompressed)."""
+    if codec == 0:
+        return None
+    found: dict[int, pa.Codec] | None = getattr(_codecs, "by_number", None)
+    if found is None:
+        found = _codecs.by_number = {}
+    if codec not in found:
+        found[codec] = pa.Codec(_CODECS[codec])
+    return found[codec]
+
+
+def max_definition_levels(elements: Sequence[Struct]) -> list[int]:
+    """Per leaf (in order), its maximum definition level: the optional fields on its
+    path (repeated ones counted too, though leaves under them are not read here)."""
+    out: list[int] = []
+    pos = 1
+
+    def walk(level: int) -> None:
+        nonlocal pos
+        e = elements[pos]
+        pos += 1
+        here = level + (1 if 3 in e and e[3].value in (_OPTIONAL, _REPEATED) else 0)
+        children = int(e[5].value) if 5 in e else 0
+        if children == 0 and 1 in e:
+            out.append(here)
+            return
+        for _ in range(children):
+            walk(here)
+
+    for _ in range(int(elements[0][5].value) if 5 in elements[0] else 0):
+        walk(0)
+    return out
+
+
+def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
+    """Rewrite the unit's large pages of fixed-width values to hold only the rows wanted
+    from each, in place: the groups' row counts and row places change, and
+    ``unit.replaced`` gets each page rewritten (by page offset)."""
+    if any(leaf.repeated or leaf.physical_type not in _WIDTHS for leaf in unit.leaves):
+        return
+    levels: list[int] | None = None
+    for g in unit.groups:
+        if g.whole or g.page_rows is None or not (g.page_rows >= PICK_FROM).any():
+            continue
+        if levels is None:
+            every = max_definition_levels(layout.schema_elements)
+            levels = [every[leaf.index] for leaf in unit.leaves]
+        _pick_group(layout, unit, g, levels, blobs)
+
+
+def _pick_group(
+    layout: ParquetLayout,
+    unit: DecodeUnit,
+    g: PageGroup,
+    levels: list[int],
+    blobs: dict[int, memoryview],
+) -> None:
+    counts = g.page_rows
+    assert counts is not None
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    page_of = np.searchsorted(starts, g.index, side="right") - 1
+    within = g.index - starts[page_of]
+    bounds = np.searchsorted(page_of, np.arange(len(counts) + 1))  # g.index is sorted
+    chunks = [layout.chunks[g.number][leaf.index] for leaf in unit.leaves]
+    dictionaries = [
+        _dictionary(layout, c, d, blobs) for c, d in zip(chunks, g.dictionaries, strict=True)
+    ]
+    new_counts = counts.copy()
+    done = np.zeros(len(counts), dtype=bool)
+    for p in np.flatnonzero(counts >= PICK_FROM).tolist():
+        rows = within[bounds[p] : bounds[p + 1]]
+        if not len(rows):
+            continue
+        pages: list[tuple[int, bytes]] = []
+        for n, chunk in enumerate(chunks):
+            offset = g.ranges[n][p][0]
+            page = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n])
+            if page is None:
+                break  # this page's rows stay as they are, in every leaf
+            pages.append((offset, page))
+        else:
+            unit.replaced.update(pages)
+            new_counts[p] = len(rows)
+            done[p] = True
+    if not done.any():
+        return
+    new_starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(new_counts[:-1], out=new_starts[1:])
+    rank = np.arange(len(g.index), dtype=np.int64) - bounds[page_of]
+    g.index = new_starts[page_of] + np.where(done[page_of], rank, within)
+    g.rows = int(new_counts.sum())
+    g.values = [g.rows] * len(g.values)
+    g.page_rows = new_counts
+    if done.all():  # no page left that may need a dictionary
+        g.dictionaries = [None] * len(g.dictionaries)
+        g.omitted = None
+
+
+class _Dictionary:
+    """A chunk's dictionary page, decoded when first asked for."""
+
+    def __init__(self, key: tuple[str, int, int], page: memoryview, chunk: ColumnChunk) -> None:
+        self.key, self.page, self.chunk = key, page, chunk
+        self.values: npt.NDArray[np.generic] | None = None
+
+    def get(self, width: int) -> npt.NDArray[np.generic] | None:
+        if self.values is None:
+            body = plain_dictionaries.get(self.key)
+            if body is None:
+                body = _dictionary_body(self.page, self.chunk, width)
+                if body is None:
+                    return None
+                plain_dictionaries.put(self.key, body)
+            self.values = np.frombuffer(body, dtype=_DTYPES[width])
+        return self.values
+
+
+def _dictionary(
+    layout: ParquetLayout,
+    chunk: ColumnChunk,
+    where: tuple[int, int] | None,
+    blobs: dict[int, memoryview],
+) -> _Dictionary | None:
+    if where is None:
+        return None
+    return _Dictionary((layout.path, layout.size, where[0]), blobs[where[0]], chunk)
+
+
+def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> bytes | None:
+    """The plain values of a dictionary page (None where it is not one of them)."""
+    try:
+        header, used = decode_struct(page)
+    except NeveIOError:
+        return None
+    kind, size, body = header.get(1), header.get(2), header.get(7)
+    if kind is None or kind.value != _DICTIONARY_PAGE or size is None or body is None:
+        return None
+    fields = body.value
+    if 2 in fields and fields[2].value not in (_PLAIN, 2):  # PLAIN, or PLAIN_DICTIONARY
+        return None
+    raw = _decompressed(page[used:], int(chunk.meta[4].value), int(size.value))
+    count = int(fields[1].value)
+    if raw is None or len(raw) < count * width:
+        return None
+    return raw[: count * width]
+
+
+def _decompressed(data: memoryview | bytes, codec: int, size: int) -> bytes | None:
+    if codec == 0:
+        return bytes(data)
+    if codec not in _CODECS:
+        return None
+    c = _codec(codec)
+    assert c is not None
+    try:
+        out: bytes = c.decompress(data, decompressed_size=size, asbytes=True)
+    except (OSError, pa.ArrowException) as exc:
+        raise NeveIOError(f"decompressing a data page failed: {exc}") from exc
+    return out
+
+
+def _picked(
+    page: memoryview,
+    rows: Ints,
+    max_level: int,
+    chunk: ColumnChunk,
+    dictionary: _Dictionary | None,
+) -> bytes | None:
+    """The page (header and body) holding only the values at ``rows`` (sorted, within
+    the page) of a data page of a leaf without a repeated field; None where it cannot
+    be read here."""
+    width = _WIDTHS.get(int(chunk.meta[1].value))
+    codec = int(chunk.meta[4].value)
+    if width is None or (codec and codec not in _CODECS):
+        return None
+    try:
+        read = _read_page(page, codec, max_level)
+    except (NeveIOError, IndexError, KeyError, ValueError):
+        return None
+    if read is None:
+        return None
+    count, encoding, level_bytes, values = read
+    if int(rows[-1]) >= count:
+        return None
+    level_width = max_level.bit_length()
+    if max_level:
+        runs = _runs(level_bytes, level_width, int(rows[-1]) + 1)
+        if runs is None:
+            return None
+        if len(runs.first) == 1 and not runs.packed[0]:  # one run: no nulls, or all
+            kept_levels = np.full(len(rows), int(runs.where[0]), dtype=np.int64)
+            at = rows if runs.where[0] == max_level else rows[:0]
+        else:
+            got = runs.all(int(rows[-1]) + 1)
+            defined = got == max_level
+            kept_levels = got[rows]
+            at = (np.cumsum(defined) - 1)[rows][defined[rows]]
+    else:
+        kept_levels = None
+        at = rows
+    if encoding == _PLAIN:
+        plain = np.frombuffer(values, dtype=_DTYPES[width], count=len(values) // width)
+        if len(at) and int(at[-1]) >= len(plain):
+            return None
+        picked = plain[at]
+    elif encoding in _DICTIONARY_ENCODINGS and dictionary is not None and len(values):
+        entries = dictionary.get(width)
+        if entries is None:
+            return None
+        chosen = at
+        if len(at):
+            if values[0] > 32:  # a dictionary's indexes are 32-bit at most
+                return None
+            runs = _runs(values[1:], values[0], int(at[-1]) + 1)
+            if runs is None:
+                return None
+            chosen = runs.at(at)
+        if len(chosen) and int(chosen.max()) >= len(entries):
+            return None
+        picked = entries[chosen]
+    else:
+        return None
+    body = _levels(kept_levels, level_width) + picked.tobytes()
+    return _page(body, len(rows), codec)
+
+
+def _read_page(
+    page: memoryview, codec: int, max_level: int
+) -> tuple[int, int, bytes | memoryview, bytes | memoryview] | None:
+    """A data page's value count, value encoding, definition levels (hybrid encoded,
+    without a length) and values (decompressed); None where the page is of another
+    kind or layout."""
+    header, used = header_numbers(page, 0)
+    kind, size = header.get(1), header.get(2)
+    if not isinstance(kind, int) or not isinstance(size, int):
+        return None
+    fields = header.get(5 if kind == _DATA_PAGE else 8)
+    if not isinstance(fields, dict):
+        return None
+    if kind == _DATA_PAGE:
+        if max_level and fields.get(3) != _RLE:
+            return None
+        raw = _decompressed(page[used:], codec, size)
+        if raw is None:
+            return None
+        view = memoryview(raw)
+        levels: memoryview = view[:0]
+        if max_level:
+            length = int.from_bytes(view[:4], "little")
+            levels, view = view[4 : 4 + length], view[4 + length :]
+        return _int(fields, 1), _int(fields, 2), levels, view
+    if kind == _DATA_PAGE_V2:
+        level_size = _int(fields, 5)
+        if _int(fields, 6) or (not max_level and level_size):
+            return None  # repetition levels: a repeated field
+        body = page[used:]
+        values: bytes | memoryview | None = body[level_size:]
+        if fields.get(7, True):  # is_compressed
+            values = _decompressed(body[level_size:], codec, size - level_size)
+        if values is None:
+            return None
+        return _int(fields, 1), _int(fields, 4), body[:level_size], values
+    return None
+
+
+#: A Thrift struct's numbers and booleans by field id, and its structs as the same.
+Numbers = dict[int, "int | bool | Numbers"]
+
+
+def _int(fields: Numbers, fid: int) -> int:
+    value = fields[fid]
+    if not isinstance(value, int):
+        raise ValueError(f"field {fid} of a page header is not a number")
+    return value
+
+
+def header_numbers(data: bytes | memoryview, pos: int) -> tuple[Numbers, int]:
+    """A Thrift struct (compact protocol) from ``pos``: its numbers and booleans, and its
+    structs as the same, by field id (strings, doubles and lists skipped); and where it
+    ends. A page header's are all a page is read by (Thrift's generic decoder cost
+    more than the rest of rewriting a page)."""
+    out: Numbers = {}
+    fid = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        if not b:
+            return out, pos
+        kind = b & 0x0F
+        if b >> 4:
+            fid += b >> 4
+        else:
+            n, pos = _varint(data, pos)
+            fid = (n >> 1) ^ -(n & 1)
+        if kind in (1, 2):
+            out[fid] = kind == 1
+        elif kind == 12:
+            out[fid], pos = header_numbers(data, pos)
+        elif kind in (4, 5, 6):
+            n, pos = _varint(data, pos)
+            out[fid] = (n >> 1) ^ -(n & 1)
+        else:
+            pos = _skip(data, pos, kind)
+
+
+def _skip(data: bytes | memoryview, pos: int, kind: int) -> int:
+    """Where a value of compact type ``kind`` at ``pos`` ends."""
+    if kind in (1, 2, 3):  # booleans (in a list, a byte) and bytes
+        return pos + 1
+    if kind in (4, 5, 6):
+        return _varint(data, pos)[1]
+    if kind == 7:
+        return pos + 8
+    if kind == 8:
+        n, pos = _varint(data, pos)
+        return pos + n
+    if kind == 12:
+        return header_numbers(data, pos)[1]
+    if kind in (9, 10):  # list, set: size and element type in a byte
+        head = data[pos]
+        pos += 1
+        n = head >> 4
+        if n == 15:
+            n, pos = _varint(data, pos)
+        for _ in range(n):
+            pos = _skip(data, pos, head & 0x0F)
+        return pos
+    if kind == 11:  # map: size, then key and value types in a byte
+        n, pos = _varint(data, pos)
+        if n:
+            types = data[pos]
+            pos += 1
+            for _ in range(n):
+                pos = _skip(data, _skip(data, pos, types >> 4), types & 0x0F)
+        return pos
+    raise ValueError(f"a Thrift value of unknown type {kind}")
+
+
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    out = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        out |= (b & 0x7F) << shift
+        if b < 0x80:
+            return out, pos
+        shift += 7
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The runs of Parquet's RLE/bit-packed hybrid encoding of ``width``-bit values
+    (as far as a reader needs): each run's first value's number, its length, whether
+    it is bit-packed, and its value (RLE) or where its bytes begin (bit-packed)."""
+
+    data: bytes | memoryview
+    width: int
+    first: Ints
+    lengths: Ints
+    packed: npt.NDArray[np.bool_]
+    where: Ints
+
+    def at(self, positions: Ints) -> Ints:
+        """The values at ``positions`` (each below the runs' end)."""
+        r = np.searchsorted(self.first, positions, side="right") - 1
+        packed = self.packed[r]
+        out: Ints = np.where(packed, 0, self.where[r])
+        if packed.any() and self.width:
+            bit = (positions[packed] - self.first[r[packed]]) * self.width
+            byte = self.where[r[packed]] + bit // 8
+            buf = np.frombuffer(bytes(self.data) + bytes(8), dtype=np.uint8)
+            words = buf[byte[:, None] + np.arange(8)].view("<u8").ravel()
+            mask = np.uint64((1 << self.width) - 1)
+            shifted = words >> (bit % 8).astype(np.uint64)
+            out[packed] = (shifted & mask).astype(np.int64)
+        return out
+
+    def all(self, count: int) -> Ints:
+        """The first ``count`` values."""
+        lengths = np.minimum(self.lengths, np.maximum(count - self.first, 0))
+        out: Ints = np.repeat(np.where(self.packed, 0, self.where), lengths)
+        if self.packed.any() and self.width:
+            runs = np.flatnonzero(self.packed & (lengths > 0))
+            sizes = (self.lengths[runs] // 8) * self.width
+            joined = b"".join(
+                self.data[int(w) : int(w) + int(n)]
+                for w, n in zip(self.where[runs], sizes, strict=True)
+            )
+            bits = np.unpackbits(np.frombuffer(joined, dtype=np.uint8), bitorder="little")
+            powers = np.left_shift(np.int64(1), np.arange(self.width, dtype=np.int64))
+            values = bits.reshape(-1, self.width).astype(np.int64) @ powers
+            full = np.repeat(self.packed, lengths)
+            starts = np.zeros(len(runs), dtype=np.int64)
+            np.cumsum(self.lengths[runs][:-1], out=starts[1:])
+            # each packed run's values, cut at the run's length kept
+            keep = np.concatenate(
+                [
+                    np.arange(int(a), int(a) + int(n))
+                    for a, n in zip(starts, lengths[runs], strict=True)
+                ]
+            )
+            out[full] = values[keep]
+        return out
+
+
+def _runs(data: bytes | memoryview, width: int, count: int) -> _Runs | None:
+    """The runs holding the first ``count`` values (None where the data runs out
+    first)."""
+    first, lengths, packed, where = [], [], [], []
+    at = pos = 0
+    value_bytes = (width + 7) // 8
+    while at < count:
+        try:
+            header, pos = _varint(data, pos)
+        except IndexError:
+            return None
+        first.append(at)
+        if header & 1:  # bit-packed: groups of 8 values, least significant bit first
+            n = (header >> 1) * 8
+            packed.append(True)
+            where.append(pos)
+            pos += (header >> 1) * width
+            if pos > len(data) or not n:
+                return None
+        else:
+            n = header >> 1
+            if not n:
+                return None
+            packed.append(False)
+            where.append(int.from_bytes(data[pos : pos + value_bytes], "little"))
+            pos += value_bytes
+            if pos > len(data):
+                return None
+        lengths.append(n)
+        at += n
+    return _Runs(
+        data,
+        width,
+        np.array(first, dtype=np.int64),
+        np.array(lengths, dtype=np.int64),
+        np.array(packed, dtype=np.bool_),
+        np.array(where, dtype=np.int64),
+    )
+
+
+def _levels(levels: Ints | None, width: int) -> bytes:
+    """Definition levels of a version 1 page: their length, then the levels as one RLE
+    run where they are all one value, else one bit-packed run."""
+    if levels is None:
+        return b""
+    out = bytearray()
+    if (levels == levels[0]).all():
+        out += _uvarint(len(levels) << 1)
+        out += int(levels[0]).to_bytes((width + 7) // 8, "little")
+    else:
+        groups = (len(levels) + 7) // 8
+        padded = np.zeros(groups * 8, dtype=np.int64)
+        padded[: len(levels)] = levels
+        bits = (padded[:, None] >> np.arange(width, dtype=np.int64)) & 1
+        out += _uvarint((groups << 1) | 1)
+        out += np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
+    return len(out).to_bytes(4, "little") + bytes(out)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _page(body: bytes, count: int, codec: int) -> bytes:
+    """A version 1 data page of ``count`` plain values (and RLE definition levels)."""
+    c = _codec(codec)
+    stored = body if c is None else c.compress(body, asbytes=True)
+    # PageHeader (compact protocol): type, sizes, then DataPageHeader as field 5:
+    # value count, encoding PLAIN, RLE definition and repetition levels
+    out = bytearray()
+    for n in (_DATA_PAGE, len(body), len(stored)):
+        out.append(0x15)  # the next field, an i32
+        out += _uvarint(n << 1)  # zigzag of a non-negative number
+    out.append(0x2C)  # field 5 (3 + 2), a struct
+    for n in (count, _PLAIN, _RLE, _RLE):
+        out.append(0x15)
+        out += _uvarint(n << 1)
+    out += b"\x00\x00"  # the ends of DataPageHeader and PageHeader
+    return bytes(out) + stored
