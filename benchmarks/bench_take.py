@@ -15,8 +15,8 @@ layouts and once as a Lance dataset:
 
 Reported: what each layout costs (write time, file size); then per take size (1, 10,
 100, 1,000, 10,000 random rows) the warm time of Lance's ``take`` and neve's
-``table.take`` on each layout, alternating runs, with the median ratio neve/Lance and
-its spread, the bytes neve read per row taken next to the page size, and pyarrow's
+``table.take`` on each layout, alternating runs (each run's order reversed in the
+next), with the median ratio neve/Lance and its spread, the bytes neve read per row taken next to the page size, and pyarrow's
 best (reading the row groups that hold the rows, then taking), and the floor of the
 java layout's takes (the data pages holding the rows read and decompressed, nothing
 else: what bounds any reader of 1 MiB compressed pages); then cold-ish takes (a
@@ -43,6 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -230,28 +231,20 @@ def warm(
         bytes_read: dict[str, int] = {}
         for run in range(args.repeat + 1):
             ids = rnd.choice(n, size=k, replace=False)
-            seconds, got = lance.take(dataset, ids.tolist(), COLUMNS, check="id")
-            assert got == ids.tolist(), "Lance took other rows"
+            # every other run in the reverse order: whoever runs right after another
+            # engine (its threads winding down, its memory just freed) is not always
+            # the same side
+            took, nbytes = one_round(
+                ids, tables, lance, dataset, floor, default_files, reverse=run % 2 == 0
+            )
             if run:
-                times["lance"].append(seconds)
-            for layout, t in tables.items():
-                with counting_reads() as stats:
-                    seconds, rows_ = timed(lambda t=t, ids=ids: t.take(ids, columns=COLUMNS))
-                assert rows_.column("id").to_pylist() == ids.tolist(), "neve took other rows"
-                if run:
-                    times[layout].append(seconds)
-                    ratios[layout].append(seconds / times["lance"][-1])
-                    bytes_read[layout] = bytes_read.get(layout, 0) + stats.bytes
-            pages = floor.pages(ids)
-            seconds = floor.time(pages)
-            if run:
-                times["floor"].append(seconds)
-                ratios.setdefault("floor", []).append(seconds / times["lance"][-1])
-                ratios.setdefault("java/floor", []).append(times["java"][-1] / seconds)
-            seconds, (best, _) = timed(lambda ids=ids: pyarrow_best(default_files, ids))
-            assert best.column("id").to_pylist() == ids.tolist()
-            if run:
-                times["pyarrow"].append(seconds)
+                for x, seconds in took.items():
+                    times[x].append(seconds)
+                for layout in LAYOUTS:
+                    ratios[layout].append(took[layout] / took["lance"])
+                    bytes_read[layout] = bytes_read.get(layout, 0) + nbytes[layout]
+                ratios.setdefault("floor", []).append(took["floor"] / took["lance"])
+                ratios.setdefault("java/floor", []).append(took["java"] / took["floor"])
         med = {x: statistics.median(v) * 1000 for x, v in times.items()}
         print(
             f"  take {k:>6,}: Lance {med['lance']:8.2f} ms   pyarrow row groups {med['pyarrow']:8.1f} ms"
@@ -270,6 +263,45 @@ def warm(
                 f"      neve {layout:<8} {med[layout]:8.2f} ms   neve/Lance {spread(ratios[layout])}"
                 f"   {read} (page size {PAGE_SIZE[layout]})"
             )
+
+
+def one_round(
+    ids: np.ndarray,
+    tables: dict[str, neve.Table],
+    lance: LanceEngine,
+    dataset: Path,
+    floor: PageFloor,
+    default_files: list[tuple[str, int]],
+    *,
+    reverse: bool,
+) -> tuple[dict[str, float], dict[str, int]]:
+    """One take of ``ids`` by Lance, by neve on every layout, by the floor and by
+    pyarrow, in that order or the reverse: the seconds of each, and the bytes neve read
+    per layout (all checked to be the rows asked for)."""
+    took: dict[str, float] = {}
+    nbytes: dict[str, int] = {}
+
+    def by_lance() -> None:
+        took["lance"], got = lance.take(dataset, ids.tolist(), COLUMNS, check="id")
+        assert got == ids.tolist(), "Lance took other rows"
+
+    def by_neve(layout: str, t: neve.Table) -> None:
+        with counting_reads() as stats:
+            took[layout], rows_ = timed(lambda: t.take(ids, columns=COLUMNS))
+        assert rows_.column("id").to_pylist() == ids.tolist(), "neve took other rows"
+        nbytes[layout] = stats.bytes
+
+    def by_floor() -> None:
+        took["floor"] = floor.time(floor.pages(ids))
+
+    def by_pyarrow() -> None:
+        took["pyarrow"], (best, _) = timed(lambda: pyarrow_best(default_files, ids))
+        assert best.column("id").to_pylist() == ids.tolist()
+
+    steps = [by_lance, *(partial(by_neve, x, t) for x, t in tables.items())]
+    for step in [*steps, by_floor, by_pyarrow][:: -1 if reverse else 1]:
+        step()
+    return took, nbytes
 
 
 def cold(catalog_uri: str, warehouse: str, dataset: Path, n: int, args: Any) -> None:
