@@ -27,7 +27,7 @@ from neve.arrow.page_file import open_page_file
 from neve.arrow.page_pick import PICK_FROM, max_definition_levels, pick_pages
 from neve.arrow.pages import read_positions
 from neve.arrow.parquet_layout import parse_layout
-from neve.arrow.thrift import decode_struct
+from neve.arrow.thrift import decode_numbers, decode_struct, write_varint
 from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
@@ -206,6 +206,12 @@ def test_pages_it_cannot_read_are_left_as_they_are(tmp_path: Path) -> None:
         assert got.to_pylist() == table.take(wanted).to_pylist()
 
 
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    write_varint(out, n)
+    return bytes(out)
+
+
 def test_the_hybrid_runs_read_as_written() -> None:
     """Parquet's RLE/bit-packed hybrid: values of every width read back at any
     positions, and in full, from runs of both kinds."""
@@ -217,14 +223,14 @@ def test_the_hybrid_runs_read_as_written() -> None:
             if k % 2:
                 v = int(rnd.integers(0, 1 << width)) if width else 0
                 n = int(rnd.integers(1, 300))
-                runs.append(page_pick._uvarint(n << 1) + v.to_bytes((width + 7) // 8, "little"))
+                runs.append(_uvarint(n << 1) + v.to_bytes((width + 7) // 8, "little"))
                 values += [v] * n
             else:
                 groups = int(rnd.integers(1, 40))
                 vs = rnd.integers(0, 1 << width, groups * 8) if width else np.zeros(groups * 8)
                 bits = (vs.astype(np.int64)[:, None] >> np.arange(width)) & 1
                 packed = np.packbits(bits.astype(np.uint8).ravel(), bitorder="little")
-                runs.append(page_pick._uvarint((groups << 1) | 1) + packed.tobytes())
+                runs.append(_uvarint((groups << 1) | 1) + packed.tobytes())
                 values += vs.astype(np.int64).tolist()
         data = b"".join(runs)
         count = len(values) - 5
@@ -277,7 +283,7 @@ def test_page_headers_read_as_thrifts_decoder_reads_them(tmp_path: Path, version
         end = pos + chunk.total_compressed_size
         while pos < end:
             header, used = decode_struct(data, pos)
-            mine, mine_used = page_pick.header_numbers(data, pos)
+            mine, mine_used = decode_numbers(data, pos)
             assert mine_used == used
             assert mine == _numbers_of(header)
             pos = used + header[3].value

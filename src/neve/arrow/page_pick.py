@@ -32,12 +32,18 @@ import pyarrow as pa
 from neve.arrow.page_dictionaries import CAPACITY, Pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
-from neve.arrow.thrift import Struct, decode_struct
+from neve.arrow.thrift import (
+    Numbers,
+    Struct,
+    decode_numbers,
+    decode_struct,
+    read_varint,
+    write_varint,
+)
 from neve.errors import NeveIOError
 
 __all__ = [
     "PICK_FROM",
-    "header_numbers",
     "max_definition_levels",
     "pick_pages",
     "plain_dictionaries",
@@ -303,7 +309,7 @@ def _read_page(
     """A data page's value count, value encoding, definition levels (hybrid encoded,
     without a length) and values (decompressed); None where the page is of another
     kind or layout."""
-    header, used = header_numbers(page, 0)
+    header, used = decode_numbers(page, 0)
     kind, size = header.get(1), header.get(2)
     if not isinstance(kind, int) or not isinstance(size, int):
         return None
@@ -336,88 +342,11 @@ def _read_page(
     return None
 
 
-#: A Thrift struct's numbers and booleans by field id, and its structs as the same.
-Numbers = dict[int, "int | bool | Numbers"]
-
-
 def _int(fields: Numbers, fid: int) -> int:
     value = fields[fid]
     if not isinstance(value, int):
         raise ValueError(f"field {fid} of a page header is not a number")
     return value
-
-
-def header_numbers(data: bytes | memoryview, pos: int) -> tuple[Numbers, int]:
-    """A Thrift struct (compact protocol) from ``pos``: its numbers and booleans, and its
-    structs as the same, by field id (strings, doubles and lists skipped); and where it
-    ends. A page header's are all a page is read by (Thrift's generic decoder cost
-    more than the rest of rewriting a page)."""
-    out: Numbers = {}
-    fid = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        if not b:
-            return out, pos
-        kind = b & 0x0F
-        if b >> 4:
-            fid += b >> 4
-        else:
-            n, pos = _varint(data, pos)
-            fid = (n >> 1) ^ -(n & 1)
-        if kind in (1, 2):
-            out[fid] = kind == 1
-        elif kind == 12:
-            out[fid], pos = header_numbers(data, pos)
-        elif kind in (4, 5, 6):
-            n, pos = _varint(data, pos)
-            out[fid] = (n >> 1) ^ -(n & 1)
-        else:
-            pos = _skip(data, pos, kind)
-
-
-def _skip(data: bytes | memoryview, pos: int, kind: int) -> int:
-    """Where a value of compact type ``kind`` at ``pos`` ends."""
-    if kind in (1, 2, 3):  # booleans (in a list, a byte) and bytes
-        return pos + 1
-    if kind in (4, 5, 6):
-        return _varint(data, pos)[1]
-    if kind == 7:
-        return pos + 8
-    if kind == 8:
-        n, pos = _varint(data, pos)
-        return pos + n
-    if kind == 12:
-        return header_numbers(data, pos)[1]
-    if kind in (9, 10):  # list, set: size and element type in a byte
-        head = data[pos]
-        pos += 1
-        n = head >> 4
-        if n == 15:
-            n, pos = _varint(data, pos)
-        for _ in range(n):
-            pos = _skip(data, pos, head & 0x0F)
-        return pos
-    if kind == 11:  # map: size, then key and value types in a byte
-        n, pos = _varint(data, pos)
-        if n:
-            types = data[pos]
-            pos += 1
-            for _ in range(n):
-                pos = _skip(data, _skip(data, pos, types >> 4), types & 0x0F)
-        return pos
-    raise ValueError(f"a Thrift value of unknown type {kind}")
-
-
-def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
-    out = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        out |= (b & 0x7F) << shift
-        if b < 0x80:
-            return out, pos
-        shift += 7
 
 
 @dataclass(frozen=True)
@@ -484,7 +413,7 @@ def _runs(data: bytes | memoryview, width: int, count: int) -> _Runs | None:
     value_bytes = (width + 7) // 8
     while at < count:
         try:
-            header, pos = _varint(data, pos)
+            header, pos = read_varint(data, pos)
         except IndexError:
             return None
         first.append(at)
@@ -523,25 +452,16 @@ def _levels(levels: Ints | None, width: int) -> bytes:
         return b""
     out = bytearray()
     if (levels == levels[0]).all():
-        out += _uvarint(len(levels) << 1)
+        write_varint(out, len(levels) << 1)
         out += int(levels[0]).to_bytes((width + 7) // 8, "little")
     else:
         groups = (len(levels) + 7) // 8
         padded = np.zeros(groups * 8, dtype=np.int64)
         padded[: len(levels)] = levels
         bits = (padded[:, None] >> np.arange(width, dtype=np.int64)) & 1
-        out += _uvarint((groups << 1) | 1)
+        write_varint(out, (groups << 1) | 1)
         out += np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
     return len(out).to_bytes(4, "little") + bytes(out)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _page(body: bytes, count: int, codec: int) -> bytes:
@@ -553,10 +473,10 @@ def _page(body: bytes, count: int, codec: int) -> bytes:
     out = bytearray()
     for n in (_DATA_PAGE, len(body), len(stored)):
         out.append(0x15)  # the next field, an i32
-        out += _uvarint(n << 1)  # zigzag of a non-negative number
+        write_varint(out, n << 1)  # zigzag of a non-negative number
     out.append(0x2C)  # field 5 (3 + 2), a struct
     for n in (count, _PLAIN, _RLE, _RLE):
         out.append(0x15)
-        out += _uvarint(n << 1)
+        write_varint(out, n << 1)
     out += b"\x00\x00"  # the ends of DataPageHeader and PageHeader
     return bytes(out) + stored

@@ -39,11 +39,12 @@ from neve.arrow.page_file import (
     executor,
     open_page_file,
 )
-from neve.arrow.page_pick import header_numbers, pick_pages
+from neve.arrow.page_pick import pick_pages
 from neve.arrow.page_plan import file_pages
 from neve.arrow.page_trim import trim_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
 from neve.arrow.splice import DecodeUnit, PageGroup, joined_across_files, splice, splice_key
+from neve.arrow.thrift import decode_numbers
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
 
@@ -195,7 +196,7 @@ def _dictionary_pages(chunk: ColumnChunk) -> int | None:
 def _page_encoding(page: memoryview) -> int:
     """The encoding of a data page's values, from its header (v1 or v2)."""
     try:
-        header, _ = header_numbers(page, 0)
+        header, _ = decode_numbers(page, 0)
     except (IndexError, ValueError) as exc:
         raise NeveIOError(f"a page header is corrupt: {exc}") from exc
     for kind, field_id in ((5, 2), (8, 4)):

@@ -28,6 +28,7 @@ from neve.arrow.thrift import (
     TList,
     decode_struct,
     encode_value,
+    write_varint,
 )
 
 __all__ = ["DecodeUnit", "PageGroup", "joined_across_files", "splice", "splice_key"]
@@ -127,13 +128,6 @@ _SET = (5, 6, 7, 9, 11)
 _I64 = 6
 
 
-def _varint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
 def _field(out: bytearray, last: int, fid: int, kind: int) -> None:
     """A compact-protocol field header (the field id as a delta where it fits)."""
     delta = fid - last
@@ -141,12 +135,12 @@ def _field(out: bytearray, last: int, fid: int, kind: int) -> None:
         out.append((delta << 4) | kind)
     else:
         out.append(kind)
-        _varint(out, fid << 1)  # field ids are positive: zigzag is a shift
+        write_varint(out, fid << 1)  # field ids are positive: zigzag is a shift
 
 
 def _long(out: bytearray, last: int, fid: int, value: int) -> None:
     _field(out, last, fid, _I64)
-    _varint(out, (value << 1) ^ (value >> 63))
+    write_varint(out, (value << 1) ^ (value >> 63))
 
 
 @dataclass(frozen=True)
@@ -228,7 +222,7 @@ def _list_head(out: bytearray, field_head: int, n: int, kind: int) -> None:
         out.append((n << 4) | kind)
     else:
         out.append(0xF0 | kind)
-        _varint(out, n)
+        write_varint(out, n)
 
 
 def _page_values(page: memoryview) -> int:
@@ -358,7 +352,7 @@ def _footer(
         schema = layout.schemas[keep] = encode_value(LIST, pruned)
     out = bytearray(b"\x15")  # field 1 (i32): the version
     version = int(layout.footer[1].value)
-    _varint(out, (version << 1) ^ (version >> 31))
+    write_varint(out, (version << 1) ^ (version >> 31))
     out.append(0x19)  # field 2 (list): the schema
     out += schema.data
     _long(out, 2, 3, total_rows)
@@ -373,7 +367,7 @@ def _footer(
         created = layout.footer[6].value
         data = created.encode() if isinstance(created, str) else bytes(created)
         out.append(0x28)
-        _varint(out, len(data))
+        write_varint(out, len(data))
         out += data
     out.append(0)
     return out

@@ -31,11 +31,15 @@ __all__ = [
     "STRUCT",
     "Encoded",
     "Field",
+    "Numbers",
     "Struct",
     "TList",
+    "decode_numbers",
     "decode_struct",
     "encode_struct",
     "encode_value",
+    "read_varint",
+    "write_varint",
 ]
 
 # compact protocol wire types (a boolean field carries its value in the type: 1 true,
@@ -191,7 +195,88 @@ def decode_struct(buf: bytes | memoryview, pos: int = 0) -> tuple[Struct, int]:
         raise _corrupt("a value runs past the end") from None
 
 
-def _varint(out: bytearray, n: int) -> None:
+#: A struct's numbers and booleans by field id, and its structs as the same
+#: (:func:`decode_numbers`).
+Numbers = dict[int, "int | bool | Numbers"]
+
+
+def decode_numbers(data: bytes | memoryview, pos: int) -> tuple[Numbers, int]:
+    """The struct at ``pos`` as its numbers and booleans, and its structs as the same,
+    by field id (strings, doubles and lists skipped); and where it ends. For the hot
+    paths that read page headers for their counts and sizes only: about a fifth of
+    :func:`decode_struct`'s cost, which keeps every field whole. Raises IndexError or
+    ValueError where the bytes are not such a struct."""
+    out: Numbers = {}
+    fid = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        if not b:
+            return out, pos
+        kind = b & 0x0F
+        if b >> 4:
+            fid += b >> 4
+        else:
+            n, pos = read_varint(data, pos)
+            fid = (n >> 1) ^ -(n & 1)
+        if kind in (BOOL, _FALSE):
+            out[fid] = kind == BOOL
+        elif kind == STRUCT:
+            out[fid], pos = decode_numbers(data, pos)
+        elif kind in (I16, I32, I64):
+            n, pos = read_varint(data, pos)
+            out[fid] = (n >> 1) ^ -(n & 1)
+        else:
+            pos = _skip(data, pos, kind)
+
+
+def _skip(data: bytes | memoryview, pos: int, kind: int) -> int:
+    """Where a value of wire type ``kind`` at ``pos`` ends."""
+    if kind in (BOOL, _FALSE, BYTE):  # booleans (in a list, a byte) and bytes
+        return pos + 1
+    if kind in (I16, I32, I64):
+        return read_varint(data, pos)[1]
+    if kind == DOUBLE:
+        return pos + 8
+    if kind == BINARY:
+        n, pos = read_varint(data, pos)
+        return pos + n
+    if kind == STRUCT:
+        return decode_numbers(data, pos)[1]
+    if kind in (LIST, _SET):  # size and element type in a byte
+        head = data[pos]
+        pos += 1
+        n = head >> 4
+        if n == 15:
+            n, pos = read_varint(data, pos)
+        for _ in range(n):
+            pos = _skip(data, pos, head & 0x0F)
+        return pos
+    if kind == _MAP:  # size, then key and value types in a byte
+        n, pos = read_varint(data, pos)
+        if n:
+            types = data[pos]
+            pos += 1
+            for _ in range(n):
+                pos = _skip(data, _skip(data, pos, types >> 4), types & 0x0F)
+        return pos
+    raise ValueError(f"a Thrift value of unknown type {kind}")
+
+
+def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The unsigned varint at ``pos`` and where it ends (IndexError past the end)."""
+    out = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        out |= (b & 0x7F) << shift
+        if b < 0x80:
+            return out, pos
+        shift += 7
+
+
+def write_varint(out: bytearray, n: int) -> None:
+    """Append the unsigned varint ``n`` (a zigzag number's encoding, a length)."""
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
@@ -199,7 +284,7 @@ def _varint(out: bytearray, n: int) -> None:
 
 
 def _zigzag(out: bytearray, n: int) -> None:
-    _varint(out, (n << 1) ^ (n >> 63) if n < 0 else n << 1)
+    write_varint(out, (n << 1) ^ (n >> 63) if n < 0 else n << 1)
 
 
 def _value(out: bytearray, t: int, v: Any) -> None:
@@ -209,7 +294,7 @@ def _value(out: bytearray, t: int, v: Any) -> None:
         _zigzag(out, int(v))
     elif t == BINARY:
         data = v.encode() if isinstance(v, str) else bytes(v)
-        _varint(out, len(data))
+        write_varint(out, len(data))
         out += data
     elif t == STRUCT:
         _struct(out, v)
@@ -231,7 +316,7 @@ def _list(out: bytearray, v: TList) -> None:
         out.append((n << 4) | v.type)
     else:
         out.append(0xF0 | v.type)
-        _varint(out, n)
+        write_varint(out, n)
     for x in v.values:
         _value(out, v.type, x)
 
