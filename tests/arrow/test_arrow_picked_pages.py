@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from budget import examples
 from neve.arrow import page_pick, pages
 from neve.arrow.page_file import open_page_file
-from neve.arrow.page_pick import PICK_FROM, max_definition_levels, pick_pages
+from neve.arrow.page_pick import PICK_FROM, pick_pages
 from neve.arrow.pages import read_positions
 from neve.arrow.parquet_layout import parse_layout
 from neve.arrow.thrift import decode_numbers, decode_struct, write_varint
@@ -256,7 +256,7 @@ def test_definition_levels_count_the_optional_fields() -> None:
     meta = pq.ParquetFile(pa.BufferReader(data)).metadata
     levels = [meta.schema.column(i).max_definition_level for i in range(meta.num_columns)]
     parsed = parse_layout("x", len(data), data, _Reader(data))
-    assert max_definition_levels(parsed.schema_elements) == levels == [0, 1, 2, 1]
+    assert [leaf.max_definition_level for leaf in parsed.leaves] == levels == [0, 1, 2, 1]
 
 
 class _Reader:

@@ -21,7 +21,6 @@ pages, plain or dictionary encoded: a page that cannot be read so is left as it 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,6 @@ from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
 from neve.arrow.thrift import (
     Numbers,
-    Struct,
     decode_numbers,
     decode_struct,
     read_varint,
@@ -44,7 +42,6 @@ from neve.errors import NeveIOError
 
 __all__ = [
     "PICK_FROM",
-    "max_definition_levels",
     "pick_pages",
     "plain_dictionaries",
 ]
@@ -62,7 +59,6 @@ _DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {4: np.dtype("<u4"), 8: 
 _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _PLAIN, _RLE = 0, 3
 _DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
-_OPTIONAL, _REPEATED = 1, 2
 #: Parquet's codecs (ColumnMetaData.codec) as pyarrow names them (LZ4 framed as
 #: Hadoop wrote it, and LZO, are not read here).
 _CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}
@@ -87,42 +83,16 @@ def _codec(codec: int) -> pa.Codec | None:
     return found[codec]
 
 
-def max_definition_levels(elements: Sequence[Struct]) -> list[int]:
-    """Per leaf (in order), its maximum definition level: the optional fields on its
-    path (repeated ones counted too, though leaves under them are not read here)."""
-    out: list[int] = []
-    pos = 1
-
-    def walk(level: int) -> None:
-        nonlocal pos
-        e = elements[pos]
-        pos += 1
-        here = level + (1 if 3 in e and e[3].value in (_OPTIONAL, _REPEATED) else 0)
-        children = int(e[5].value) if 5 in e else 0
-        if children == 0 and 1 in e:
-            out.append(here)
-            return
-        for _ in range(children):
-            walk(here)
-
-    for _ in range(int(elements[0][5].value) if 5 in elements[0] else 0):
-        walk(0)
-    return out
-
-
 def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
     """Rewrite the unit's large pages of fixed-width values to hold only the rows wanted
     from each, in place: the groups' row counts and row places change, and
     ``unit.replaced`` gets each page rewritten (by page offset)."""
     if any(leaf.repeated or leaf.physical_type not in _WIDTHS for leaf in unit.leaves):
         return
-    levels: list[int] | None = None
+    levels = [leaf.max_definition_level for leaf in unit.leaves]
     for g in unit.groups:
         if g.whole or g.page_rows is None or not (g.page_rows >= PICK_FROM).any():
             continue
-        if levels is None:
-            every = max_definition_levels(layout.schema_elements)
-            levels = [every[leaf.index] for leaf in unit.leaves]
         _pick_group(layout, unit, g, levels, blobs)
 
 

@@ -21,14 +21,12 @@ levels in the old BIT_PACKED encoding are as long as the values they count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import numpy.typing as npt
 
 from neve.arrow.parquet_layout import ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
-from neve.arrow.thrift import I32, STRUCT, Field, Struct, decode_struct, encode_struct
+from neve.arrow.thrift import I32, STRUCT, Field, decode_struct, encode_struct
 from neve.errors import NeveIOError
 
 __all__ = ["TRIM_FROM", "trim_pages"]
@@ -47,7 +45,6 @@ _DATA_PAGE = 0
 #: BYTE_STREAM_SPLIT, whose streams are as long as the count, nor the delta encodings)
 _FRONT_TO_BACK = (0, 2, 8)
 _RLE, _BIT_PACKED = 3, 4
-_REQUIRED = 0  # FieldRepetitionType
 
 
 def trim_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
@@ -58,37 +55,11 @@ def trim_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryv
         return
     if not any(leaf.physical_type in _COSTLY for leaf in unit.leaves):
         return
-    required: list[bool] | None = None
+    # a leaf required all the way has no definition levels
+    required = [leaf.max_definition_level == 0 for leaf in unit.leaves]
     for g in unit.groups:
         if not g.whole and g.page_rows is not None and (g.page_rows >= TRIM_FROM).any():
-            if required is None:
-                leaves = _required_leaves(layout.schema_elements)
-                required = [leaf.index in leaves for leaf in unit.leaves]
             _trim_group(g, g.page_rows, required, blobs, unit.heads)
-
-
-def _required_leaves(elements: Sequence[Struct]) -> set[int]:
-    """The leaves (by index) whose every field is required: no definition levels."""
-    out: set[int] = set()
-    pos, leaf = 1, 0
-
-    def walk(required: bool) -> None:
-        nonlocal pos, leaf
-        e = elements[pos]
-        pos += 1
-        here = required and 3 in e and e[3].value == _REQUIRED
-        children = int(e[5].value) if 5 in e else 0
-        if children == 0 and 1 in e:
-            if here:
-                out.add(leaf)
-            leaf += 1
-            return
-        for _ in range(children):
-            walk(here)
-
-    for _ in range(int(elements[0][5].value) if 5 in elements[0] else 0):
-        walk(True)
-    return out
 
 
 def _trim_group(

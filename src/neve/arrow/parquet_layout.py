@@ -40,6 +40,7 @@ __all__ = [
 _MAGIC = b"PAR1"
 #: Bytes read from a file's end in one go: most footers fit, so one read finds them.
 _TAIL = 64 * 1024
+_REQUIRED = 0
 _REPEATED = 2
 
 Ints = npt.NDArray[np.int64]
@@ -59,13 +60,15 @@ class RangeReader(Protocol):
 @dataclass(frozen=True, slots=True)
 class Leaf:
     """A primitive column of the file: its index among the leaves, its path of names,
-    the top-level column it belongs to, and whether a repeated field (a list or map)
-    lies on its path."""
+    the top-level column it belongs to, whether a repeated field (a list or map) lies
+    on its path, and its maximum definition level (the fields on its path that are not
+    required: 0 where its pages hold no definition levels)."""
 
     index: int
     path: tuple[str, ...]
     repeated: bool
     physical_type: int
+    max_definition_level: int
 
     @property
     def top(self) -> str:
@@ -381,23 +384,25 @@ def _leaves(elements: Sequence[Struct]) -> list[Leaf]:
     out: list[Leaf] = []
     pos = 1
 
-    def walk(path: tuple[str, ...], repeated: bool) -> None:
+    def walk(path: tuple[str, ...], repeated: bool, level: int) -> None:
         nonlocal pos
         e = elements[pos]
         pos += 1
         name = e[4].value.decode("utf-8")
         here = (*path, name)
         rep = repeated or (3 in e and e[3].value == _REPEATED)
+        # a field whose repetition is not said to be required is counted as optional
+        level += 0 if 3 in e and e[3].value == _REQUIRED else 1
         children = int(e[5].value) if 5 in e else 0
         if children == 0 and 1 in e:
-            out.append(Leaf(len(out), here, rep, int(e[1].value)))
+            out.append(Leaf(len(out), here, rep, int(e[1].value), level))
             return
         for _ in range(children):
-            walk(here, rep)
+            walk(here, rep, level)
 
     root_children = int(elements[0][5].value) if 5 in elements[0] else 0
     for _ in range(root_children):
-        walk((), False)
+        walk((), False, 0)
     return out
 
 
