@@ -497,7 +497,7 @@ def _halves(unit: DecodeUnit, blobs: dict[int, memoryview]) -> list[DecodeUnit]:
     not share."""
     if len(unit.groups) < 2:
         return [unit]
-    sizes = np.array([sum(len(blobs[o]) for o, _ in g.all_ranges()) for g in unit.groups])
+    sizes = np.array([_bytes_of([g], blobs) for g in unit.groups])
     if sizes.sum() <= _HALVES_FROM:
         return [unit]
     cut = int(np.searchsorted(np.cumsum(sizes), sizes.sum() / 2)) + 1
@@ -509,17 +509,18 @@ def _decoded(files: Sequence[_Prepared]) -> list[list[pa.Table]]:
     """Per file, its units decoded: in threads from :data:`_PARALLEL_FROM` bytes read
     (the units of every file at once, largest first), large units in two halves (each
     unit's rows in order)."""
-    if sum(p.nbytes for p in files) <= _PARALLEL_FROM:
-        return [[decode(p.layout, u, p.blobs) for u in p.units] for p in files]
+    parallel = sum(p.nbytes for p in files) > _PARALLEL_FROM
     parts = [
         (i, k, half)
-        for i, p in enumerate(files)
+        for i, p in enumerate(files if parallel else ())
         for k, u in enumerate(p.units)
         for half in _halves(u, p.blobs)
     ]
     if len(parts) < 2:
         return [[decode(p.layout, u, p.blobs) for u in p.units] for p in files]
-    order = sorted(range(len(parts)), key=lambda n: -_size(parts[n][2], files[parts[n][0]]))
+    order = sorted(
+        range(len(parts)), key=lambda n: -_bytes_of(parts[n][2].groups, files[parts[n][0]].blobs)
+    )
     done = executor().map(
         lambda n: decode(files[parts[n][0]].layout, parts[n][2], files[parts[n][0]].blobs), order
     )
@@ -530,8 +531,9 @@ def _decoded(files: Sequence[_Prepared]) -> list[list[pa.Table]]:
     return [[t[0] if len(t) == 1 else pa.concat_tables(t) for t in f] for f in out]
 
 
-def _size(unit: DecodeUnit, p: _Prepared) -> int:
-    return sum(len(p.blobs[o]) for g in unit.groups for o, _ in g.all_ranges())
+def _bytes_of(groups: Sequence[PageGroup], blobs: dict[int, memoryview]) -> int:
+    """The bytes read for these page groups."""
+    return sum(len(blobs[o]) for g in groups for o, _ in g.all_ranges())
 
 
 def read_positions(
