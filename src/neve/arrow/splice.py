@@ -23,6 +23,7 @@ from neve.arrow.thrift import (
     I32,
     LIST,
     STRUCT,
+    Encoded,
     Field,
     Struct,
     TList,
@@ -337,6 +338,17 @@ def _joined(head: bytes, pieces: list[memoryview], tail: bytearray, size: int) -
     return out
 
 
+def _schema_of(layout: ParquetLayout, unit: DecodeUnit) -> Encoded:
+    """The encoded schema of a file of the unit's leaves (encoded once per file and set
+    of leaves)."""
+    keep = frozenset(leaf.index for leaf in unit.leaves)
+    schema: Encoded | None = layout.schemas.get(keep)
+    if schema is None:
+        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
+        schema = layout.schemas[keep] = encode_value(LIST, pruned)
+    return schema
+
+
 def _footer(
     layout: ParquetLayout,
     unit: DecodeUnit,
@@ -345,11 +357,7 @@ def _footer(
 ) -> bytearray:
     """The ``FileMetaData`` of a spliced file: the original's version and writer, the
     schema of the unit's leaves, and its row groups."""
-    keep = frozenset(leaf.index for leaf in unit.leaves)
-    schema = layout.schemas.get(keep)
-    if schema is None:  # encoded once per file and set of leaves
-        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
-        schema = layout.schemas[keep] = encode_value(LIST, pruned)
+    schema = _schema_of(layout, unit)
     out = bytearray(b"\x15")  # field 1 (i32): the version
     version = int(layout.footer[1].value)
     write_varint(out, (version << 1) ^ (version >> 31))
@@ -387,11 +395,7 @@ def splice_key(layout: ParquetLayout, unit: DecodeUnit) -> tuple[object, ...] | 
     if any(leaf.repeated for leaf in unit.leaves):
         return None
     chunks = [layout.chunks[g.number][leaf.index] for leaf in unit.leaves]
-    keep = frozenset(leaf.index for leaf in unit.leaves)
-    schema = layout.schemas.get(keep)
-    if schema is None:
-        pruned = TList(STRUCT, _pruned_schema(layout.schema_elements, set(keep)))
-        schema = layout.schemas[keep] = encode_value(LIST, pruned)
+    schema = _schema_of(layout, unit)
     return (
         bytes(schema.data),
         layout.footer[1].value,
