@@ -99,11 +99,12 @@ def _apply(spark: SparkSession, *, override: bool) -> None:
     # which settings the owner set explicitly is asked only when one differs: listing
     # them walks the whole configuration over Py4J (~60 round trips and a Java
     # exception at its end, ~30 ms), which every read and write would otherwise pay
+    # (``configure`` overrides every one: nothing to ask)
     explicit = _explicit_settings(spark) if differ and not override else set()
     refused: list[str] = []
     for key in differ:
         value = REQUIRED_CONF[key]
-        if key in explicit and not override:
+        if key in explicit:
             refused.append(f"{key}={conf.get(key)} (neve needs {value})")
             continue
         try:
