@@ -9,7 +9,6 @@ however many of a chunk's are wanted."""
 
 from __future__ import annotations
 
-import uuid
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arrow.whole_read import reads_as_whole, same
 from budget import examples
 from neve.arrow import pages
 from neve.arrow.page_file import open_page_file
@@ -57,10 +57,6 @@ def _table(n: int, seed: int, null_share: float) -> pa.Table:
     )
 
 
-def _same(a: pa.Table, b: pa.Table) -> bool:
-    return a.schema == b.schema and a.to_pylist() == b.to_pylist()
-
-
 WRITES = st.fixed_dictionaries(
     {
         "write_page_index": st.booleans(),
@@ -91,22 +87,7 @@ WRITES = st.fixed_dictionaries(
 def test_rows_of_cut_pages_equal_a_whole_read(
     tmp_path: Path, n: int, seed: int, null_share: float, options: dict[str, Any], data: Any
 ) -> None:
-    table = _table(n, seed, null_share)
-    path = tmp_path / f"{uuid.uuid4()}.parquet"  # a new file, as data files are
-    pq.write_table(table, path, **options)
-    whole = pq.read_table(path)
-    wanted = data.draw(st.lists(st.integers(0, n - 1), max_size=8, unique=True), label="rows")
-    positions = np.array(sorted(wanted), dtype=np.int64)
-    columns = data.draw(
-        st.lists(st.sampled_from(whole.column_names), min_size=1, unique=True), label="columns"
-    )
-    schema = pa.schema([whole.schema.field(c) for c in columns])
-    # pages read by pages also where most of a chunk's are wanted (as the default does
-    # where few are)
-    crossover = data.draw(st.sampled_from([pages.CROSSOVER, 1.0]), label="crossover")
-    got = read_positions(FileIO(), str(path), schema, positions, crossover=crossover)
-    assert _same(got, whole.select(columns).take(pa.array(positions, pa.int64()))), options
-    path.unlink()
+    reads_as_whole(tmp_path, _table(n, seed, null_share), options, data, rows=8)
 
 
 def test_large_version_1_pages_are_cut_at_the_last_row_wanted(tmp_path: Path) -> None:
@@ -199,7 +180,7 @@ def test_large_takes_decode_units_in_halves(
     assert len(halves) == 2 and [len(h.groups) for h in halves] in ([1, 2], [2, 1])
     whole = pq.read_table(path)
     got = read_positions(FileIO(), str(path), whole.schema, wanted)
-    assert _same(got, whole.take(pa.array(wanted, pa.int64())))
+    assert same(got, whole.take(pa.array(wanted, pa.int64())))
 
 
 def test_zstd_dictionary_pages_are_kept_and_read_again(tmp_path: Path) -> None:

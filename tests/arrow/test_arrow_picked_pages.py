@@ -9,7 +9,6 @@ pages, every codec pyarrow writes."""
 from __future__ import annotations
 
 import datetime
-import uuid
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arrow.whole_read import reads_as_whole, same
 from budget import examples
 from neve.arrow import page_pick, pages
 from neve.arrow.page_file import open_page_file
@@ -72,14 +72,6 @@ def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
     )
 
 
-def _same(a: pa.Table, b: pa.Table) -> bool:
-    # NaN compared by its bits: to_pylist's NaN is not equal to itself
-    def norm(rows: list[dict[str, Any]]) -> str:
-        return repr(rows)
-
-    return a.schema == b.schema and norm(a.to_pylist()) == norm(b.to_pylist())
-
-
 WRITES = st.fixed_dictionaries(
     {
         "write_page_index": st.booleans(),
@@ -118,21 +110,9 @@ def test_rows_of_picked_pages_equal_a_whole_read(
     options: dict[str, Any],
     data: Any,
 ) -> None:
+    # the second read with the dictionaries kept
     table = _table(n, seed, null_share, distinct)
-    path = tmp_path / f"{uuid.uuid4()}.parquet"  # a new file, as data files are
-    pq.write_table(table, path, **options)
-    whole = pq.read_table(path)
-    wanted = data.draw(st.lists(st.integers(0, n - 1), max_size=12, unique=True), label="rows")
-    positions = np.array(sorted(wanted), dtype=np.int64)
-    columns = data.draw(
-        st.lists(st.sampled_from(whole.column_names), min_size=1, unique=True), label="columns"
-    )
-    schema = pa.schema([whole.schema.field(c) for c in columns])
-    crossover = data.draw(st.sampled_from([pages.CROSSOVER, 1.0]), label="crossover")
-    for _ in range(2):  # the second time with the dictionaries kept
-        got = read_positions(FileIO(), str(path), schema, positions, crossover=crossover)
-        assert _same(got, whole.select(columns).take(pa.array(positions, pa.int64()))), options
-    path.unlink()
+    reads_as_whole(tmp_path, table, options, data, rows=12, times=2)
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
@@ -177,7 +157,7 @@ def test_large_pages_are_rewritten_to_the_rows_wanted(
         assert all(d is None for g in unit.groups for d in g.dictionaries)
         got = pages.decode(layout, unit, blobs)
         names = [leaf.top for leaf in unit.leaves]
-        assert _same(got, table.select(names).take(wanted))
+        assert same(got, table.select(names).take(wanted))
 
 
 def test_pages_it_cannot_read_are_left_as_they_are(tmp_path: Path) -> None:
