@@ -6,11 +6,8 @@ groups and tiny pages; and the footer decoder reads back exactly what it writes.
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import struct
 import uuid
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from budget import examples
+from edge_rows import TYPES, canon, edge_table
 from neve.arrow.pages import ReadStats, read_positions
 from neve.arrow.parquet_layout import layout_cache
 from neve.arrow.thrift import decode_struct, encode_struct
@@ -29,82 +27,9 @@ from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
 
-UTC = dt.timezone.utc
-
-TYPES: dict[str, pa.DataType] = {
-    "b": pa.bool_(),
-    "i": pa.int32(),
-    "l": pa.int64(),
-    "f": pa.float32(),
-    "d": pa.float64(),
-    "s": pa.large_string(),
-    "bi": pa.binary(),
-    "fx": pa.binary(4),
-    "dec": pa.decimal128(20, 3),
-    "dt": pa.date32(),
-    "ts": pa.timestamp("us", tz="UTC"),
-    "st": pa.struct([("a", pa.int64()), ("b", pa.struct([("c", pa.string())]))]),
-    "li": pa.list_(pa.int64()),
-    "ls": pa.list_(pa.struct([("x", pa.int32()), ("y", pa.string())])),
-    "m": pa.map_(pa.string(), pa.float64()),
-}
-
-
-def _value(name: str, i: int, rnd: np.random.Generator) -> Any:
-    """A value of column ``name`` for row ``i``, edge values included."""
-    if rnd.random() < 0.15:
-        return None
-    k = int(rnd.integers(0, 1 << 30))
-    if name == "b":
-        return bool(k & 1)
-    if name == "i":
-        return [-(2**31), 2**31 - 1, 0, k][k % 4]
-    if name == "l":
-        return [-(2**63), 2**63 - 1, -1, k * 7919][k % 4]
-    if name in ("f", "d"):
-        return [math.nan, -0.0, 0.0, math.inf, -math.inf, k / 3][k % 6]
-    if name == "s":
-        return ["", "é" * (k % 7), "x" * (k % 300), "\U0010ffff" * 3][k % 4] + str(i)
-    if name == "bi":
-        return bytes([k % 256]) * (k % 40)
-    if name == "fx":
-        return struct.pack(">I", k)
-    if name == "dec":
-        return Decimal(k - (1 << 29)) / 1000
-    if name == "dt":
-        return dt.date(1900, 1, 1) + dt.timedelta(days=k % 80_000)
-    if name == "ts":
-        return dt.datetime(1960, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=k * 1_000_003)
-    if name == "st":
-        return {"a": k, "b": None if k % 5 == 0 else {"c": "v" * (k % 9)}}
-    if name == "li":
-        return [k + j for j in range(k % 5)]
-    if name == "ls":
-        return [{"x": j, "y": None if j % 2 else str(k)} for j in range(k % 4)]
-    return {f"k{j}": j / 2 for j in range(k % 3)}
-
-
-def _table(names: list[str], n: int, seed: int) -> pa.Table:
-    rnd = np.random.default_rng(seed)
-    arrays = {
-        name: pa.array([_value(name, i, rnd) for i in range(n)], TYPES[name]) for name in names
-    }
-    return pa.table({"id": pa.array(np.arange(n), pa.int64()), **arrays})
-
 
 def _write(path: Path, table: pa.Table, options: dict[str, Any]) -> None:
     pq.write_table(table, path, **options)
-
-
-def canon(v: Any) -> Any:
-    """A value that compares exactly: NaN equal to NaN, -0.0 apart from 0.0."""
-    if isinstance(v, float):
-        return ("nan",) if math.isnan(v) else (v, math.copysign(1.0, v))
-    if isinstance(v, dict):
-        return {k: canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [canon(x) for x in v]
-    return v
 
 
 def same(a: pa.Table, b: pa.Table) -> bool:
@@ -142,7 +67,7 @@ WRITES = st.fixed_dictionaries(
 def test_rows_at_positions_equal_a_whole_read(
     tmp_path: Path, names: list[str], n: int, seed: int, options: dict[str, Any], data: Any
 ) -> None:
-    table = _table(names, n, seed)
+    table = edge_table(names, n, seed)
     path = tmp_path / f"{uuid.uuid4()}.parquet"  # a new file, as data files are
     _write(path, table, options)
     whole = pq.read_table(path)
@@ -248,7 +173,7 @@ def test_the_footer_codec_writes_back_what_it_read(tmp_path: Path) -> None:
         [{}, {"write_page_index": True}, {"use_dictionary": False, "compression": "gzip"}]
     ):
         path = tmp_path / f"t{i}.parquet"
-        pq.write_table(_table(sorted(TYPES), 50, i), path, row_group_size=9, **options)
+        pq.write_table(edge_table(sorted(TYPES), 50, i), path, row_group_size=9, **options)
         data = path.read_bytes()
         (n,) = struct.unpack("<I", data[-8:-4])
         footer = data[-8 - n : -8]
@@ -313,7 +238,7 @@ def test_spliced_footers_keep_each_chunks_metadata(tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     names = sorted(TYPES)
     options = {"write_page_index": True, "data_page_size": 64, "row_group_size": 40}
-    _write(path, _table(names, 100, 5), options)
+    _write(path, edge_table(names, 100, 5), options)
     layout, reader = open_page_file(FileIO(), str(path))
     units = pages._units(layout, names)
     pages._plan(layout, reader, units, np.array([3, 41, 42, 99], np.int64), 0.5)
@@ -340,7 +265,7 @@ def test_later_reads_plan_the_pages_of_the_whole_file_at_once(tmp_path: Path) ->
     planned across row groups at once (arrow/page_plan.py), and reads the same rows;
     a leaf with dictionary pages is planned row group by row group still."""
     rnd = np.random.default_rng(3)
-    table = _table(["s", "d", "i"], 3000, 5)
+    table = edge_table(["s", "d", "i"], 3000, 5)
     path = tmp_path / "pages.parquet"
     pq.write_table(
         table,

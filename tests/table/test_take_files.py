@@ -8,13 +8,8 @@ then for the whole file)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import uuid
-from decimal import Decimal
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,67 +18,9 @@ from hypothesis import strategies as st
 import neve
 import neve.arrow.pages as pages
 from budget import examples
+from edge_rows import TYPES, canon, edge_table
 
 pytestmark = pytest.mark.property
-
-UTC = dt.timezone.utc
-
-TYPES: dict[str, pa.DataType] = {
-    "b": pa.bool_(),
-    "i": pa.int32(),
-    "l": pa.int64(),
-    "f": pa.float32(),
-    "d": pa.float64(),
-    "s": pa.string(),
-    "bi": pa.binary(),
-    "dec": pa.decimal128(20, 3),
-    "dt": pa.date32(),
-    "ts": pa.timestamp("us", tz="UTC"),
-    "st": pa.struct([("a", pa.int64()), ("c", pa.string())]),
-    "li": pa.list_(pa.int64()),
-    "m": pa.map_(pa.string(), pa.float64()),
-}
-
-
-def _value(name: str, i: int, rnd: np.random.Generator) -> Any:
-    if rnd.random() < 0.15:
-        return None
-    k = int(rnd.integers(0, 1 << 30))
-    values: dict[str, Any] = {
-        "b": bool(k & 1),
-        "i": [-(2**31), 2**31 - 1, 0, k][k % 4],
-        "l": [-(2**63), 2**63 - 1, -1, k * 7919][k % 4],
-        "f": [math.nan, -0.0, math.inf, k / 3][k % 4],
-        "d": [math.nan, -0.0, 0.0, -math.inf, k / 7][k % 5],
-        "s": ["", "é" * (k % 7), "x" * (k % 300)][k % 3] + str(i),
-        "bi": bytes([k % 256]) * (k % 40),
-        "dec": Decimal(k - (1 << 29)) / 1000,
-        "dt": dt.date(1900, 1, 1) + dt.timedelta(days=k % 80_000),
-        "ts": dt.datetime(1960, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=k * 1_000_003),
-        "st": {"a": k, "c": None if k % 5 == 0 else "v" * (k % 9)},
-        "li": [k + j for j in range(k % 5)],
-        "m": {f"k{j}": j / 2 for j in range(k % 3)},
-    }
-    return values[name]
-
-
-def _rows(names: list[str], start: int, n: int, seed: int) -> pa.Table:
-    rnd = np.random.default_rng(seed)
-    arrays = {
-        name: pa.array([_value(name, start + i, rnd) for i in range(n)], TYPES[name])
-        for name in names
-    }
-    return pa.table({"id": pa.array(np.arange(start, start + n), pa.int64()), **arrays})
-
-
-def canon(v: Any) -> Any:
-    if isinstance(v, float):
-        return ("nan",) if math.isnan(v) else (v, math.copysign(1.0, v))
-    if isinstance(v, dict):
-        return {k: canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [canon(x) for x in v]
-    return v
 
 
 def _check(table: neve.Table, asked: list[int]) -> None:
@@ -121,14 +58,14 @@ def test_takes_from_several_files_equal_the_scan(
         "write.parquet.row-group-size-bytes": "4096",
         "write.delete.mode": "merge-on-read",
     }
-    first = _rows(names, 0, 1, seed)
+    first = edge_table(names, 1, seed)
     table = sqlite_catalog.create_table(
         f"db.t{uuid.uuid4().hex}", first.schema, properties=props, format_version=3
     )
     written = 0
     for k in range(files):
         n = data.draw(st.integers(1, 300), label=f"rows of file {k}")
-        table.append(_rows(names, written, n, seed + k))
+        table.append(edge_table(names, n, seed + k, start=written))
         written += n
         if k == 0 and data.draw(st.booleans(), label="add a column"):
             with table.update_schema() as u:
@@ -150,12 +87,12 @@ def test_pages_of_several_files_are_decoded_together(
     names = ["l", "s", "d"]
     table = sqlite_catalog.create_table(
         "db.t",
-        _rows(names, 0, 1, 1).schema,
+        edge_table(names, 1, 1).schema,
         properties={"write.parquet.layout": "random-access", "write.parquet.page-row-limit": "5"},
         format_version=3,
     )
     for k in range(3):
-        table.append(_rows(names, 100 * k, 100, k))
+        table.append(edge_table(names, 100, k, start=100 * k))
     decodes = []
     real = pages.decode
     monkeypatch.setattr(pages, "decode", lambda *a: decodes.append(a) or real(*a))
@@ -180,7 +117,7 @@ def test_a_take_of_many_bytes_decodes_each_file_on_both_cores(
     names = ["l", "s", "d"]
     table = sqlite_catalog.create_table(
         "db.t",
-        _rows(names, 0, 1, 1).schema,
+        edge_table(names, 1, 1).schema,
         properties={
             "write.parquet.layout": "random-access",
             "write.parquet.page-row-limit": "5",
@@ -189,7 +126,7 @@ def test_a_take_of_many_bytes_decodes_each_file_on_both_cores(
         format_version=3,
     )
     for k in range(3):
-        table.append(_rows(names, 100 * k, 100, k))
+        table.append(edge_table(names, 100, k, start=100 * k))
     monkeypatch.setattr(pages, "_HALVES_FROM", 0)
     monkeypatch.setattr(pages, "_PARALLEL_FROM", 0)
     decodes = []
