@@ -58,18 +58,26 @@ def _expected(value: Any, as_map: bool) -> Any:
     return {kv["key"]: kv["value"] for kv in value}  # the last of repeated keys wins
 
 
+def _sliced(
+    data: st.DataObject, arrow_type: pa.DataType, values: st.SearchStrategy[Any]
+) -> tuple[pa.Array, list[Any], list[int]]:
+    """A random array of the layout, sliced (so offsets do not start at 0), its values,
+    and rows asked of it (repeats and any order)."""
+    items = data.draw(st.lists(st.none() | values, min_size=1, max_size=30))
+    arr = pa.array(items, type=arrow_type)
+    start = data.draw(st.integers(0, len(items) - 1))
+    arr = arr.slice(start, data.draw(st.integers(1, len(items) - start)))
+    rows = data.draw(st.lists(st.integers(0, len(arr) - 1), max_size=40))
+    return arr, arr.to_pylist(), rows
+
+
 @settings(
     max_examples=examples(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(data=st.data(), layout=st.sampled_from(range(len(_LAYOUTS))))
 def test_gather_equals_pyarrow(data: st.DataObject, layout: int) -> None:
     arrow_type, values, as_map = _LAYOUTS[layout]
-    items = data.draw(st.lists(st.none() | values, min_size=1, max_size=30))
-    arr = pa.array(items, type=arrow_type)
-    start = data.draw(st.integers(0, len(items) - 1))
-    arr = arr.slice(start, data.draw(st.integers(1, len(items) - start)))
-    whole = arr.to_pylist()
-    rows = data.draw(st.lists(st.integers(0, len(arr) - 1), max_size=40))
+    arr, whole, rows = _sliced(data, arrow_type, values)
     if data.draw(st.booleans()):
         rows = list(range(data.draw(st.integers(0, len(arr) - 1)), len(arr)))  # one run
     got = gather(arr, np.asarray(rows, dtype=np.int64), as_map)
@@ -102,12 +110,7 @@ def test_lazy_maps_equal_the_maps_gather_builds(data: st.DataObject, layout: int
     rows are None; the map equals a dict of its items from either side, and pickles
     and copies as that dict."""
     arrow_type, values, _ = _LAYOUTS_WITH_FALLBACK[layout]
-    items = data.draw(st.lists(st.none() | values, min_size=1, max_size=30))
-    arr = pa.array(items, type=arrow_type)
-    start = data.draw(st.integers(0, len(items) - 1))
-    arr = arr.slice(start, data.draw(st.integers(1, len(items) - start)))
-    whole = arr.to_pylist()
-    rows = data.draw(st.lists(st.integers(0, len(arr) - 1), max_size=40))
+    arr, whole, rows = _sliced(data, arrow_type, values)
     got = lazy_maps(arr, np.asarray(rows, dtype=np.int64))
     expected = [_expected(whole[r], True) for r in rows]
     assert [m is None for m in got] == [e is None for e in expected]
