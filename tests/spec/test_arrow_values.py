@@ -1,7 +1,8 @@
 """neve.planning.arrow_values reads values out of Arrow buffers with numpy; it must give
-what pyarrow's own conversion gives, for every layout polars hands the columnar
-manifest decoder (integers, string and binary views short and long, lists, key/value
-maps, nulls, sliced arrays) and, through its fallback, for any other type."""
+what pyarrow's own conversion gives, for every layout an Avro reader hands the columnar
+manifest decoder (integers, strings and binaries as offsets, large offsets and views
+short and long, lists, key/value maps, nulls, sliced arrays) and, through its fallback,
+for any other type."""
 
 from __future__ import annotations
 
@@ -27,10 +28,23 @@ _LAYOUTS: list[tuple[pa.DataType, st.SearchStrategy[Any], bool]] = [
     # a view keeps values up to 12 bytes inline, longer ones in a data buffer
     (pa.string_view(), st.text(max_size=20), False),
     (pa.binary_view(), st.binary(max_size=20), False),
+    # offsets into one data buffer (polars-avro's layout), 32- and 64-bit
+    (pa.string(), st.text(max_size=20), False),
+    (pa.binary(), st.binary(max_size=20), False),
+    (pa.large_string(), st.text(max_size=20), False),
+    (pa.large_binary(), st.binary(max_size=20), False),
     (pa.large_list(pa.int64()), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4), False),
     (pa.list_(pa.int32()), st.lists(st.integers(-(2**31), 2**31 - 1), max_size=4), False),
     (
         pa.large_list(_MAP_ITEM),
+        st.lists(
+            st.fixed_dictionaries({"key": st.integers(0, 5), "value": st.binary(max_size=16)}),
+            max_size=5,
+        ),
+        True,
+    ),
+    (
+        pa.list_(pa.struct([("key", pa.int32()), ("value", pa.binary())])),
         st.lists(
             st.fixed_dictionaries({"key": st.integers(0, 5), "value": st.binary(max_size=16)}),
             max_size=5,
@@ -47,7 +61,6 @@ _LAYOUTS: list[tuple[pa.DataType, st.SearchStrategy[Any], bool]] = [
     ),
     # others go through pyarrow
     (pa.bool_(), st.booleans(), False),
-    (pa.large_string(), st.text(max_size=5), False),
     (pa.float64(), st.floats(allow_nan=False), False),
 ]
 

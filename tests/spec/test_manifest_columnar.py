@@ -1,7 +1,7 @@
-"""The columnar manifest decoder (polars) against fastavro, entry by entry.
+"""The columnar manifest decoder (polars-avro's reader) against fastavro, entry by entry.
 
-Planning decodes manifests with polars' compiled Avro reader and falls back to fastavro
-for files polars cannot read. Both must give identical entries: every field, the
+Planning decodes manifests with a compiled Avro reader and falls back to fastavro for
+files it cannot read. Both must give identical entries: every field, the
 partition tuple with the same Python types, inherited snapshot ids, sequence numbers
 and first row ids. Checked on manifests neve writes (random partition types, values,
 nulls and metrics, v1 to v3), on manifests Iceberg-Java wrote (the shared fixtures)
@@ -11,8 +11,10 @@ was taken, so that a silent fallback cannot pass for it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
+import json
 import os
 import pickle
 import tempfile
@@ -25,10 +27,13 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from polars_avro._avro_rs import AvroSource
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.planning import avro_reader
 from neve.planning.arrow_values import LazyMap
+from neve.planning.avro_reader import readable_schema
 from neve.planning.manifest_batches import decode_entries_together
 from neve.planning.manifests import (
     FEW_ENTRIES,
@@ -37,6 +42,7 @@ from neve.planning.manifests import (
     decode_manifests_lazy,
     read_manifest_list,
 )
+from neve.spec.avro_container import read_header
 from neve.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -228,7 +234,7 @@ def test_columnar_equals_fastavro_on_random_manifests(
 def test_manifests_read_together_equal_each_read_by_fastavro(
     case: tuple[int, Schema, PartitionSpec, list[ManifestEntry]], cuts: list[int]
 ) -> None:
-    """Manifests of one writer schema are read by polars in one call; split back, each
+    """Manifests of one writer schema are read by the reader in one call; split back, each
     equals its fastavro decoding (empty manifests included)."""
     version, schema, spec, entries = case
     a, b = sorted(cuts)
@@ -250,7 +256,7 @@ def test_manifests_read_together_equal_each_read_by_fastavro(
             datas.append(fio.read_bytes(m.manifest_path))
             manifests.append(m.with_(sequence_number=3 + k if version > 1 else 0))
     together = decode_manifests_lazy(datas, manifests, specs_by_id={0: spec}, columnar=True)
-    # one polars read: each manifest's columns are a slice of the same arrays
+    # one read: each manifest's columns are a slice of the same arrays
     offsets = [lz._columns._data_file.offset for lz in together if lz._columns is not None]
     assert offsets == [0, len(parts[0]), len(parts[0]) + len(parts[1])]
     for data, m, col in zip(datas, manifests, together, strict=True):
@@ -269,7 +275,7 @@ def test_entries_decoded_together_equal_fastavro(
     cut: int,
     picks: list[list[int]],
 ) -> None:
-    """Planning decodes the survivors of all manifests of one polars read in one pass
+    """Planning decodes the survivors of all manifests of one columnar read in one pass
     over the arrays they share (decode_entries_together): any entries, in any order,
     repeated or not, equal fastavro's; the others stay undecoded."""
     version, schema, spec, entries = case
@@ -469,7 +475,7 @@ def test_pyiceberg_manifests_agree(tmp_path: Path) -> None:
         _assert_same(*_both(data, m))
 
 
-# -- what polars cannot read goes to fastavro ------------------------------------------
+# -- what the reader cannot read goes to fastavro -------------------------------------
 
 
 def _reencoded(data: bytes, codec: str) -> bytes:
@@ -518,14 +524,112 @@ def _small_manifest(
     return fio.read_bytes(m.manifest_path), m, {0: spec}
 
 
-def test_codec_polars_cannot_read_falls_back_to_fastavro(tmp_path: Path) -> None:
+def test_codec_the_columnar_path_does_not_read_falls_back_to_fastavro(tmp_path: Path) -> None:
     data, m, specs = _small_manifest(tmp_path)
-    bz = _reencoded(data, "bzip2")  # polars reads null, deflate and snappy only
+    bz = _reencoded(data, "bzip2")  # the columnar path reads null, deflate and snappy
     col, avro = _both(bz, m, specs)
     _assert_same(col, avro, columnar=False)
     assert col.entries() == decode_manifest_lazy(data, m, specs_by_id=specs).entries()
-    # the null codec is one polars reads
+    # the null codec is one it reads
     _assert_same(*_both(_reencoded(data, "null"), m, specs))
+
+
+def test_the_reader_reads_python_files_where_there_are_no_in_memory_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Linux the reader opens the bytes as an in-memory file by its /proc path;
+    elsewhere it reads a Python file: both read the same columns."""
+    data, m, specs = _small_manifest(tmp_path, 40)
+    by_memfd = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
+    monkeypatch.setattr(avro_reader, "_MEMFD", False)
+    by_python_file = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
+    _assert_same(by_python_file, decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False))
+    assert by_memfd.entries() == by_python_file.entries()
+
+
+def test_a_failing_reader_leaves_the_manifest_to_fastavro(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader is reached through a private module of its package: whatever it
+    raises, the manifest is decoded by fastavro and planning goes on."""
+    data, m, specs = _small_manifest(tmp_path, 40)
+
+    class Broken:
+        def __init__(self, *args: Any) -> None:
+            raise AttributeError("no such thing in this version")
+
+    monkeypatch.setattr(avro_reader, "AvroSource", Broken)
+    col, avro = _both(data, m, specs)
+    _assert_same(col, avro, columnar=False)
+    assert col.entries() == avro.entries()
+
+
+def test_unpartitioned_manifests_are_read_without_their_empty_partition(
+    tmp_path: Path,
+) -> None:
+    """An unpartitioned table's manifests hold a partition record of no fields, which
+    the reader cannot make a column of: the schema it reads leaves that field out (it
+    encodes as nothing), a reference to the record by name too, and the columns still
+    line up with fastavro's entries."""
+    empty = {"type": "record", "name": "r102", "fields": []}
+    schema = {
+        "type": "record",
+        "name": "e",
+        "fields": [
+            {"name": "a", "type": "int"},
+            {"name": "partition", "type": empty},
+            {"name": "again", "type": "r102"},
+            {"name": "b", "type": {"type": "array", "items": "long"}, "default": []},
+        ],
+    }
+    found = readable_schema(json.dumps(schema))
+    assert found is not None
+    assert json.loads(found)["fields"] == [
+        {"name": "a", "type": "int"},
+        {"name": "b", "type": {"type": "array", "items": "long"}},
+    ]
+    records = [{"a": k, "partition": {}, "again": {}, "b": [k, -k]} for k in range(3)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records)
+    header = read_header(buf.getvalue())
+    source = AvroSource(
+        [lambda: contextlib.nullcontext(io.BytesIO(header.with_schema(buf.getvalue(), found)))],
+        False,
+        False,
+    )
+    (batch,) = source.batch_iter(100, None)
+    assert pa.record_batch(batch).to_pylist() == [{"a": k, "b": [k, -k]} for k in range(3)]
+    # and a manifest of an unpartitioned spec goes the columnar way
+    unpartitioned = PartitionSpec(0, ())
+    entries = [
+        ManifestEntry(
+            ManifestEntryStatus.ADDED,
+            None,
+            None,
+            None,
+            DataFile(
+                file_path=f"{tmp_path}/u{k}.parquet",
+                file_format=FileFormat.PARQUET,
+                partition=(),
+                record_count=k + 1,
+                file_size_in_bytes=100 + k,
+                lower_bounds={1: bytes([k])},
+            ),
+        )
+        for k in range(20)
+    ]
+    fio = FileIO()
+    um = write_manifest(
+        fio,
+        f"{tmp_path}/u.avro",
+        format_version=2,
+        spec=unpartitioned,
+        schema=Schema(NestedField(1, "d", DATE)),
+        content=ManifestContent.DATA,
+        snapshot_id=3,
+        entries=entries,
+    ).with_(sequence_number=2)
+    _assert_same(*_both(fio.read_bytes(um.manifest_path), um, {0: unpartitioned}))
 
 
 def test_damaged_manifest_raises_neve_error_through_the_columnar_path(tmp_path: Path) -> None:
@@ -547,8 +651,8 @@ def test_the_environment_variable_chooses_the_decoder(
 
 
 def test_manifests_of_few_entries_are_decoded_by_fastavro(tmp_path: Path) -> None:
-    """polars' set-up costs more than fastavro's whole decode of a small manifest (one
-    entry per commit is the common case): by default they go to fastavro, by the
+    """The reader's set-up costs more than fastavro's whole decode of a small manifest
+    (one entry per commit is the common case): by default they go to fastavro, by the
     manifest list's counts, and decode the same."""
     data, m, specs = _small_manifest(tmp_path, FEW_ENTRIES - 1)
     default = decode_manifest_lazy(data, m, specs_by_id=specs)
@@ -561,17 +665,17 @@ def test_manifests_of_few_entries_are_decoded_by_fastavro(tmp_path: Path) -> Non
 def _decode_in_child(data: bytes, m: ManifestFile, specs: dict[int, PartitionSpec]) -> None:
     lazy = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
     expected = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=False).entries()
-    # fastavro, not polars: polars deadlocks in a child forked after the parent used it
+    # fastavro, not the reader: native thread pools deadlock a child forked after use
     os._exit(0 if lazy._columns is None and lazy.entries() == expected else 3)
 
 
-def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: Path) -> None:
+def test_a_process_forked_after_the_reader_was_used_decodes_with_fastavro(tmp_path: Path) -> None:
     import multiprocessing
     import warnings
 
     data, m, specs = _small_manifest(tmp_path)
     used = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
-    assert used._columns is not None  # polars was used
+    assert used._columns is not None  # the reader was used
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
         child = multiprocessing.get_context("fork").Process(
@@ -583,7 +687,7 @@ def test_a_process_forked_after_polars_was_used_decodes_with_fastavro(tmp_path: 
         child.kill()
         pytest.fail("the forked child hung decoding a manifest")
     assert child.exitcode == 0
-    # this process still decodes with polars
+    # this process still decodes with the reader
     assert decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)._columns is not None
 
 

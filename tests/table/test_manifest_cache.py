@@ -194,8 +194,8 @@ def test_damaged_manifest_entry_raises_neve_error(table: neve.Table) -> None:
 def test_small_reads_stay_on_the_planning_thread(
     table: neve.Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """polars reads manifests of fewer than PARALLEL_READS_FROM bytes in all on the
-    planning thread (a hand-over to the pool costs more than it saves); more are
+    """The columnar reader reads manifests of fewer than PARALLEL_READS_FROM bytes in all
+    on the planning thread (a hand-over to the pool costs more than it saves); more are
     shared with the pool's threads. Both decode the same."""
     snap = table.current_snapshot()
     assert snap is not None

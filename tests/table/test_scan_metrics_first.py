@@ -135,8 +135,8 @@ def _decoder(name: str) -> Iterator[None]:
 def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
     metrics: list[dict[str, Any]], filters: list[BooleanExpression], appends: int
 ) -> None:
-    """Three manifests are read by polars in fewer calls than manifests (one per core):
-    the pending entries of those read together are judged together."""
+    """Three manifests are read by the columnar reader in fewer calls than manifests
+    (one per core): the pending entries of those read together are judged together."""
     with tempfile.TemporaryDirectory() as tmp:
         cat = neve.connect(f"sqlite:///{tmp}/c.db", warehouse=f"{tmp}/wh")
         cat.create_namespace("db")

@@ -32,9 +32,14 @@ def ints(arr: pa.Array) -> npt.NDArray[Any]:
 
 
 def binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | None:
-    """The values at ``positions`` (which must not be null) of a binary or string view
-    array, as bytes; None for another type."""
-    if not (pa.types.is_binary_view(arr.type) or pa.types.is_string_view(arr.type)):
+    """The values at ``positions`` (which must not be null) of a binary or string array
+    (offsets, large offsets or views), as bytes; None for another type."""
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_string(t):
+        return _by_offsets(arr, positions, np.int32)
+    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        return _by_offsets(arr, positions, np.int64)
+    if not (pa.types.is_binary_view(t) or pa.types.is_string_view(t)):
         return None
     buffers = arr.buffers()
     views = np.frombuffer(buffers[1], dtype=np.uint8, count=16 * len(arr), offset=16 * arr.offset)
@@ -57,6 +62,25 @@ def binaries(arr: pa.Array, positions: npt.NDArray[np.int64]) -> list[bytes] | N
         ):
             out[k] = memoryview(buffers[2 + index])[offset : offset + n].tobytes()
     return out
+
+
+def _by_offsets(
+    arr: pa.Array, positions: npt.NDArray[np.int64], offset_type: type[np.integer[Any]]
+) -> list[bytes]:
+    """The values at ``positions`` of a binary or string array laid out as offsets
+    (one more than values) into one data buffer."""
+    buffers = arr.buffers()
+    width = np.dtype(offset_type).itemsize
+    offsets = np.frombuffer(
+        buffers[1], dtype=offset_type, count=len(arr) + 1, offset=arr.offset * width
+    )
+    data = memoryview(buffers[2] if buffers[2] is not None else b"")
+    return [
+        data[start:end].tobytes()
+        for start, end in zip(
+            offsets[positions].tolist(), offsets[positions + 1].tolist(), strict=True
+        )
+    ]
 
 
 def valid(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[bool] | None:
@@ -88,14 +112,16 @@ def _flat(arr: pa.Array, rows: npt.NDArray[np.int64]) -> list[Any] | None:
     if pa.types.is_signed_integer(t):
         found: list[Any] = ints(arr)[rows].tolist()
         return found
-    if not (pa.types.is_binary_view(t) or pa.types.is_string_view(t)):
+    text = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+    binary = pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+    if not (text or binary):
         return None
     start = _run(rows)
-    if start is not None:  # pyarrow converts a slice of views faster than Python
+    if start is not None:  # pyarrow converts a slice faster than Python
         found = arr.slice(start, len(rows)).to_pylist()
         return found
     data = binaries(arr, rows)
-    if data is None or not pa.types.is_string_view(t):
+    if data is None or not text:
         return data
     return [b.decode() for b in data]
 

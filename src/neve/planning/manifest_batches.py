@@ -1,6 +1,6 @@
 """Work on the entries of many manifests at once, for planning.
 
-The columnar decoder reads the manifests of a plan in a few polars calls, each
+The columnar decoder reads the manifests of a plan in a few calls of its reader, each
 manifest's columns a slice of one call's arrays. After partition pruning a selective
 filter keeps a few entries of each manifest (a one-day filter over manifests that
 each cover every day: one or two), and a pass over Arrow columns costs a few numpy
@@ -45,8 +45,8 @@ def _columnar(
 
 def decode_entries_together(requests: Sequence[tuple[LazyManifest, Sequence[int]]]) -> None:
     """Decode in full the entries at the given indices of several manifests, as
-    :meth:`LazyManifest.entries_at` would, converting the entries of manifests that
-    polars read in one call together (``data_files_together``)."""
+    :meth:`LazyManifest.entries_at` would, converting the entries of manifests the
+    reader read in one call together (``data_files_together``)."""
     positions, parts = _columnar(requests)
     if not parts:
         return
@@ -65,8 +65,7 @@ def judge_together(
 ) -> list[dict[int, bool] | None]:
     """Per request, ``judge``'s verdict on each of its entries not decoded in full yet
     (entry index -> may match), from the metric arrays (of ``field_ids``) of all such
-    entries of the
-    manifests polars read in one call, built and judged in one pass; None for a
+    entries of the manifests the reader read in one call, built and judged in one pass; None for a
     manifest the columnar decoder did not read, a group of fewer than
     :data:`METRICS_FIRST_FROM` entries, or metrics ``judge`` cannot take as arrays."""
     out: list[dict[int, bool] | None] = [None] * len(requests)

@@ -2,19 +2,22 @@
 
 fastavro decodes a manifest one entry at a time into dicts: about 80 µs an entry when
 data files carry metrics for 16 columns, and the same again to skip those metrics, so
-the first plan over many manifests is bound by it. polars' Avro reader, compiled,
-decodes a whole file into columns about ten times faster. neve keeps those columns
-(as Arrow) and makes Python objects only of what planning needs: the head of every
-entry (status, inherited ids, partition), and the full data file of the entries that
-survive partition pruning.
+the first plan over many manifests is bound by it. A compiled Avro reader (polars-avro,
+over arrow-rs's Avro decoder) decodes a whole file into Arrow columns about twenty
+times faster (and 2.5 times faster than polars' own ``read_avro``). neve keeps those
+columns and makes Python objects only of what planning needs: the head of every entry
+(status, inherited ids, partition), and the full data file of the entries that survive
+partition pruning.
 
-polars is an optimisation here, not a second definition of the format: the decoding
+The reader is an optimisation here, not a second definition of the format: the decoding
 plan (canonical field names by field id, partition converters, inheritance rules)
 stays the one ``manifest_io`` derives from the file's writer schema; columns are
-matched to it by position, which both readers take from the same writer schema. A
-file polars cannot read (an unsupported codec, a schema it rejects) returns None here
+matched to it by position, which both readers take from the same writer schema
+(rewritten where the reader needs it, :mod:`neve.planning.avro_reader`). A file
+the reader cannot read (an unsupported codec, a schema it rejects) returns None here
 and is decoded by fastavro. ``NEVE_MANIFEST_DECODER=fastavro`` turns this path off,
-and so does forking a process that has used polars (see ``columnar_enabled``).
+and so does forking a process that has used the reader (see ``columnar_enabled``).
+Any failure of the reader sends the files to fastavro.
 """
 
 from __future__ import annotations
@@ -29,19 +32,18 @@ from typing import Any
 import fastavro
 import numpy as np
 import numpy.typing as npt
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
 from neve.planning.arrow_values import binaries, gather, ints, lazy_maps, spans, valid
-from neve.planning.polars_avro import polars_schema
+from neve.planning.avro_reader import read_arrow, readable_schema
 from neve.spec.avro_container import AvroHeader
 
 __all__ = [
+    "ColumnarRead",
     "HeadColumns",
     "ManifestColumns",
-    "PolarsRead",
     "columnar_enabled",
     "data_files_together",
     "finish_read",
@@ -74,8 +76,8 @@ _MAPS = frozenset(
 )
 
 
-# polars runs a thread pool once used; a child forked after that deadlocks on its first
-# polars call. So a process forked after this process used polars decodes with fastavro.
+# native readers run thread pools once used (polars' deadlocks a child forked after it
+# ran): a process forked after this process used the reader decodes with fastavro.
 _used = False
 _forked_after_use = False
 
@@ -100,8 +102,9 @@ _METRICS = (
 
 
 def columnar_enabled() -> bool:
-    """Whether to decode manifests with polars: unless ``NEVE_MANIFEST_DECODER`` says
-    "fastavro", or this process was forked from one that had used polars."""
+    """Whether to decode manifests with the columnar reader: unless
+    ``NEVE_MANIFEST_DECODER`` says "fastavro", or this process was forked from one that
+    had used it."""
     if _forked_after_use:
         return False
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
@@ -130,7 +133,7 @@ def _field_type(schema: Any, name: str) -> Any:
 
 def _raw(arr: pa.Array) -> pa.Array:
     """A partition column as the raw values fastavro gives without logical types:
-    days for dates, micro- or nanoseconds for timestamps (in the unit polars took from
+    days for dates, micro- or nanoseconds for timestamps (in the unit the reader took from
     the logical type), microseconds for times; other types as they are."""
     t = arr.type
     # dates and timestamps are their integers underneath: a view (zero-copy) rather
@@ -191,7 +194,7 @@ class ManifestColumns:
         self._df_names = df_names
         self._partition = partition
         self.length = len(data_file)
-        #: The columns of the whole polars read these are a slice of (themselves when
+        #: The columns of the whole read these are a slice of (themselves when
         #: not a slice), and where in them the slice starts.
         self.origin: ManifestColumns = self if origin is None else origin
         self.start = start
@@ -436,7 +439,7 @@ def data_files_together(
     parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
 ) -> list[list[dict[str, Any]]]:
     """``data_files`` of several manifests' entries (per manifest, its indices), the
-    manifests read by one polars call converted in one pass over the arrays they are
+    manifests read by one call of the reader converted in one pass over the arrays they are
     slices of (a pass costs a few numpy calls a column: planning a one-day filter
     over many manifests keeps one or two entries of each)."""
     out: list[list[dict[str, Any]]] = [[] for _ in parts]
@@ -460,7 +463,7 @@ def metric_arrays_together(
     parts: Sequence[tuple[ManifestColumns, Sequence[int]]], field_ids: Iterable[int]
 ) -> list[tuple[list[int], MetricArrays | None]]:
     """The metric arrays of several manifests' entries (per manifest, its indices),
-    one per group of manifests read by one polars call: the positions in ``parts`` of
+    one per group of manifests read by one call of the reader: the positions in ``parts`` of
     the group's members, and the arrays of their entries in that order (None when a
     column is not laid out as the spec has it)."""
     fids = sorted(set(field_ids))
@@ -515,7 +518,7 @@ def _one_chunk(col: pa.ChunkedArray) -> pa.Array:
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
-#: Codecs polars' Avro reader supports.
+#: Codecs the columnar path reads (fastavro decodes the others).
 _CODECS = frozenset({"null", "deflate", "snappy"})
 
 
@@ -543,15 +546,15 @@ def _blocks(data: bytes, header: AvroHeader) -> Iterator[tuple[int, int, int]]:
 
 
 @dataclass(frozen=True)
-class PolarsRead:
-    """One call of polars' Avro reader, prepared: the bytes it reads and how its
-    columns become manifests. Preparing and finishing run Python (hold the GIL); only
-    :func:`run_read` should go to another thread, where polars runs without the GIL
+class ColumnarRead:
+    """One call of the Avro reader, prepared: the bytes it reads and how its columns
+    become manifests. Preparing and finishing run Python (hold the GIL); only
+    :func:`run_read` should go to another thread, where the reader runs without the GIL
     (a thread waiting for the GIL waits up to the interpreter's 5 ms switch interval).
     """
 
     #: One Avro file: a manifest, or several manifests' blocks behind the first one's
-    #: header (with its schema rewritten for polars where needed).
+    #: header (with its schema rewritten for the reader where needed).
     data: bytes
     #: The fastavro-parsed decoding schema ``manifest_io`` derives from the writer schema.
     decoding_schema: Any
@@ -561,12 +564,12 @@ class PolarsRead:
 
 def prepare_read(
     datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
-) -> PolarsRead | None:
-    """A read of manifests with one writer schema and codec, in one polars call (each
+) -> ColumnarRead | None:
+    """A read of manifests with one writer schema and codec, in one call of the reader (each
     call costs about as much as decoding 50 entries): several files become one with
     the first one's header and every file's blocks, each followed by the first file's
-    sync marker. None when polars cannot read them (a codec it lacks, a process forked
-    after polars ran) or a file's blocks do not parse: fastavro decodes them then."""
+    sync marker. None when the reader cannot read them (a codec it lacks, a process
+    forked after it ran) or a file's blocks do not parse: fastavro decodes them then."""
     first = headers[0]
     if first.codec not in _CODECS or _forked_after_use:
         return None
@@ -587,25 +590,24 @@ def prepare_read(
         except (ValueError, EOFError, TypeError):
             return None
         data, counts = b"".join(parts), tuple(found)
-    readable = polars_schema(first.schema_text)
+    readable = readable_schema(first.schema_text)
     if readable is not None:
         data = first.with_schema(data, readable)
-    return PolarsRead(data, decoding_schema, counts)
+    return ColumnarRead(data, decoding_schema, counts)
 
 
-def run_read(read: PolarsRead) -> pa.Table | None:
-    """polars' part of a read: the Avro file as an Arrow table, or None on any polars
-    failure (fastavro decodes the files instead)."""
+def run_read(read: ColumnarRead) -> pa.Table | None:
+    """The reader's part of a read: the Avro file as an Arrow table, or None on any
+    failure of the reader (fastavro decodes the files instead)."""
     global _used
     _used = True
     try:
-        # the newest Arrow layout (string and binary views) converts without copying
-        return pl.read_avro(io.BytesIO(read.data)).to_arrow(compat_level=pl.CompatLevel.newest())
-    except Exception:
+        return read_arrow(read.data)
+    except Exception:  # whatever it raises (a private module: see avro_reader)
         return None
 
 
-def finish_read(read: PolarsRead, table: pa.Table | None) -> list[ManifestColumns] | None:
+def finish_read(read: ColumnarRead, table: pa.Table | None) -> list[ManifestColumns] | None:
     """The columns of each manifest read, or None when they do not line up with the
     decoding schema."""
     if table is None:
@@ -624,7 +626,7 @@ def read_columns_many(
     datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
 ) -> list[ManifestColumns] | None:
     """The columns of several manifests with one writer schema and codec, read in one
-    polars call (see :func:`prepare_read`); None when polars cannot read them."""
+    call of the reader (see :func:`prepare_read`); None when it cannot read them."""
     read = prepare_read(datas, headers, decoding_schema)
     return None if read is None else finish_read(read, run_read(read))
 
@@ -632,13 +634,13 @@ def read_columns_many(
 def read_columns(data: bytes, header: AvroHeader, decoding_schema: Any) -> ManifestColumns | None:
     """The columns of a manifest file, matched to ``decoding_schema`` (the fastavro-
     parsed decoding schema ``manifest_io`` derives from the file's writer schema); None
-    when polars cannot read the file or its columns do not line up with the schema."""
+    when the reader cannot read the file or its columns do not line up with the schema."""
     found = read_columns_many([data], [header], decoding_schema)
     return None if found is None else found[0]
 
 
 def _columns(table: pa.Table, decoding_schema: Any) -> ManifestColumns | None:
-    """polars' table under the canonical names of ``decoding_schema``, matched by
+    """The reader's table under the canonical names of ``decoding_schema``, matched by
     position (both readers take the positions from the same writer schema)."""
     entry_names = _names(decoding_schema)
     if entry_names is None or "data_file" not in entry_names:
@@ -657,17 +659,19 @@ def _columns(table: pa.Table, decoding_schema: Any) -> ManifestColumns | None:
         return None
     entry = {name: _one_chunk(table.column(i)) for i, name in enumerate(entry_names)}
     data_file = entry["data_file"]
-    if not pa.types.is_struct(data_file.type) or data_file.type.num_fields != len(df_names):
+    # a partition without fields (unpartitioned) is not read (see readable_schema)
+    read_names = [n for n in df_names if n != "partition" or part_names]
+    if not pa.types.is_struct(data_file.type) or data_file.type.num_fields != len(read_names):
         return None
     partition: dict[str, pa.Array] = {}
     if part_names:
-        children = _struct_children(data_file.field(df_names.index("partition")), part_names)
+        children = _struct_children(data_file.field(read_names.index("partition")), part_names)
         if children is None:
             return None
         partition = children
     # canonical names, so that rows converted whole carry the keys fastavro's would; the
     # partition apart (its logical types may not convert to Python: year 0 dates)
-    kept = [i for i, name in enumerate(df_names) if name != "partition"]
-    names = [df_names[i] for i in kept]
+    kept = [i for i, name in enumerate(read_names) if name != "partition"]
+    names = [read_names[i] for i in kept]
     rest = pa.StructArray.from_arrays([data_file.field(i) for i in kept], names=names)
     return ManifestColumns(entry, rest, names, partition)

@@ -1,8 +1,9 @@
 """Reading manifests for planning and for actions (spec "Manifests", "Sequence Number
 Inheritance", "First Row ID Inheritance"): :class:`LazyManifest` decodes first only
 what partition pruning needs and an entry in full only when asked for; manifests of one
-writer schema are read in batches through polars into Arrow columns (the columnar
-path), with fastavro (:mod:`neve.spec.manifest_io`'s decoding plans) for the rest."""
+writer schema are read in batches by a compiled Avro reader into Arrow columns (the
+columnar path, :mod:`neve.planning.manifest_columnar`), with fastavro
+(:mod:`neve.spec.manifest_io`'s decoding plans) for the rest."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from neve.errors import NeveIOError, SchemaError, ValidationError
 from neve.expressions.metric_arrays import MetricArrays
 from neve.io.fileio import FileIO
 from neve.planning.manifest_columnar import (
+    ColumnarRead,
     ManifestColumns,
-    PolarsRead,
     columnar_enabled,
     finish_read,
     prepare_read,
@@ -124,11 +125,11 @@ def decode_manifest_lazy(
     (metrics, path, splits) on first :meth:`LazyManifest.entry`. ``eager`` decodes every
     entry in full now, which is cheaper when all of them will be needed.
 
-    ``columnar`` chooses the decoder: polars' columnar reader (True; files it cannot
+    ``columnar`` chooses the decoder: the columnar reader (True; files it cannot
     read go to fastavro), fastavro alone (False), or as ``NEVE_MANIFEST_DECODER`` says
     (None, the default; see :mod:`neve.planning.manifest_columnar`), except that
     manifests the manifest list counts fewer than :data:`FEW_ENTRIES` entries in go to
-    fastavro, which decodes them before polars has set up its read."""
+    fastavro, which decodes them before the columnar reader has set up its read."""
     try:
         return LazyManifest(data, manifest, specs_by_id, schema, eager, columnar, prepared)
     except DECODE_ERRORS as exc:
@@ -136,8 +137,10 @@ def decode_manifest_lazy(
 
 
 #: Below this many entries (by the manifest list's counts) fastavro decodes a manifest
-#: faster than polars: measured here, eagerly, 0.26 against 1.3 ms for one entry, 0.86
-#: against 1.7 ms for ten, 3.8 against 2.3 ms for thirty.
+#: about as fast as the columnar reader or faster: measured here, eagerly, with metrics
+#: of 16 columns, 0.14 against 0.73 ms for one entry, 0.71 against 0.71 ms for ten, 1.1
+#: against 0.75 ms for sixteen, 1.9 against 0.85 ms for thirty (fewer metric columns
+#: favour fastavro: with one, it is still faster at thirty).
 FEW_ENTRIES = 16
 
 
@@ -149,17 +152,17 @@ def _few_entries(manifest: ManifestFile) -> bool:
 
 @dataclass(frozen=True)
 class ManifestReads:
-    """The polars reads of some manifests, prepared: the files of one writer schema and
-    codec together (see ``manifest_columnar.PolarsRead``)."""
+    """The columnar reads of some manifests, prepared: the files of one writer schema and
+    codec together (see ``manifest_columnar.ColumnarRead``)."""
 
     #: How many manifests were given.
     count: int
     #: The positions of the manifests each read covers, and the read.
-    reads: tuple[tuple[tuple[int, ...], PolarsRead], ...]
+    reads: tuple[tuple[tuple[int, ...], ColumnarRead], ...]
 
 
 def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
-    """Group the manifest files by writer schema and codec and prepare one polars read
+    """Group the manifest files by writer schema and codec and prepare one columnar read
     per group (on the calling thread: it runs Python)."""
     groups: dict[tuple[str, str], list[int]] = {}
     headers: dict[int, AvroHeader] = {}
@@ -182,7 +185,7 @@ def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
 
 
 def run_manifest_reads(reads: ManifestReads) -> list[pa.Table | None]:
-    """polars' part of the reads: hardly holds the GIL, so run it on threads."""
+    """The reader's part of the reads: hardly holds the GIL, so run it on threads."""
     return [run_read(read) for _, read in reads.reads]
 
 
@@ -199,7 +202,7 @@ def finish_manifest_reads(
 
 
 def read_manifest_columns(datas: Sequence[bytes]) -> list[ManifestColumns | None]:
-    """Prepare, run and finish the polars reads of some manifests on this thread."""
+    """Prepare, run and finish the columnar reads of some manifests on this thread."""
     reads = prepare_manifest_reads(datas)
     return finish_manifest_reads(reads, run_manifest_reads(reads))
 
@@ -364,7 +367,7 @@ class LazyManifest:
                 if eager:
                     self._fill(range(len(self.statuses)))
                 return
-            except DECODE_ERRORS:  # columns polars read but neve cannot use: fastavro
+            except DECODE_ERRORS:  # columns read but neve cannot use: fastavro
                 self._reset()
         reader = open_container(data)
         if not eager and plan.head is not None:

@@ -249,7 +249,7 @@ def _survivors(
     """Per manifest, the live entries its partition filter keeps less those the
     metrics evaluator rules out before they are decoded in full, and the set of the
     kept entries it judged that way (the others are judged on their full data files).
-    Entries of manifests polars read in one call are judged together on arrays
+    Entries of manifests the columnar reader read in one call are judged together on arrays
     (``judge_together``), else manifest by manifest (``_metrics_survivors``)."""
     kept_by = [
         _partition_survivors(lazy, part_filters[lazy.manifest.partition_spec_id]) for lazy in loaded
