@@ -9,8 +9,11 @@ ratio neve/raw with its spread (benchmarks/harness.py):
 1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
 2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
 3. month-partitioned write raw: partitionBy(month col) neve: table partitioned by month(l_shipdate)
-                          raw-hash (a third side, same rounds): rows shuffled by month first,
-                          as neve's write.distribution-mode=hash (Iceberg's default) does
+                          two more sides in the same rounds, each the same work as one of
+                          the first two: raw-hash, rows shuffled by month first, as neve's
+                          write.distribution-mode=hash (Iceberg's default) does; and
+                          neve-none, a table with write.distribution-mode=none, which
+                          sorts each task's rows by month as raw partitionBy does
 4. one-month aggregate    raw: partition pruning      neve: filter on l_shipdate, planner pruning
 
 A script, not a test: it asserts results agree (every run of both aggregates), never
@@ -108,8 +111,12 @@ def run(scale: float, runs: int, master: str) -> None:
             raw: Callable[[], Any],
             ours: Callable[[], Any],
             check: Callable[[Any, Any], bool] | None = None,
-            also: tuple[str, Callable[[], Any]] | None = None,
+            also: dict[str, Callable[[], Any]] | None = None,
+            compare: tuple[tuple[str, str], ...] = (),
         ) -> None:
+            """Time ``raw``, ``ours`` and the sides of ``also`` in alternating rounds;
+            report neve against raw, and each (subject, reference) pair of ``compare``."""
+
             out: dict[str, list[Any]] = {"raw": [], "neve": []}
 
             def side(name: str, fn: Callable[[], Any]) -> Callable[[], float]:
@@ -121,16 +128,22 @@ def run(scale: float, runs: int, master: str) -> None:
                 return one
 
             sides = {"neve": side("neve", ours), "raw": side("raw", raw)}
-            if also is not None:
-                out[also[0]] = []
-                sides[also[0]] = side(also[0], also[1])
+            for name, fn in (also or {}).items():
+                out[name] = []
+                sides[name] = side(name, fn)
             measured = harness.alternate(sides, runs, warmup=True)
             if check is not None:
                 for a, b in zip(out["raw"], out["neve"], strict=True):
                     assert check(a, b), f"{label}: raw Parquet and neve differ"
             harness.report(label, measured, "neve", "raw", width=24)
-            if also is not None:
-                harness.report(f"{label}, against {also[0]}", measured, "neve", also[0], width=24)
+            for subject, reference in compare:
+                harness.report(
+                    f"{label}: {subject} against {reference}",
+                    measured,
+                    subject,
+                    reference,
+                    width=24,
+                )
 
         # 1. unpartitioned write
         raw_flat = str(root / "raw-flat")
@@ -156,21 +169,29 @@ def run(scale: float, runs: int, master: str) -> None:
         monthly = cat.create_table(
             "tpch.lineitem_month", schema, partition_by=["month(l_shipdate)"]
         )
+        monthly_none = cat.create_table(
+            "tpch.lineitem_month_none",
+            schema,
+            partition_by=["month(l_shipdate)"],
+            properties={"write.distribution-mode": "none"},
+        )
         with_month = src.withColumn("l_shipmonth", F.date_format("l_shipdate", "yyyy-MM"))
         raw_hashed = str(root / "raw-month-hashed")
         measure(
             "month-partitioned write",
             lambda: with_month.write.mode("overwrite").partitionBy("l_shipmonth").parquet(raw_part),
             lambda: neve_write(src, monthly, mode="overwrite"),
-            also=(
-                "raw-hash",
-                lambda: (
+            also={
+                "raw-hash": lambda: (
                     with_month.repartition("l_shipmonth")
                     .write.mode("overwrite")
                     .partitionBy("l_shipmonth")
                     .parquet(raw_hashed)
                 ),
-            ),
+                "neve-none": lambda: neve_write(src, monthly_none, mode="overwrite"),
+            },
+            # each against the side doing the same work
+            compare=(("neve", "raw-hash"), ("neve-none", "raw")),
         )
         monthly = monthly.refresh()
 
@@ -188,7 +209,8 @@ def run(scale: float, runs: int, master: str) -> None:
         print(
             f"  neve month table: {files} data files; raw month folders: "
             f"{sum(1 for _ in Path(raw_part).glob('l_shipmonth=*/*.parquet'))} files "
-            f"(raw-hash: {sum(1 for _ in Path(raw_hashed).glob('l_shipmonth=*/*.parquet'))})"
+            f"(raw-hash: {sum(1 for _ in Path(raw_hashed).glob('l_shipmonth=*/*.parquet'))}); "
+            f"neve-none table: {len(monthly_none.refresh().scan().plan_files())} data files"
         )
     finally:
         spark.stop()
