@@ -15,11 +15,13 @@ layouts and once as a Lance dataset:
 
 Reported: what each layout costs (write time, file size); then per take size (1, 10,
 100, 1,000, 10,000 random rows) the warm time of Lance's ``take`` and neve's
-``table.take`` on each layout, alternating runs (each run's order reversed in the
-next), with the median ratio neve/Lance and its spread, the bytes neve read per row taken next to the page size, and pyarrow's
-best (reading the row groups that hold the rows, then taking), and the floor of the
-java layout's takes (the data pages holding the rows read and decompressed, nothing
-else: what bounds any reader of 1 MiB compressed pages); then cold-ish takes (a
+``table.take`` on each layout, in alternating runs (each run's order reversed in the
+next) of their own per comparison: the random-access layout with Lance; the 1 MiB
+layouts and the floor of the java layout's takes (the data pages holding the rows
+read and decompressed, nothing else: what bounds any reader of 1 MiB compressed pages)
+with Lance again; pyarrow's best (reading the row groups that hold the rows, then
+taking). With the median ratio neve/Lance and its spread, and the bytes neve read per
+row taken next to the page size. Then cold-ish takes (a
 fresh process opens the table and takes); then a filtered scan of 0.1% of the rows on
 the sorted ``id``: page skipping against row-group pruning alone (bytes and time); and
 what the page index does to DuckDB, which skips pages by page-header statistics that
@@ -43,7 +45,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,8 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+
+import harness  # noqa: E402  (benchmarks/ is not a package)
 
 import neve  # noqa: E402
 from lanceengine import LanceEngine  # noqa: E402
@@ -217,8 +220,7 @@ def warm(
 ) -> None:
     print("\n== warm takes of random rows (ms; ratio = neve/Lance per run, alternating runs)")
     rnd = np.random.default_rng(11)
-    default_files = files_of(tables["default"])
-    floor = PageFloor(files_of(tables["java"]))
+    sides = Sides(tables, lance, dataset)
     # warm means every file's footer and page index already read: one row of each file
     # taken first by every engine (else the first takes of each size pay them)
     for t in tables.values():
@@ -226,82 +228,89 @@ def warm(
         t.take(firsts, columns=COLUMNS)
         lance.take(dataset, firsts, COLUMNS, check="id")
     for k in args.sizes:
-        times: dict[str, list[float]] = {x: [] for x in ["lance", *LAYOUTS, "pyarrow", "floor"]}
-        ratios: dict[str, list[float]] = {x: [] for x in LAYOUTS}
-        bytes_read: dict[str, int] = {}
-        for run in range(args.repeat + 1):
-            ids = rnd.choice(n, size=k, replace=False)
-            # every other run in the reverse order: whoever runs right after another
-            # engine (its threads winding down, its memory just freed) is not always
-            # the same side
-            took, nbytes = one_round(
-                ids, tables, lance, dataset, floor, default_files, reverse=run % 2 == 0
-            )
-            if run:
-                for x, seconds in took.items():
-                    times[x].append(seconds)
-                for layout in LAYOUTS:
-                    ratios[layout].append(took[layout] / took["lance"])
-                    bytes_read[layout] = bytes_read.get(layout, 0) + nbytes[layout]
-                ratios.setdefault("floor", []).append(took["floor"] / took["lance"])
-                ratios.setdefault("java/floor", []).append(took["java"] / took["floor"])
-        med = {x: statistics.median(v) * 1000 for x, v in times.items()}
+        # Each comparison in rounds of its own: the random-access layout against Lance;
+        # then the 1 MiB layouts and their floor, with Lance again; then pyarrow. Heavy
+        # steps leave the caches cold for whatever runs next (a 100-row take right after
+        # pyarrow's read of whole row groups took 11 ms against 7 ms alone), so they
+        # are kept out of the rounds of the lighter comparison.
+        pair, nbytes = rounds(sides, ["lance", "take"], k, n, rnd, args.repeat)
+        rest, more = rounds(sides, ["lance", "java", "default", "floor"], k, n, rnd, args.repeat)
+        nbytes.update(more)
+        best, _ = rounds(sides, ["pyarrow"], k, n, rnd, max(1, args.repeat // 2))
+        med = {x: statistics.median(v) * 1000 for x, v in {**rest, **pair, **best}.items()}
+        lance_rest = statistics.median(rest["lance"]) * 1000
         print(
-            f"  take {k:>6,}: Lance {med['lance']:8.2f} ms   pyarrow row groups {med['pyarrow']:8.1f} ms"
+            f"  take {k:>6,}: Lance {med['lance']:8.2f} ms (with the 1 MiB layouts "
+            f"{lance_rest:.2f} ms)   pyarrow row groups {med['pyarrow']:8.1f} ms"
         )
         print(
             f"      floor of the java layout (its data pages read and decompressed, 2 threads) "
-            f"{med['floor']:8.2f} ms   floor/Lance {spread(ratios['floor'])}   "
-            f"neve java/floor {spread(ratios['java/floor'])}"
+            f"{med['floor']:8.2f} ms   floor/Lance {spread(_ratios(rest, 'floor', 'lance'))}   "
+            f"neve java/floor {spread(_ratios(rest, 'java', 'floor'))}"
         )
         for layout in LAYOUTS:
-            per_row = bytes_read[layout] / (k * args.repeat)
+            per_row = nbytes[layout] / (k * args.repeat)
             # the page reader's reads; a take that reads whole files (most pages
             # touched) reads them with polars, which the count does not see
             read = f"{per_row:10,.0f} B read/row" if per_row else "whole files read"
+            runs = pair if layout in pair else rest
             print(
-                f"      neve {layout:<8} {med[layout]:8.2f} ms   neve/Lance {spread(ratios[layout])}"
+                f"      neve {layout:<8} {med[layout]:8.2f} ms   "
+                f"neve/Lance {spread(_ratios(runs, layout, 'lance'))}"
                 f"   {read} (page size {PAGE_SIZE[layout]})"
             )
 
 
-def one_round(
-    ids: np.ndarray,
-    tables: dict[str, neve.Table],
-    lance: LanceEngine,
-    dataset: Path,
-    floor: PageFloor,
-    default_files: list[tuple[str, int]],
-    *,
-    reverse: bool,
-) -> tuple[dict[str, float], dict[str, int]]:
-    """One take of ``ids`` by Lance, by neve on every layout, by the floor and by
-    pyarrow, in that order or the reverse: the seconds of each, and the bytes neve read
-    per layout (all checked to be the rows asked for)."""
-    took: dict[str, float] = {}
-    nbytes: dict[str, int] = {}
+def _ratios(runs: dict[str, list[float]], subject: str, reference: str) -> list[float]:
+    return [a / b for a, b in zip(runs[subject], runs[reference], strict=True)]
 
-    def by_lance() -> None:
-        took["lance"], got = lance.take(dataset, ids.tolist(), COLUMNS, check="id")
-        assert got == ids.tolist(), "Lance took other rows"
 
-    def by_neve(layout: str, t: neve.Table) -> None:
+class Sides:
+    """What each side of the warm takes runs: Lance's take, neve's on each layout, the
+    floor of the java layout and pyarrow's best, each checked to return the rows asked
+    for."""
+
+    def __init__(self, tables: dict[str, neve.Table], lance: LanceEngine, dataset: Path) -> None:
+        self.tables, self.lance, self.dataset = tables, lance, dataset
+        self.floor = PageFloor(files_of(tables["java"]))
+        self.default_files = files_of(tables["default"])
+
+    def run(self, side: str, ids: np.ndarray) -> tuple[float, int]:
+        """The seconds of one take of ``ids`` by ``side``, and the bytes neve read."""
+        if side == "lance":
+            seconds, got = self.lance.take(self.dataset, ids.tolist(), COLUMNS, check="id")
+            assert got == ids.tolist(), "Lance took other rows"
+            return seconds, 0
+        if side == "floor":
+            return self.floor.time(self.floor.pages(ids)), 0
+        if side == "pyarrow":
+            seconds, (best, _) = timed(lambda: pyarrow_best(self.default_files, ids))
+            assert best.column("id").to_pylist() == ids.tolist()
+            return seconds, 0
+        t = self.tables[side]
         with counting_reads() as stats:
-            took[layout], rows_ = timed(lambda: t.take(ids, columns=COLUMNS))
+            seconds, rows_ = timed(lambda: t.take(ids, columns=COLUMNS))
         assert rows_.column("id").to_pylist() == ids.tolist(), "neve took other rows"
-        nbytes[layout] = stats.bytes
+        return seconds, stats.bytes
 
-    def by_floor() -> None:
-        took["floor"] = floor.time(floor.pages(ids))
 
-    def by_pyarrow() -> None:
-        took["pyarrow"], (best, _) = timed(lambda: pyarrow_best(default_files, ids))
-        assert best.column("id").to_pylist() == ids.tolist()
-
-    steps = [by_lance, *(partial(by_neve, x, t) for x, t in tables.items())]
-    for step in [*steps, by_floor, by_pyarrow][:: -1 if reverse else 1]:
-        step()
-    return took, nbytes
+def rounds(
+    sides: Sides, names: list[str], k: int, n: int, rnd: np.random.Generator, runs: int
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """``runs`` rounds (after one unmeasured) in which each of ``names`` takes the same
+    ``k`` random rows, each round's order reversed in the next (whoever runs right after
+    another engine, its threads winding down and its memory just freed, is not always
+    the same side): the seconds per side and round, and the bytes neve read per side."""
+    times: dict[str, list[float]] = {x: [] for x in names}
+    nbytes: dict[str, int] = {x: 0 for x in names}
+    for run in range(runs + 1):
+        ids = rnd.choice(n, size=k, replace=False)
+        for side in names[:: -1 if run % 2 == 0 else 1]:
+            seconds, read = sides.run(side, ids)
+            if run:
+                times[side].append(seconds)
+                nbytes[side] += read
+    return times, nbytes
 
 
 def cold(catalog_uri: str, warehouse: str, dataset: Path, n: int, args: Any) -> None:
@@ -435,6 +444,11 @@ def main() -> None:
         return
     n = 1_000_000 if args.quick and args.rows == 10_000_000 else args.rows
     args.sizes = [k for k in (int(x) for x in args.sizes.split(",")) if k <= n]
+    with harness.session("Random access: neve's take against Lance's", args.repeat):
+        run(n, args)
+
+
+def run(n: int, args: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-take-") as tmp:
         workdir = Path(tmp)
         tables, staging = build(workdir, n)

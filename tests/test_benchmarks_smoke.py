@@ -102,6 +102,19 @@ def test_bench_scan_quick_runs() -> None:
     assert "rows check passed: every scan read the 60,175 rows" in out
 
 
+def test_bench_take_quick_runs() -> None:
+    out = run_script("bench_take.py", "--cold", "1", "--sizes", "1,100", timeout=600)
+    # both sizes, each comparison in its rounds: the random-access layout against Lance,
+    # the 1 MiB layouts and their floor against Lance again, pyarrow's row groups
+    for k in ("1", "100"):
+        assert f"take {k:>6}: Lance" in out
+    warm = [line.strip().split()[:2] for line in out.splitlines() if "B read/row" in line]
+    assert warm.count(["neve", "take"]) == 2 and warm.count(["neve", "java"]) == 2
+    assert out.count("floor/Lance median") == 2
+    assert "cold-ish takes" in out and "skipping/row groups" in out
+    assert "on/off median" in out  # DuckDB with and without the page index
+
+
 @pytest.mark.long  # Spark or Iceberg-Java sessions: minutes (make test-long)
 def test_bench_spark_quick_runs() -> None:
     out = run_script("bench_spark.py", timeout=900)
