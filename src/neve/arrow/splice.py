@@ -325,16 +325,19 @@ def splice(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
 
 
 def _joined(head: bytes, pieces: list[memoryview], tail: bytearray, size: int) -> pa.Buffer:
-    """``head``, the pieces and ``tail`` copied into one buffer of ``size`` bytes."""
+    """``head``, the pieces and ``tail`` copied into one buffer of ``size`` bytes (by
+    memoryview slices: a numpy slice assignment costs ~1 µs more a piece, and a take of
+    100 rows splices ~500 pages)."""
     out = pa.allocate_buffer(size)
-    view = np.frombuffer(out, dtype=np.uint8)
-    view[: len(head)] = np.frombuffer(head, dtype=np.uint8)
+    view = memoryview(out).cast("B")  # pyarrow exports signed bytes
+    view[: len(head)] = head
     at = len(head)
     for piece in pieces:
         n = len(piece)
-        view[at : at + n] = np.frombuffer(piece, dtype=np.uint8)
+        # (a view of another item format, such as pyarrow's signed bytes, is cast)
+        view[at : at + n] = piece if piece.format == "B" else piece.cast("B")
         at += n
-    view[at:] = np.frombuffer(tail, dtype=np.uint8)
+    view[at:] = tail
     return out
 
 
