@@ -565,8 +565,8 @@ class ColumnarRead:
 def prepare_read(
     datas: Sequence[bytes], headers: Sequence[AvroHeader], decoding_schema: Any
 ) -> ColumnarRead | None:
-    """A read of manifests with one writer schema and codec, in one call of the reader (each
-    call costs about as much as decoding 50 entries): several files become one with
+    """A read of manifests with one writer schema and codec, in one call of the reader
+    (each call has a set-up cost of its own): several files become one with
     the first one's header and every file's blocks, each followed by the first file's
     sync marker. None when the reader cannot read them (a codec it lacks, a process
     forked after it ran) or a file's blocks do not parse: fastavro decodes them then."""
