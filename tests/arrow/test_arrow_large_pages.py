@@ -20,10 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrow.whole_read import reads_as_whole, same
+from arrow.whole_read import planned_pages, reads_as_whole, same
 from budget import examples
 from neve.arrow import pages
-from neve.arrow.page_file import open_page_file
 from neve.arrow.page_trim import TRIM_FROM, trim_pages
 from neve.arrow.pages import ReadStats, read_positions
 from neve.io.fileio import FileIO
@@ -107,11 +106,7 @@ def test_large_version_1_pages_are_cut_at_the_last_row_wanted(tmp_path: Path) ->
             data_page_size=1 << 22,
             compression="zstd",
         )
-        layout, reader = open_page_file(FileIO(), str(path))
-        units = pages._units(layout, ["s", "dec"])
-        pages._plan(layout, reader, units, wanted, 1.0)
-        units = pages._aligned(units)
-        blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+        layout, _, units, blobs = planned_pages(path, ["s", "dec"], wanted)
         for unit in units:
             before = sum(g.rows for g in unit.groups)
             trim_pages(layout, unit, blobs)
@@ -172,10 +167,7 @@ def test_large_takes_decode_units_in_halves(
         compression="none",
     )
     wanted = np.array([7, 4_999, 25_000, 39_999, 40_001, 59_999], np.int64)
-    layout, reader = open_page_file(FileIO(), str(path))
-    units = pages._units(layout, ["s", "bi"])
-    pages._plan(layout, reader, units, wanted, 1.0)
-    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    _, _, units, blobs = planned_pages(path, ["s", "bi"], wanted, aligned=False)
     halves = pages._halves(units[0], blobs)
     assert len(halves) == 2 and [len(h.groups) for h in halves] in ([1, 2], [2, 1])
     whole = pq.read_table(path)

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arrow.whole_read import planned_pages
 from budget import examples
 from edge_rows import TYPES, canon, edge_table
 from neve.arrow.pages import ReadStats, read_positions
@@ -231,19 +232,13 @@ def test_spliced_footers_keep_each_chunks_metadata(tmp_path: Path) -> None:
     metadata (less what no longer describes the pages, with sizes and offsets set
     anew), in the canonical encoding the generic Thrift encoder writes, and pyarrow
     reads them."""
-    from neve.arrow import pages
-    from neve.arrow.page_file import open_page_file
     from neve.arrow.splice import splice
 
     path = tmp_path / "t.parquet"
     names = sorted(TYPES)
     options = {"write_page_index": True, "data_page_size": 64, "row_group_size": 40}
     _write(path, edge_table(names, 100, 5), options)
-    layout, reader = open_page_file(FileIO(), str(path))
-    units = pages._units(layout, names)
-    pages._plan(layout, reader, units, np.array([3, 41, 42, 99], np.int64), 0.5)
-    units = pages._aligned(units)
-    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    layout, _, units, blobs = planned_pages(path, names, np.array([3, 41, 42, 99], np.int64), 0.5)
     for unit in units:
         data = splice(layout, unit, blobs).to_pybytes()
         (n,) = struct.unpack("<I", data[-8:-4])

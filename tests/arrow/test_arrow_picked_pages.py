@@ -20,10 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrow.whole_read import reads_as_whole, same
+from arrow.whole_read import planned_pages, reads_as_whole, same
 from budget import examples
 from neve.arrow import page_pick, pages
-from neve.arrow.page_file import open_page_file
 from neve.arrow.page_pick import PICK_FROM, pick_pages
 from neve.arrow.pages import read_positions
 from neve.arrow.parquet_layout import parse_layout
@@ -140,12 +139,7 @@ def test_large_pages_are_rewritten_to_the_rows_wanted(
         compression=codec,
         use_dictionary=dictionary,
     )
-    layout, reader = open_page_file(FileIO(), str(path))
-    layout.read_before = True  # every row group's pages found, as from a second take
-    units = pages._units(layout, table.column_names)
-    pages._plan(layout, reader, units, wanted, 1.0)
-    units = pages._aligned(units)
-    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    layout, reader, units, blobs = planned_pages(path, table.column_names, wanted, read_before=True)
     pages._settle_dictionaries(units, blobs, reader)
     held = any(d is not None for u in units for g in u.groups for d in g.dictionaries)
     assert held is dictionary
@@ -168,11 +162,8 @@ def test_pages_it_cannot_read_are_left_as_they_are(tmp_path: Path) -> None:
     for rows, picked in ((PICK_FROM, True), (PICK_FROM - 1, False)):
         path = tmp_path / f"p{rows}.parquet"
         pq.write_table(table, path, write_page_index=True, max_rows_per_page=rows)
-        layout, reader = open_page_file(FileIO(), str(path))
         wanted = np.array([17, PICK_FROM + 5], np.int64)
-        units = pages._units(layout, ["l", "b"])
-        pages._plan(layout, reader, units, wanted, 1.0)
-        blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+        layout, _, units, blobs = planned_pages(path, ["l", "b"], wanted, aligned=False)
         longs, strings = units
         pick_pages(layout, longs, blobs)
         pick_pages(layout, strings, blobs)

@@ -1,6 +1,7 @@
-"""What the property tests of the page reader's page rewrites share: a random table
-written with random writer options, random rows and columns read by pages, compared
-with pyarrow's read of the whole file."""
+"""What the tests of the page reader's page rewrites share: a random table written with
+random writer options, random rows and columns read by pages, compared with pyarrow's
+read of the whole file; and a file's pages planned and read for some rows, as a take
+plans and reads them, for tests of the steps between reading and decoding."""
 
 from __future__ import annotations
 
@@ -14,8 +15,35 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 from neve.arrow import pages
-from neve.arrow.pages import read_positions
+from neve.arrow.page_file import PageFile, open_page_file
+from neve.arrow.pages import DecodeUnit, read_positions
+from neve.arrow.parquet_layout import ParquetLayout
 from neve.io.fileio import FileIO
+
+
+def planned_pages(
+    path: Path,
+    columns: list[str],
+    wanted: np.ndarray,
+    crossover: float = 1.0,
+    *,
+    aligned: bool = True,
+    read_before: bool = False,
+) -> tuple[ParquetLayout, PageFile, list[DecodeUnit], dict[int, memoryview]]:
+    """``columns`` of the Parquet file at ``path`` planned for the rows ``wanted`` as the
+    page reader plans them (decode units and their page groups, aligned unless
+    ``aligned`` is False; ``read_before``: every row group's pages found, as from a
+    second take), and their pages read: the layout, the reader, the units and the page
+    bytes by offset."""
+    layout, reader = open_page_file(FileIO(), str(path))
+    if read_before:
+        layout.read_before = True
+    units = pages._units(layout, columns)
+    pages._plan(layout, reader, units, wanted, crossover)
+    if aligned:
+        units = pages._aligned(units)
+    blobs = reader.read_ranges([r for u in units for g in u.groups for r in g.all_ranges()])
+    return layout, reader, units, blobs
 
 
 def same(a: pa.Table, b: pa.Table) -> bool:
