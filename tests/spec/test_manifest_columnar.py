@@ -11,7 +11,6 @@ was taken, so that a silent fallback cannot pass for it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import io
 import json
@@ -27,13 +26,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from polars_avro._avro_rs import AvroSource
 
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 from neve.planning import avro_reader
 from neve.planning.arrow_values import LazyMap
-from neve.planning.avro_reader import readable_schema
+from neve.planning.avro_reader import read_arrow, readable_schema
 from neve.planning.manifest_batches import decode_entries_together
 from neve.planning.manifests import (
     FEW_ENTRIES,
@@ -489,10 +487,12 @@ def _reencoded(data: bytes, codec: str) -> bytes:
 
 
 def _small_manifest(
-    tmp_path: Path, count: int = 5
+    tmp_path: Path, count: int = 5, *, partitioned: bool = True
 ) -> tuple[bytes, ManifestFile, dict[int, PartitionSpec]]:
+    """A manifest of ``count`` data files, partitioned by identity on a date (or not)."""
     schema = Schema(NestedField(1, "d", DATE))
-    spec = PartitionSpec(0, (PartitionField(1, 1000, IdentityTransform(), "d"),))
+    fields = (PartitionField(1, 1000, IdentityTransform(), "d"),) if partitioned else ()
+    spec = PartitionSpec(0, fields)
     entries = [
         ManifestEntry(
             ManifestEntryStatus.ADDED,
@@ -502,7 +502,7 @@ def _small_manifest(
             DataFile(
                 file_path=f"{tmp_path}/f{k}.parquet",
                 file_format=FileFormat.PARQUET,
-                partition=(k - 2,),
+                partition=(k - 2,) if partitioned else (),
                 record_count=k,
                 file_size_in_bytes=10 + k,
                 lower_bounds={1: bytes([k % 256])},
@@ -592,44 +592,10 @@ def test_unpartitioned_manifests_are_read_without_their_empty_partition(
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(schema), records)
     header = read_header(buf.getvalue())
-    source = AvroSource(
-        [lambda: contextlib.nullcontext(io.BytesIO(header.with_schema(buf.getvalue(), found)))],
-        False,
-        False,
-    )
-    (batch,) = source.batch_iter(100, None)
-    assert pa.record_batch(batch).to_pylist() == [{"a": k, "b": [k, -k]} for k in range(3)]
+    read = read_arrow(header.with_schema(buf.getvalue(), found))
+    assert read.to_pylist() == [{"a": k, "b": [k, -k]} for k in range(3)]
     # and a manifest of an unpartitioned spec goes the columnar way
-    unpartitioned = PartitionSpec(0, ())
-    entries = [
-        ManifestEntry(
-            ManifestEntryStatus.ADDED,
-            None,
-            None,
-            None,
-            DataFile(
-                file_path=f"{tmp_path}/u{k}.parquet",
-                file_format=FileFormat.PARQUET,
-                partition=(),
-                record_count=k + 1,
-                file_size_in_bytes=100 + k,
-                lower_bounds={1: bytes([k])},
-            ),
-        )
-        for k in range(20)
-    ]
-    fio = FileIO()
-    um = write_manifest(
-        fio,
-        f"{tmp_path}/u.avro",
-        format_version=2,
-        spec=unpartitioned,
-        schema=Schema(NestedField(1, "d", DATE)),
-        content=ManifestContent.DATA,
-        snapshot_id=3,
-        entries=entries,
-    ).with_(sequence_number=2)
-    _assert_same(*_both(fio.read_bytes(um.manifest_path), um, {0: unpartitioned}))
+    _assert_same(*_both(*_small_manifest(tmp_path, 20, partitioned=False)))
 
 
 def test_damaged_manifest_raises_neve_error_through_the_columnar_path(tmp_path: Path) -> None:
