@@ -165,10 +165,11 @@ class ManifestCache:
 _CACHE = ManifestCache(_max_entries_from_env())
 
 
-#: Below this many bytes of manifests to read, polars reads them all on the planning
-#: thread: a read of a share on another thread costs a hand-over and, on a busy
-#: machine, a wait for the GIL (up to the 5 ms switch interval) when it is done, while
-#: polars decodes about 10 KB (100 entries with metrics of 16 columns) a millisecond.
+#: Below this many bytes of manifests to read, the columnar reader reads them all on the
+#: planning thread: a read of a share on another thread costs a hand-over and, on a busy
+#: machine, a wait for the GIL (up to the 5 ms switch interval) when it is done. Set when
+#: polars' reader decoded about 10 KB (100 entries with metrics of 16 columns) a
+#: millisecond; polars-avro's decodes about 25 KB, so a hand-over pays off later still.
 PARALLEL_READS_FROM = 128 * 1024
 
 _POOL: ThreadPoolExecutor | None = None
@@ -176,7 +177,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def _shared_pool() -> ThreadPoolExecutor:
-    """The threads that fetch manifests and run polars reads for this process, started
+    """The threads that fetch manifests and run columnar reads for this process, started
     on first use (its threads idle between plans)."""
     global _POOL
     with _POOL_LOCK:
@@ -266,10 +267,10 @@ def load_manifests(
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
-        # polars reads without the GIL, files of one schema together: fetch the files (on
+        # the reader runs without the GIL, files of one schema together: fetch the files (on
         # threads when remote), prepare here a read of one share of them per core, run
         # the reads in parallel, then build the entries' Python objects here. Only
-        # polars runs on the pool: Python there would contend for the GIL, and a thread
+        # the reader runs on the pool: Python there would contend for the GIL, and a thread
         # waiting for it can wait the interpreter's whole switch interval (5 ms).
         shares = min(os.cpu_count() or 2, len(missing))
         if sum(manifests[i].manifest_length for i in missing) < PARALLEL_READS_FROM:
