@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 import pytest
@@ -226,3 +227,25 @@ def test_dates_times_and_timestamps_beyond_their_integer_range_are_out_of_range(
     assert pred(bind(schema, equal("tn", 2**63 - 1))).literal == 2**63 - 1
     # 9999-12-31 in nanoseconds is beyond a long: out of range, not an error
     assert bind(schema, parse("tn > '9999-12-31T00:00:00'")) is ALWAYS_FALSE
+
+
+def test_a_filter_bound_again_to_the_same_schema_is_the_same_bind() -> None:
+    expr = less_than("score", 1.5)
+    first = bind(SCHEMA, expr)
+    assert bind(SCHEMA, expr) is first
+    assert bind(SCHEMA, expr, case_sensitive=False) is not first  # another key
+
+
+def test_equal_but_distinct_filters_bind_each_to_its_own_values() -> None:
+    # binds are remembered by identity, not equality: -0.0 == 0.0 (and hash the same)
+    zero = pred(bind(SCHEMA, equal("score", 0.0)))
+    negative = pred(bind(SCHEMA, equal("score", -0.0)))
+    assert math.copysign(1.0, zero.literal) == 1.0
+    assert math.copysign(1.0, negative.literal) == -1.0
+
+
+def test_a_failed_bind_is_not_remembered() -> None:
+    expr = equal("missing", 1)
+    for _ in range(2):
+        with pytest.raises(ExpressionError):
+            bind(SCHEMA, expr)

@@ -61,7 +61,24 @@ def bind(
     bound to another. Raises :class:`ExpressionError` for unknown columns, values that
     cannot be compared with a column, and comparisons with struct/list/map columns.
     """
-    return _bind(_as_schema(schema), expr, case_sensitive)
+    key = (id(schema), id(expr), case_sensitive)
+    found = _RECENT.get(key)
+    if found is not None and found[0] is schema and found[1] is expr:
+        return found[2]
+    bound = _bind(_as_schema(schema), expr, case_sensitive)
+    if len(_RECENT) >= _RECENT_SIZE:
+        _RECENT.clear()
+    _RECENT[key] = (schema, expr, bound)
+    return bound
+
+
+#: The latest binds, by the identity of the schema and the expression (both immutable):
+#: a scan binds its filter to the table schema several times (to check it, and in its
+#: metrics, manifest and residual evaluators). Each entry holds the two objects, so
+#: that their ids are not reused while it stands. Equality would not do as the key:
+#: ``0.0 == -0.0`` and ``Decimal("1.0") == Decimal("1.00")``, which bind differently.
+_RECENT: dict[tuple[int, int, bool], tuple[object, BooleanExpression, BooleanExpression]] = {}
+_RECENT_SIZE = 64
 
 
 def _as_schema(schema: Schema | StructType) -> Schema:
