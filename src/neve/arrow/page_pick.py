@@ -12,14 +12,25 @@ wanted rows' levels and their values, plain, compressed again by the chunk's cod
 (a few bytes). pyarrow then decodes a page of a few values; where every page of a
 chunk that needed the dictionary is rewritten, the dictionary page is left out.
 
-Only leaves of fixed-width physical types (ints, longs, floats, doubles) without a
-repeated field, version 1 pages with RLE definition levels (or none) and version 2
-pages, plain or dictionary encoded: a page that cannot be read so is left as it is
-(with its rows), as are those of other leaves decoded with it.
+Pages of byte arrays (strings, binary) are rewritten the same way where plain encoded
+(parquet-java's 1 MiB pages of some 10,000 strings of 100 characters): the values
+before the last row wanted are walked through by their length prefixes (at once
+where all have one length, as hashes and codes have; else one by one, up to
+:data:`_WALKED` values) and the wanted ones copied into the new page. A codec that
+streams (zstd, gzip, brotli) is decompressed only as far as that row. pyarrow would
+otherwise decompress the whole page, get it copied into the spliced file and decode
+every string up to the row (:mod:`neve.arrow.page_trim` cuts the page there).
+Dictionary-encoded pages of byte arrays are left to pyarrow.
+
+Only leaves of fixed-width physical types (ints, longs, floats, doubles) and byte
+arrays without a repeated field, version 1 pages with RLE definition levels (or none)
+and version 2 pages: a page that cannot be read so is left as it is (with its rows),
+as are those of other leaves decoded with it.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +64,21 @@ Ints = npt.NDArray[np.int64]
 #: about as fast as a page is read here).
 PICK_FROM = 4096
 
+#: Pages of byte arrays are rewritten from this many rows (the values before the last
+#: row wanted are walked through here, which costs about what pyarrow's decoding of
+#: them does, but the page is then neither copied into the spliced file nor decoded
+#: whole, and it is decompressed only as far as that row where the codec streams).
+STRINGS_FROM = 1024
+
+#: The most values of a page of byte arrays walked through one by one (where their
+#: lengths are not all the same): past it pyarrow decodes the page faster.
+_WALKED = 8192
+
+_BYTE_ARRAY = 6
+#: Codecs read as a stream (decompressed only as far as needed): ZSTD, GZIP, BROTLI.
+_STREAMED = {6: "zstd", 2: "gzip", 4: "brotli"}
+_LENGTH = struct.Struct("<I")
+
 #: Fixed-width physical types and their widths: INT32, INT64, FLOAT, DOUBLE.
 _WIDTHS = {1: 4, 2: 8, 4: 4, 5: 8}
 _DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {4: np.dtype("<u4"), 8: np.dtype("<u8")}
@@ -84,16 +110,18 @@ def _codec(codec: int) -> pa.Codec | None:
 
 
 def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
-    """Rewrite the unit's large pages of fixed-width values to hold only the rows wanted
-    from each, in place: the groups' row counts and row places change, and
+    """Rewrite the unit's large pages of fixed-width values and of plain byte arrays to
+    hold only the rows wanted from each, in place: the groups' row counts and row places change, and
     ``unit.replaced`` gets each page rewritten (by page offset)."""
-    if any(leaf.repeated or leaf.physical_type not in _WIDTHS for leaf in unit.leaves):
+    kinds = {leaf.physical_type for leaf in unit.leaves}
+    if any(leaf.repeated for leaf in unit.leaves) or not kinds <= {*_WIDTHS, _BYTE_ARRAY}:
         return
+    smallest = PICK_FROM if kinds & _WIDTHS.keys() else STRINGS_FROM
     levels = [leaf.max_definition_level for leaf in unit.leaves]
     for g in unit.groups:
-        if g.whole or g.page_rows is None or not (g.page_rows >= PICK_FROM).any():
+        if g.whole or g.page_rows is None or not (g.page_rows >= smallest).any():
             continue
-        _pick_group(layout, unit, g, levels, blobs)
+        _pick_group(layout, unit, g, levels, blobs, smallest)
 
 
 def _pick_group(
@@ -102,6 +130,7 @@ def _pick_group(
     g: PageGroup,
     levels: list[int],
     blobs: dict[int, memoryview],
+    smallest: int,
 ) -> None:
     counts = g.page_rows
     assert counts is not None
@@ -116,7 +145,7 @@ def _pick_group(
     ]
     new_counts = counts.copy()
     done = np.zeros(len(counts), dtype=bool)
-    for p in np.flatnonzero(counts >= PICK_FROM).tolist():
+    for p in np.flatnonzero(counts >= smallest).tolist():
         rows = within[bounds[p] : bounds[p + 1]]
         if not len(rows):
             continue
@@ -220,8 +249,15 @@ def _picked(
     be read here."""
     width = _WIDTHS.get(int(chunk.meta[1].value))
     codec = int(chunk.meta[4].value)
-    if width is None or (codec and codec not in _CODECS):
+    if codec and codec not in _CODECS:
         return None
+    if width is None:
+        if int(chunk.meta[1].value) != _BYTE_ARRAY:
+            return None
+        try:
+            return _picked_strings(page, rows, max_level, codec)
+        except (NeveIOError, IndexError, KeyError, ValueError, OSError, pa.ArrowException):
+            return None
     try:
         read = _read_page(page, codec, max_level)
     except (NeveIOError, IndexError, KeyError, ValueError):
@@ -231,22 +267,10 @@ def _picked(
     count, encoding, level_bytes, values = read
     if int(rows[-1]) >= count:
         return None
-    level_width = max_level.bit_length()
-    if max_level:
-        runs = _runs(level_bytes, level_width, int(rows[-1]) + 1)
-        if runs is None:
-            return None
-        if len(runs.first) == 1 and not runs.packed[0]:  # one run: no nulls, or all
-            kept_levels = np.full(len(rows), int(runs.where[0]), dtype=np.int64)
-            at = rows if runs.where[0] == max_level else rows[:0]
-        else:
-            got = runs.all(int(rows[-1]) + 1)
-            defined = got == max_level
-            kept_levels = got[rows]
-            at = (np.cumsum(defined) - 1)[rows][defined[rows]]
-    else:
-        kept_levels = None
-        at = rows
+    wanted = _wanted(level_bytes, rows, max_level)
+    if wanted is None:
+        return None
+    kept_levels, at = wanted
     if encoding == _PLAIN:
         plain = np.frombuffer(values, dtype=_DTYPES[width], count=len(values) // width)
         if len(at) and int(at[-1]) >= len(plain):
@@ -269,8 +293,28 @@ def _picked(
         picked = entries[chosen]
     else:
         return None
-    body = _levels(kept_levels, level_width) + picked.tobytes()
+    body = _levels(kept_levels, max_level.bit_length()) + picked.tobytes()
     return _page(body, len(rows), codec)
+
+
+def _wanted(
+    level_bytes: bytes | memoryview, rows: Ints, max_level: int
+) -> tuple[Ints | None, Ints] | None:
+    """The definition levels of ``rows`` (None for a leaf required all the way) and
+    where the values of those of them that are not null are among the page's values,
+    from the page's levels; None where the levels run out first."""
+    if not max_level:
+        return None, rows
+    runs = _runs(level_bytes, max_level.bit_length(), int(rows[-1]) + 1)
+    if runs is None:
+        return None
+    if len(runs.first) == 1 and not runs.packed[0]:  # one run: no nulls, or all
+        kept = np.full(len(rows), int(runs.where[0]), dtype=np.int64)
+        return kept, rows if runs.where[0] == max_level else rows[:0]
+    got = runs.all(int(rows[-1]) + 1)
+    defined = got == max_level
+    at: Ints = (np.cumsum(defined) - 1)[rows][defined[rows]]
+    return got[rows], at
 
 
 def _read_page(
@@ -450,3 +494,159 @@ def _page(body: bytes, count: int, codec: int) -> bytes:
         write_varint(out, n << 1)
     out += b"\x00\x00"  # the ends of DataPageHeader and PageHeader
     return bytes(out) + stored
+
+
+class _Values:
+    """The values of a data page (after its levels), decompressed as far as asked: all
+    at once, or, for a codec that streams, in steps."""
+
+    def __init__(self, data: bytes | memoryview, stream: pa.NativeFile | None, size: int) -> None:
+        self.data, self.stream, self.size = data, stream, size
+
+    def more(self, nbytes: int) -> bool:
+        """Decompress ``nbytes`` more (all that is left where ``nbytes`` < 0); False
+        where nothing was left."""
+        if self.stream is None:
+            return False
+        left = self.size - len(self.data)
+        want = left if nbytes < 0 else min(nbytes, left)
+        if want <= 0:
+            return False
+        got = self.stream.read(want)
+        if len(got) < want:
+            raise NeveIOError("a data page holds fewer bytes than its header says")
+        if want == left:
+            self.stream = None
+        self.data = bytes(self.data) + got if len(self.data) else got
+        return True
+
+
+def _stream(body: memoryview, codec: int) -> pa.NativeFile:
+    return pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(body)), _STREAMED[codec])
+
+
+def _string_page(
+    page: memoryview, codec: int, max_level: int
+) -> tuple[int, bytes | memoryview, _Values] | None:
+    """A plain data page of byte arrays: its value count, definition levels (hybrid
+    encoded, without a length) and values, decompressed as far as asked; None where
+    the page is of another kind, encoding or layout."""
+    header, used = decode_numbers(page, 0)
+    kind, size = header.get(1), header.get(2)
+    if not isinstance(kind, int) or not isinstance(size, int):
+        return None
+    fields = header.get(5 if kind == _DATA_PAGE else 8)
+    if not isinstance(fields, dict):
+        return None
+    body = page[used:]
+    if kind == _DATA_PAGE:
+        if _int(fields, 2) != _PLAIN or (max_level and fields.get(3) != _RLE):
+            return None
+        if codec in _STREAMED:
+            values = _Values(b"", _stream(body, codec), size)
+        else:
+            raw = _decompressed(body, codec, size)
+            if raw is None:
+                return None
+            values = _Values(memoryview(raw), None, size)
+        levels: bytes | memoryview = b""
+        if max_level:
+            if values.stream is not None:
+                values.more(4)
+            length = int.from_bytes(values.data[:4], "little")
+            if values.stream is not None:
+                values.more(length)
+            view = memoryview(values.data)
+            levels = bytes(view[4 : 4 + length])
+            values = _Values(view[4 + length :], values.stream, size - 4 - length)
+        return _int(fields, 1), levels, values
+    if kind == _DATA_PAGE_V2:
+        level_size = _int(fields, 5)
+        if _int(fields, 6) or (not max_level and level_size) or _int(fields, 4) != _PLAIN:
+            return None
+        rest = body[level_size:]
+        if fields.get(7, True) and codec:  # is_compressed
+            if codec in _STREAMED:
+                values = _Values(b"", _stream(rest, codec), size - level_size)
+            else:
+                raw = _decompressed(rest, codec, size - level_size)
+                if raw is None:
+                    return None
+                values = _Values(memoryview(raw), None, len(raw))
+        else:
+            values = _Values(rest, None, len(rest))
+        return _int(fields, 1), body[:level_size], values
+    return None
+
+
+def _picked_strings(page: memoryview, rows: Ints, max_level: int, codec: int) -> bytes | None:
+    """:func:`_picked` for a plain page of byte arrays: their length-prefixed values
+    walked through as far as the last row wanted (decompressed only as far as that,
+    where the codec streams), and the wanted ones copied into a page of their own."""
+    read = _string_page(page, codec, max_level)
+    if read is None:
+        return None
+    count, level_bytes, values = read
+    if int(rows[-1]) >= count:
+        return None
+    wanted = _wanted(level_bytes, rows, max_level)
+    if wanted is None:
+        return None
+    kept_levels, at = wanted
+    chosen = b""
+    if len(at):
+        need = int(at[-1]) + 1
+        # the bytes of ``need`` values of the page's mean size, and a little more
+        mean = values.size / max(count, 1)
+        values.more(int(need * mean * 1.05) + 64)
+        starts = _starts(values, need)
+        if starts is None:
+            return None
+        data = values.data
+        chosen = b"".join(
+            data[s : s + 4 + _LENGTH.unpack_from(data, s)[0]] for s in starts[at].tolist()
+        )
+    body = _levels(kept_levels, max_level.bit_length()) + chosen
+    return _page(body, len(rows), codec)
+
+
+def _starts(values: _Values, need: int) -> Ints | None:
+    """Where each of the first ``need`` length-prefixed values begins (decompressing
+    more as the walk needs it); None where the page ends first or where more than
+    :data:`_WALKED` values of differing lengths would be walked one by one."""
+    data = values.data
+    if len(data) < 4:
+        if not values.more(-1) or len(values.data) < 4:
+            return None
+        data = values.data
+    first = _LENGTH.unpack_from(data, 0)[0]
+    stride = first + 4
+    # lengths all the same (hashes, codes, identifiers) are checked at once
+    if stride * need > len(data) and values.more(stride * need - len(data) + 4):
+        data = values.data
+    same = min(need, len(data) // stride)
+    lengths = np.ndarray((same,), dtype="<u4", buffer=data, strides=(stride,))
+    differ = np.flatnonzero(lengths != first)
+    k = int(differ[0]) if len(differ) else same
+    out: Ints = np.arange(need, dtype=np.int64) * stride
+    if k == need:
+        return out
+    if need - k > _WALKED:
+        return None
+    pos = k * stride
+    unpack = _LENGTH.unpack_from
+    while True:
+        try:
+            while k < need:
+                out[k] = pos
+                pos += 4 + unpack(data, pos)[0]
+                k += 1
+            if pos <= len(data):
+                return out
+            k -= 1  # the last value runs past the bytes decompressed so far
+        except struct.error:  # a length past them
+            pass
+        pos = int(out[k])
+        if not values.more(-1):
+            return None
+        data = values.data

@@ -1,0 +1,184 @@
+"""Takes from large pages of byte arrays (parquet-java's layout: 1 MiB pages of about
+10,000 strings of 100 characters), rewritten to hold only the values wanted
+(neve.arrow.page_pick): the rows read equal pyarrow's whole read at those positions
+for strings and binary values, required or with nulls (in a struct too), empty, long,
+all of one length or of many, plain and dictionary pages (those are left to pyarrow),
+version 1 and 2 pages, every codec pyarrow writes; first and last rows of pages, and
+several rows of one page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arrow.whole_read import planned_pages, reads_as_whole, same
+from budget import examples
+from neve.arrow import page_pick, pages
+from neve.arrow.page_pick import STRINGS_FROM, pick_pages
+
+pytestmark = pytest.mark.property
+
+
+def _strings(n: int, rnd: np.random.Generator, lengths: str) -> list[str]:
+    if lengths == "same":
+        sizes = np.full(n, 17)
+    elif lengths == "mostly-same":  # one of another length now and then
+        sizes = np.where(rnd.random(n) < 0.01, rnd.integers(0, 40, n), 17)
+    elif lengths == "long":
+        sizes = rnd.integers(0, 3000, n)
+    else:
+        sizes = rnd.integers(0, 30, n)
+    letters = "abcdefghijklmnopqrstuvwxyzé€"
+    return ["".join(rnd.choice(list(letters), int(s))) for s in sizes]
+
+
+def _table(n: int, seed: int, null_share: float, lengths: str, distinct: int) -> pa.Table:
+    rnd = np.random.default_rng(seed)
+    pool = _strings(min(n, distinct), rnd, lengths)
+    ks = rnd.integers(0, len(pool), n).tolist()
+    null = rnd.random((4, n)) < null_share
+    values = [pool[k] for k in ks]
+    inner = pa.StructArray.from_arrays(
+        [pa.array([None if null[2][i] else v for i, v in enumerate(values)], pa.string())],
+        names=["x"],
+        mask=pa.array(null[3]),
+    )
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "req": pa.array(values, pa.string()),  # nullable in Arrow, never null
+            "s": pa.array([None if null[0][i] else v for i, v in enumerate(values)], pa.string()),
+            "b": pa.array(
+                [None if null[1][i] else v.encode() for i, v in enumerate(values)], pa.binary()
+            ),
+            "st": inner,
+        }
+    )
+
+
+WRITES = st.fixed_dictionaries(
+    {
+        "write_page_index": st.booleans(),
+        "use_dictionary": st.booleans(),
+        "dictionary_pagesize_limit": st.sampled_from([256, 1 << 20]),
+        "compression": st.sampled_from(["zstd", "snappy", "gzip", "brotli", "lz4", "none"]),
+        "data_page_size": st.just(1 << 24),
+        "max_rows_per_page": st.sampled_from([STRINGS_FROM - 1, STRINGS_FROM, STRINGS_FROM + 300]),
+        "row_group_size": st.sampled_from([STRINGS_FROM + 500, 3 * STRINGS_FROM]),
+        "data_page_version": st.sampled_from(["1.0", "1.0", "2.0"]),
+    }
+)
+
+
+@settings(
+    max_examples=examples(15, 400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    n=st.integers(STRINGS_FROM, 4 * STRINGS_FROM),
+    seed=st.integers(0, 2**31),
+    null_share=st.sampled_from([0.0, 0.1, 0.9, 1.0]),
+    lengths=st.sampled_from(["same", "mostly-same", "short", "long"]),
+    distinct=st.sampled_from([3, 1 << 20]),
+    options=WRITES,
+    data=st.data(),
+)
+def test_rows_of_picked_string_pages_equal_a_whole_read(
+    tmp_path: Path,
+    n: int,
+    seed: int,
+    null_share: float,
+    lengths: str,
+    distinct: int,
+    options: dict[str, Any],
+    data: Any,
+) -> None:
+    table = _table(n, seed, null_share, lengths, distinct)
+    reads_as_whole(tmp_path, table, options, data, rows=12)
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "snappy", "none"])
+@pytest.mark.parametrize("lengths", ["same", "mostly-same", "long"])
+def test_plain_string_pages_are_rewritten_to_the_rows_wanted(
+    tmp_path: Path, version: str, codec: str, lengths: str
+) -> None:
+    """A few rows, the first and last of pages among them and several of one page,
+    from large plain pages: every page read is rewritten to hold only the rows wanted
+    from it, and the rows are those of a whole read."""
+    n = 12_000
+    table = _table(n, 5, 0.2, lengths, 1 << 20).select(["s", "b", "req", "st"])
+    wanted = np.array([0, 1, 2999, 3000, 3001, 4500, 5999, 11_999], np.int64)
+    path = tmp_path / f"v{version}{codec}.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        data_page_version=version,
+        max_rows_per_page=3000,
+        data_page_size=1 << 26,
+        row_group_size=6000,
+        compression=codec,
+        use_dictionary=False,
+    )
+    layout, _, units, blobs = planned_pages(path, table.column_names, wanted, read_before=True)
+    for unit in units:
+        read = sum(len(r) for g in unit.groups for r in g.ranges)
+        pick_pages(layout, unit, blobs)
+        assert len(unit.replaced) == read  # every page read, in every leaf
+        assert sum(g.rows for g in unit.groups) == len(wanted)
+        got = pages.decode(layout, unit, blobs)
+        names = [leaf.top for leaf in unit.leaves]
+        assert same(got, table.select(names).take(wanted))
+
+
+def test_dictionary_string_pages_are_left_to_pyarrow(tmp_path: Path) -> None:
+    n = 3 * STRINGS_FROM
+    table = pa.table({"s": pa.array(["x", "yy", ""] * STRINGS_FROM)})
+    path = tmp_path / "dictionary.parquet"
+    pq.write_table(table, path, write_page_index=True, max_rows_per_page=STRINGS_FROM)
+    wanted = np.array([17, STRINGS_FROM + 5, n - 1], np.int64)
+    layout, _, units, blobs = planned_pages(path, ["s"], wanted)
+    (unit,) = units
+    pick_pages(layout, unit, blobs)
+    assert not unit.replaced
+    assert same(pages.decode(layout, unit, blobs), table.take(wanted))
+
+
+def _values(data: bytes, first: int) -> page_pick._Values:
+    """A page's values of which the first ``first`` bytes are decompressed, the rest
+    streamed on demand."""
+    codec = pa.Codec("zstd")
+    stream = pa.CompressedInputStream(pa.BufferReader(codec.compress(data, asbytes=True)), "zstd")
+    out = page_pick._Values(b"", stream, len(data))
+    out.more(first)
+    return out
+
+
+@pytest.mark.parametrize("first", [0, 3, 50, 10_000])
+def test_value_starts_are_walked_through_any_lengths(first: int) -> None:
+    """The starts of length-prefixed values: lengths all the same, changing part way,
+    empty values; found whatever share of the page was decompressed first."""
+    rnd = np.random.default_rng(1)
+    for sizes in (
+        [8] * 300,
+        [8] * 100 + [0, 9, 3000] + [8] * 100,
+        rnd.integers(0, 50, 400).tolist(),
+        [0] * 50,
+    ):
+        blob = b"".join(len(b"a" * s).to_bytes(4, "little") + b"a" * s for s in sizes)
+        expected = np.cumsum([0] + [4 + s for s in sizes[:-1]])
+        for need in (1, len(sizes) // 2, len(sizes)):
+            starts = page_pick._starts(_values(blob, first), need)
+            assert starts is not None
+            assert starts.tolist() == expected[:need].tolist()
+        # a page that ends before the values its header counts
+        assert page_pick._starts(_values(blob[:-1], first), len(sizes)) is None
