@@ -22,6 +22,7 @@ from arrow.whole_read import planned_pages, reads_as_whole, same
 from budget import examples
 from neve.arrow import page_pick, pages
 from neve.arrow.page_pick import STRINGS_FROM, pick_pages
+from neve.arrow.thrift import Field, decode_numbers
 
 pytestmark = pytest.mark.property
 
@@ -182,3 +183,79 @@ def test_value_starts_are_walked_through_any_lengths(first: int) -> None:
             assert starts.tolist() == expected[:need].tolist()
         # a page that ends before the values its header counts
         assert page_pick._starts(_values(blob[:-1], first), len(sizes)) is None
+
+
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli", "snappy"])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_large_pages_are_read_as_far_as_the_rows_wanted(
+    tmp_path: Path, codec: str, version: str
+) -> None:
+    """Pages of over 256 KiB of longs and of strings, rows wanted near their start,
+    middle and end (decompressed as a stream only as far as needed by the codecs that
+    stream, at once otherwise), read as a whole read has them."""
+    n = 80_000
+    rnd = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "l": pa.array(rnd.integers(0, 1 << 40, n)),
+            # strings of one length, but for the last few of each page
+            "s": pa.array(
+                [
+                    None if i % 7 == 0 else "é" * 4 if i % 40_000 < 39_990 else "x" * (i % 13)
+                    for i in range(n)
+                ]
+            ),
+        }
+    )
+    path = tmp_path / f"{codec}{version}.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        compression=codec,
+        use_dictionary=False,
+        data_page_size=1 << 26,
+        max_rows_per_page=40_000,
+        data_page_version=version,
+    )
+    for wanted in ([0], [3, 40_001], [27_999, 28_000, 79_999], [39_999, 40_000]):
+        rows = np.array(wanted, np.int64)
+        layout, _, units, blobs = planned_pages(path, ["l", "s"], rows, aligned=False)
+        for unit in units:
+            pick_pages(layout, unit, blobs)
+            assert unit.replaced
+            got = pages.decode(layout, unit, blobs)
+            assert same(got, table.select([unit.leaves[0].top]).take(rows))
+
+
+def test_old_parquet_cpp_files_get_compressed_pages(tmp_path: Path) -> None:
+    """Files of parquet-cpp before Arrow (whose version 2 pages pyarrow decompresses
+    whatever their header says) get picked pages of version 1, compressed; others
+    uncompressed pages of version 2."""
+    n = 12_000
+    table = pa.table({"l": pa.array(np.arange(n) * 3), "s": pa.array([f"v{i}" for i in range(n)])})
+    path = tmp_path / "old.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        compression="zstd",
+        use_dictionary=False,
+        max_rows_per_page=5000,
+        data_page_size=1 << 24,
+    )
+    wanted = np.array([3, 5001, n - 1], np.int64)
+    # (the layout is kept by path: the file of pyarrow first)
+    for created, kind in ((None, 3), ("parquet-cpp version 1.5.1", 0)):
+        layout, _, units, blobs = planned_pages(path, ["l", "s"], wanted, aligned=False)
+        if created is not None:
+            layout.footer[6] = Field(layout.footer[6].type, created)
+            layout.created_by = created
+        for unit in units:
+            pick_pages(layout, unit, blobs)
+            assert unit.replaced
+            for page in unit.replaced.values():
+                header, _ = decode_numbers(page, 0)
+                assert header[1] == kind
+            got = pages.decode(layout, unit, blobs)
+            assert same(got, table.select([unit.leaves[0].top]).take(wanted))

@@ -8,16 +8,20 @@ decodes every value, and for a dictionary-encoded page decodes the chunk's dicti
 definition levels and values read as far as the last row wanted (levels and dictionary
 indexes in Parquet's RLE/bit-packed hybrid, values plain or through the dictionary,
 which is decoded once per file and kept), and a new page written in their place: the
-wanted rows' levels and their values, plain, compressed again by the chunk's codec
-(a few bytes). pyarrow then decodes a page of a few values; where every page of a
-chunk that needed the dictionary is rewritten, the dictionary page is left out.
+wanted rows' levels and their values, plain, in a version 2 page marked as not
+compressed (a version 1 page would have to be compressed by the chunk's codec, which
+costs more than the few values' decoding; files of parquet-cpp before Arrow, whose
+version 2 pages pyarrow decompresses whatever they say, get one). pyarrow then decodes
+a page of a few values; where every page of a chunk that needed the dictionary is
+rewritten, the dictionary page is left out.
 
 Pages of byte arrays (strings, binary) are rewritten the same way where plain encoded
 (parquet-java's 1 MiB pages of some 10,000 strings of 100 characters): the values
 before the last row wanted are walked through by their length prefixes (at once
 where all have one length, as hashes and codes have; else one by one, up to
 :data:`_WALKED` values) and the wanted ones copied into the new page. A codec that
-streams (zstd, gzip, brotli) is decompressed only as far as that row. pyarrow would
+streams (zstd, gzip, brotli) is decompressed only as far as that row where the page
+is large and the row well short of its end. pyarrow would
 otherwise decompress the whole page, get it copied into the spliced file and decode
 every string up to the row (:mod:`neve.arrow.page_trim` cuts the page there).
 Dictionary-encoded pages of byte arrays are left to pyarrow.
@@ -77,6 +81,13 @@ _WALKED = 8192
 _BYTE_ARRAY = 6
 #: Codecs read as a stream (decompressed only as far as needed): ZSTD, GZIP, BROTLI.
 _STREAMED = {6: "zstd", 2: "gzip", 4: "brotli"}
+#: Pages are decompressed as a stream from this many bytes (uncompressed), where the
+#: rows wanted end before this share of their rows: a stream costs more than
+#: decompressing at once (measured with zstd: a 160 KiB page of longs took longer
+#: streamed to its middle than whole, a 1 MiB page of strings 0.18x as long streamed
+#: to a tenth, 0.75x to its middle and 1.2x to its end).
+_STREAM_FROM = 256 * 1024
+_STREAM_SHARE = 0.7
 _LENGTH = struct.Struct("<I")
 
 #: Fixed-width physical types and their widths: INT32, INT64, FLOAT, DOUBLE.
@@ -118,10 +129,13 @@ def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryv
         return
     smallest = PICK_FROM if kinds & _WIDTHS.keys() else STRINGS_FROM
     levels = [leaf.max_definition_level for leaf in unit.leaves]
+    # parquet-cpp before Arrow (its 1.x releases) marked compressed version 2 pages as
+    # not compressed, and pyarrow decompresses them all for files it wrote
+    compressed = (layout.created_by or "").split(" version ")[0].strip() == "parquet-cpp"
     for g in unit.groups:
         if g.whole or g.page_rows is None or not (g.page_rows >= smallest).any():
             continue
-        _pick_group(layout, unit, g, levels, blobs, smallest)
+        _pick_group(layout, unit, g, levels, blobs, smallest, compressed)
 
 
 def _pick_group(
@@ -131,6 +145,7 @@ def _pick_group(
     levels: list[int],
     blobs: dict[int, memoryview],
     smallest: int,
+    compressed: bool,
 ) -> None:
     counts = g.page_rows
     assert counts is not None
@@ -152,7 +167,7 @@ def _pick_group(
         pages: list[tuple[int, bytes]] = []
         for n, chunk in enumerate(chunks):
             offset = g.ranges[n][p][0]
-            page = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n])
+            page = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n], compressed)
             if page is None:
                 break  # this page's rows stay as they are, in every leaf
             pages.append((offset, page))
@@ -243,58 +258,74 @@ def _picked(
     max_level: int,
     chunk: ColumnChunk,
     dictionary: _Dictionary | None,
+    compressed: bool = False,
 ) -> bytes | None:
     """The page (header and body) holding only the values at ``rows`` (sorted, within
-    the page) of a data page of a leaf without a repeated field; None where it cannot
-    be read here."""
-    width = _WIDTHS.get(int(chunk.meta[1].value))
+    the page) of a data page of a leaf without a repeated field, uncompressed
+    (``compressed``: a version 1 page compressed by the chunk's codec); None where it
+    cannot be read here."""
+    kind = int(chunk.meta[1].value)
+    width = _WIDTHS.get(kind)
     codec = int(chunk.meta[4].value)
-    if codec and codec not in _CODECS:
+    if (codec and codec not in _CODECS) or (width is None and kind != _BYTE_ARRAY):
         return None
-    if width is None:
-        if int(chunk.meta[1].value) != _BYTE_ARRAY:
-            return None
-        try:
-            return _picked_strings(page, rows, max_level, codec)
-        except (NeveIOError, IndexError, KeyError, ValueError, OSError, pa.ArrowException):
-            return None
     try:
-        read = _read_page(page, codec, max_level)
-    except (NeveIOError, IndexError, KeyError, ValueError):
+        read = _page_parts(page, codec, max_level, int(rows[-1]) + 1)
+        if read is None:
+            return None
+        count, encoding, level_bytes, values = read
+        if int(rows[-1]) >= count:
+            return None
+        wanted = _wanted(level_bytes, rows, max_level)
+        if wanted is None:
+            return None
+        kept_levels, at = wanted
+        if width is None:
+            chosen = _chosen_strings(values, encoding, count, at)
+        else:
+            chosen = _chosen_fixed(values, encoding, width, at, dictionary)
+    except (NeveIOError, IndexError, KeyError, ValueError, OSError, pa.ArrowException):
         return None
-    if read is None:
+    if chosen is None:
         return None
-    count, encoding, level_bytes, values = read
-    if int(rows[-1]) >= count:
-        return None
-    wanted = _wanted(level_bytes, rows, max_level)
-    if wanted is None:
-        return None
-    kept_levels, at = wanted
+    if compressed:
+        return _compressed_page(kept_levels, max_level, chosen, len(rows), codec)
+    return _page(kept_levels, max_level, chosen, len(rows))
+
+
+def _chosen_fixed(
+    values: _Values, encoding: int, width: int, at: Ints, dictionary: _Dictionary | None
+) -> bytes | None:
+    """The plain values at ``at`` (among the page's values) of a page of fixed-width
+    values."""
+    if not len(at):
+        return b""
     if encoding == _PLAIN:
-        plain = np.frombuffer(values, dtype=_DTYPES[width], count=len(values) // width)
-        if len(at) and int(at[-1]) >= len(plain):
+        values.more((int(at[-1]) + 1) * width)  # only as far as the last one wanted
+        data = values.data
+        plain = np.frombuffer(data, dtype=_DTYPES[width], count=len(data) // width)
+        if int(at[-1]) >= len(plain):
             return None
         picked = plain[at]
-    elif encoding in _DICTIONARY_ENCODINGS and dictionary is not None and len(values):
+    elif encoding in _DICTIONARY_ENCODINGS and dictionary is not None:
+        values.more(-1)
+        data = values.data
         entries = dictionary.get(width)
-        if entries is None:
+        if entries is None or not len(data):
             return None
-        chosen = at
-        if len(at):
-            if values[0] > 32:  # a dictionary's indexes are 32-bit at most
-                return None
-            runs = _runs(values[1:], values[0], int(at[-1]) + 1)
-            if runs is None:
-                return None
-            chosen = runs.at(at)
-        if len(chosen) and int(chosen.max()) >= len(entries):
+        if data[0] > 32:  # a dictionary's indexes are 32-bit at most
+            return None
+        runs = _runs(data[1:], data[0], int(at[-1]) + 1)
+        if runs is None:
+            return None
+        chosen = runs.at(at)
+        if int(chosen.max()) >= len(entries):
             return None
         picked = entries[chosen]
     else:
         return None
-    body = _levels(kept_levels, max_level.bit_length()) + picked.tobytes()
-    return _page(body, len(rows), codec)
+    out: bytes = picked.tobytes()
+    return out
 
 
 def _wanted(
@@ -315,45 +346,6 @@ def _wanted(
     defined = got == max_level
     at: Ints = (np.cumsum(defined) - 1)[rows][defined[rows]]
     return got[rows], at
-
-
-def _read_page(
-    page: memoryview, codec: int, max_level: int
-) -> tuple[int, int, bytes | memoryview, bytes | memoryview] | None:
-    """A data page's value count, value encoding, definition levels (hybrid encoded,
-    without a length) and values (decompressed); None where the page is of another
-    kind or layout."""
-    header, used = decode_numbers(page, 0)
-    kind, size = header.get(1), header.get(2)
-    if not isinstance(kind, int) or not isinstance(size, int):
-        return None
-    fields = header.get(5 if kind == _DATA_PAGE else 8)
-    if not isinstance(fields, dict):
-        return None
-    if kind == _DATA_PAGE:
-        if max_level and fields.get(3) != _RLE:
-            return None
-        raw = _decompressed(page[used:], codec, size)
-        if raw is None:
-            return None
-        view = memoryview(raw)
-        levels: memoryview = view[:0]
-        if max_level:
-            length = int.from_bytes(view[:4], "little")
-            levels, view = view[4 : 4 + length], view[4 + length :]
-        return _int(fields, 1), _int(fields, 2), levels, view
-    if kind == _DATA_PAGE_V2:
-        level_size = _int(fields, 5)
-        if _int(fields, 6) or (not max_level and level_size):
-            return None  # repetition levels: a repeated field
-        body = page[used:]
-        values: bytes | memoryview | None = body[level_size:]
-        if fields.get(7, True):  # is_compressed
-            values = _decompressed(body[level_size:], codec, size - level_size)
-        if values is None:
-            return None
-        return _int(fields, 1), _int(fields, 4), body[:level_size], values
-    return None
 
 
 def _int(fields: Numbers, fid: int) -> int:
@@ -459,11 +451,9 @@ def _runs(data: bytes | memoryview, width: int, count: int) -> _Runs | None:
     )
 
 
-def _levels(levels: Ints | None, width: int) -> bytes:
-    """Definition levels of a version 1 page: their length, then the levels as one RLE
-    run where they are all one value, else one bit-packed run."""
-    if levels is None:
-        return b""
+def _levels(levels: Ints, width: int) -> bytes:
+    """Definition levels in the RLE/bit-packed hybrid: one RLE run where they are all
+    one value, else one bit-packed run."""
     out = bytearray()
     if (levels == levels[0]).all():
         write_varint(out, len(levels) << 1)
@@ -475,11 +465,40 @@ def _levels(levels: Ints | None, width: int) -> bytes:
         bits = (padded[:, None] >> np.arange(width, dtype=np.int64)) & 1
         write_varint(out, (groups << 1) | 1)
         out += np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
-    return len(out).to_bytes(4, "little") + bytes(out)
+    return bytes(out)
 
 
-def _page(body: bytes, count: int, codec: int) -> bytes:
-    """A version 1 data page of ``count`` plain values (and RLE definition levels)."""
+def _page(levels: Ints | None, max_level: int, values: bytes, count: int) -> bytes:
+    """A version 2 data page of ``count`` rows: their definition levels and the plain
+    values of those not null, uncompressed (a version 2 page says whether it is
+    compressed, where a version 1 page is compressed by the chunk's codec: compressing
+    a few values would cost more than decoding them)."""
+    encoded = b"" if levels is None else _levels(levels, max_level.bit_length())
+    nulls = 0 if levels is None else int((levels < max_level).sum())
+    size = len(encoded) + len(values)
+    # PageHeader (compact protocol): type, sizes, then DataPageHeaderV2 as field 8:
+    # values, nulls, rows, encoding PLAIN, the levels' byte lengths, not compressed
+    out = bytearray()
+    for n in (_DATA_PAGE_V2, size, size):
+        out.append(0x15)  # the next field, an i32
+        write_varint(out, n << 1)  # zigzag of a non-negative number
+    out.append(0x5C)  # field 8 (3 + 5), a struct
+    for n in (count, nulls, count, _PLAIN, len(encoded), 0):
+        out.append(0x15)
+        write_varint(out, n << 1)
+    out += b"\x12\x00\x00"  # field 7 false; the ends of DataPageHeaderV2 and PageHeader
+    return bytes(out) + encoded + values
+
+
+def _compressed_page(
+    levels: Ints | None, max_level: int, values: bytes, count: int, codec: int
+) -> bytes:
+    """A version 1 data page of ``count`` rows (levels and plain values), compressed
+    by the chunk's codec."""
+    body = values
+    if levels is not None:
+        encoded = _levels(levels, max_level.bit_length())
+        body = len(encoded).to_bytes(4, "little") + encoded + values
     c = _codec(codec)
     stored = body if c is None else c.compress(body, asbytes=True)
     # PageHeader (compact protocol): type, sizes, then DataPageHeader as field 5:
@@ -525,12 +544,13 @@ def _stream(body: memoryview, codec: int) -> pa.NativeFile:
     return pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(body)), _STREAMED[codec])
 
 
-def _string_page(
-    page: memoryview, codec: int, max_level: int
-) -> tuple[int, bytes | memoryview, _Values] | None:
-    """A plain data page of byte arrays: its value count, definition levels (hybrid
-    encoded, without a length) and values, decompressed as far as asked; None where
-    the page is of another kind, encoding or layout."""
+def _page_parts(
+    page: memoryview, codec: int, max_level: int, rows: int
+) -> tuple[int, int, bytes | memoryview, _Values] | None:
+    """A data page's value count, value encoding, definition levels (hybrid encoded,
+    without a length) and values, decompressed as far as asked where the page is large
+    and its first ``rows`` rows (those wanted) well short of its end, else at once;
+    None where the page is of another kind or layout."""
     header, used = decode_numbers(page, 0)
     kind, size = header.get(1), header.get(2)
     if not isinstance(kind, int) or not isinstance(size, int):
@@ -539,10 +559,12 @@ def _string_page(
     if not isinstance(fields, dict):
         return None
     body = page[used:]
+    count = _int(fields, 1)
+    streamed = codec in _STREAMED and size >= _STREAM_FROM and rows < _STREAM_SHARE * count
     if kind == _DATA_PAGE:
-        if _int(fields, 2) != _PLAIN or (max_level and fields.get(3) != _RLE):
+        if max_level and fields.get(3) != _RLE:
             return None
-        if codec in _STREAMED:
+        if streamed:
             values = _Values(b"", _stream(body, codec), size)
         else:
             raw = _decompressed(body, codec, size)
@@ -559,14 +581,14 @@ def _string_page(
             view = memoryview(values.data)
             levels = bytes(view[4 : 4 + length])
             values = _Values(view[4 + length :], values.stream, size - 4 - length)
-        return _int(fields, 1), levels, values
+        return count, _int(fields, 2), levels, values
     if kind == _DATA_PAGE_V2:
         level_size = _int(fields, 5)
-        if _int(fields, 6) or (not max_level and level_size) or _int(fields, 4) != _PLAIN:
+        if _int(fields, 6) or (not max_level and level_size):
             return None
         rest = body[level_size:]
         if fields.get(7, True) and codec:  # is_compressed
-            if codec in _STREAMED:
+            if streamed:
                 values = _Values(b"", _stream(rest, codec), size - level_size)
             else:
                 raw = _decompressed(rest, codec, size - level_size)
@@ -575,39 +597,27 @@ def _string_page(
                 values = _Values(memoryview(raw), None, len(raw))
         else:
             values = _Values(rest, None, len(rest))
-        return _int(fields, 1), body[:level_size], values
+        return count, _int(fields, 4), body[:level_size], values
     return None
 
 
-def _picked_strings(page: memoryview, rows: Ints, max_level: int, codec: int) -> bytes | None:
-    """:func:`_picked` for a plain page of byte arrays: their length-prefixed values
-    walked through as far as the last row wanted (decompressed only as far as that,
-    where the codec streams), and the wanted ones copied into a page of their own."""
-    read = _string_page(page, codec, max_level)
-    if read is None:
+def _chosen_strings(values: _Values, encoding: int, count: int, at: Ints) -> bytes | None:
+    """The length-prefixed values at ``at`` (among the page's values) of a plain page
+    of byte arrays, walked through as far as the last one wanted (decompressed only as
+    far as that, where the codec streams)."""
+    if encoding != _PLAIN:
         return None
-    count, level_bytes, values = read
-    if int(rows[-1]) >= count:
+    if not len(at):
+        return b""
+    need = int(at[-1]) + 1
+    # the bytes of ``need`` values of the page's mean size, and a little more
+    values.more(int(need * values.size / max(count, 1) * 1.05) + 64)
+    starts = _starts(values, need)
+    if starts is None:
         return None
-    wanted = _wanted(level_bytes, rows, max_level)
-    if wanted is None:
-        return None
-    kept_levels, at = wanted
-    chosen = b""
-    if len(at):
-        need = int(at[-1]) + 1
-        # the bytes of ``need`` values of the page's mean size, and a little more
-        mean = values.size / max(count, 1)
-        values.more(int(need * mean * 1.05) + 64)
-        starts = _starts(values, need)
-        if starts is None:
-            return None
-        data = values.data
-        chosen = b"".join(
-            data[s : s + 4 + _LENGTH.unpack_from(data, s)[0]] for s in starts[at].tolist()
-        )
-    body = _levels(kept_levels, max_level.bit_length()) + chosen
-    return _page(body, len(rows), codec)
+    data = values.data
+    unpack = _LENGTH.unpack_from
+    return b"".join(data[s : s + 4 + unpack(data, s)[0]] for s in starts[at].tolist())
 
 
 def _starts(values: _Values, need: int) -> Ints | None:
