@@ -35,8 +35,8 @@ from neve.arrow.page_file import (
     PageFile,
     ReadStats,
     counting_reads,
+    decoders,
     describe_pages,
-    executor,
     open_page_file,
 )
 from neve.arrow.page_pick import pick_pages
@@ -521,7 +521,7 @@ def _decoded(files: Sequence[_Prepared]) -> list[list[pa.Table]]:
     order = sorted(
         range(len(parts)), key=lambda n: -_bytes_of(parts[n][2].groups, files[parts[n][0]].blobs)
     )
-    done = executor().map(
+    done = decoders().map(
         lambda n: decode(files[parts[n][0]].layout, parts[n][2], files[parts[n][0]].blobs), order
     )
     tables = dict(zip(order, done, strict=True))
