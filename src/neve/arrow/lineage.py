@@ -69,4 +69,6 @@ def coalesce_column(
     filled = fallback if stored.null_count == len(stored) else pc.coalesce(stored, fallback)
     if isinstance(filled, pa.Scalar):
         filled = pa.array(np.full(len(stored), filled.as_py(), dtype=np.int64))
-    return batch.set_column(i, batch.schema.field(i), filled.cast(stored.type))
+    if filled.type != stored.type:  # (a cast to the same type still costs a call)
+        filled = filled.cast(stored.type)
+    return batch.set_column(i, batch.schema.field(i), filled)
