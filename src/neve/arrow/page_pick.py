@@ -57,8 +57,10 @@ from neve.errors import NeveIOError
 
 __all__ = [
     "PICK_FROM",
+    "page_v2",
     "pick_pages",
     "plain_dictionaries",
+    "uncompressed_page",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -290,7 +292,7 @@ def _picked(
         return None
     if compressed:
         return _compressed_page(kept_levels, max_level, chosen, len(rows), codec)
-    return _page(kept_levels, max_level, chosen, len(rows))
+    return uncompressed_page(kept_levels, max_level, chosen, len(rows))
 
 
 def _chosen_fixed(
@@ -468,13 +470,20 @@ def _levels(levels: Ints, width: int) -> bytes:
     return bytes(out)
 
 
-def _page(levels: Ints | None, max_level: int, values: bytes, count: int) -> bytes:
+def uncompressed_page(levels: Ints | None, max_level: int, values: bytes, count: int) -> bytes:
     """A version 2 data page of ``count`` rows: their definition levels and the plain
     values of those not null, uncompressed (a version 2 page says whether it is
     compressed, where a version 1 page is compressed by the chunk's codec: compressing
     a few values would cost more than decoding them)."""
     encoded = b"" if levels is None else _levels(levels, max_level.bit_length())
     nulls = 0 if levels is None else int((levels < max_level).sum())
+    return page_v2(encoded, values, count, nulls)
+
+
+def page_v2(levels: bytes, values: bytes, count: int, nulls: int) -> bytes:
+    """An uncompressed version 2 data page of ``count`` rows (``nulls`` of them null):
+    their definition levels (hybrid encoded) and plain values."""
+    encoded = levels
     size = len(encoded) + len(values)
     # PageHeader (compact protocol): type, sizes, then DataPageHeaderV2 as field 8:
     # values, nulls, rows, encoding PLAIN, the levels' byte lengths, not compressed

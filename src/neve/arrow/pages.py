@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from neve.arrow.page_dictionaries import fast_dictionaries
+from neve.arrow.page_align import lined_up, rewrite
 from neve.arrow.page_file import (
     PageFile,
     ReadStats,
@@ -39,9 +39,7 @@ from neve.arrow.page_file import (
     describe_pages,
     open_page_file,
 )
-from neve.arrow.page_pick import pick_pages
 from neve.arrow.page_plan import file_pages
-from neve.arrow.page_trim import trim_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
 from neve.arrow.splice import DecodeUnit, PageGroup, joined_across_files, splice, splice_key
 from neve.arrow.thrift import decode_numbers
@@ -367,17 +365,14 @@ def _joined(members: list[DecodeUnit]) -> DecodeUnit:
 def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
-    pick_pages(layout, unit, blobs)
-    trim_pages(layout, unit, blobs)
-    fast_dictionaries(layout, unit, blobs)
+    rewrite(layout, unit, blobs)
     data = splice(layout, unit, blobs)
     try:
-        # pyarrow's reader without ParquetFile's set-up around it (a fifth of a unit's
-        # decoding at one row of 8 KiB pages), with ParquetFile's Arrow extension types;
-        # the file is in memory, so its column chunks are not read ahead
-        reader = pq.ParquetReader()
+        # pyarrow's reader without ParquetFile's set-up (a fifth of a unit at one row of
+        # 8 KiB pages), its extension types as ParquetFile has them, nothing read ahead
+        reader, source = pq.ParquetReader(), pa.BufferReader(data)
         reader.open(
-            pa.BufferReader(data),
+            source,
             coerce_int96_timestamp_unit="us",
             arrow_extensions_enabled=True,
             pre_buffer=False,
@@ -439,10 +434,6 @@ def _merge(target: pa.DataType, parts: Sequence[pa.Array]) -> pa.Array:
     return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
 
 
-def _combined(column: pa.ChunkedArray) -> pa.Array:
-    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-
-
 @dataclass
 class _Prepared:
     """A file's reads planned and its pages read, ready to decode."""
@@ -493,7 +484,8 @@ def _assemble(target: pa.Schema, decoded: Sequence[pa.Table]) -> pa.Table:
     by_top: dict[str, list[pa.Array]] = {}
     for table in decoded:
         for name, column in zip(table.column_names, table.columns, strict=True):
-            by_top.setdefault(name, []).append(_combined(column))
+            one = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+            by_top.setdefault(name, []).append(one)
     arrays = [_merge(f.type, by_top[f.name]) for f in target]
     return pa.Table.from_arrays(arrays, schema=target)
 
@@ -589,6 +581,10 @@ def read_positions_of_files(
         except UnsupportedLayout:
             prepared.append(None)
     ready = [p for p in prepared if isinstance(p, _Prepared)]
+    if len(ready) == 1 and ready[0].nbytes <= _HALVES_FROM:
+        # one row a row group of one file: its units lined up and decoded as one (of
+        # several files, the units of each column join across files instead)
+        ready[0].units = lined_up(ready[0].layout, ready[0].units, ready[0].blobs)
     if sum(p.nbytes for p in ready) > _HALVES_FROM:
         # large pages (parquet-java's 1 MiB): no two files splice alike (their chunks
         # have dictionary pages), and the decodes need both cores

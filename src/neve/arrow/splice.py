@@ -81,6 +81,9 @@ class DecodeUnit:
     groups: list[PageGroup] = field(default_factory=list)
     heads: dict[int, tuple[bytes, int]] = field(default_factory=dict)
     replaced: dict[int, bytes] = field(default_factory=dict)
+    #: its pages rewritten already (picked, cut, dictionaries kept; padded,
+    #: :mod:`neve.arrow.page_align`): spliced as they are
+    rewritten: bool = False
 
 
 def _pruned_schema(elements: Sequence[Struct], keep: set[int]) -> list[Struct]:
@@ -390,7 +393,7 @@ def splice_key(layout: ParquetLayout, unit: DecodeUnit) -> tuple[object, ...] | 
     pages in one column chunk per leaf. None where the unit cannot be: several groups,
     a dictionary page, a chunk read whole, or a repeated leaf (whose value counts the
     page headers tell)."""
-    if len(unit.groups) != 1:
+    if len(unit.groups) != 1 or unit.rewritten:  # (a join would drop what was rewritten)
         return None
     g = unit.groups[0]
     if g.whole or g.omitted or any(d is not None for d in g.dictionaries):
