@@ -6,6 +6,7 @@ groups and tiny pages; and the footer decoder reads back exactly what it writes.
 
 from __future__ import annotations
 
+import os
 import struct
 import uuid
 from pathlib import Path
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from arrow.whole_read import planned_pages
 from budget import examples
 from edge_rows import TYPES, canon, edge_table
+from neve.arrow.page_file import decoders, executor
 from neve.arrow.pages import ReadStats, read_positions
 from neve.arrow.parquet_layout import layout_cache
 from neve.arrow.thrift import decode_struct, encode_struct
@@ -282,3 +284,36 @@ def test_later_reads_plan_the_pages_of_the_whole_file_at_once(tmp_path: Path) ->
     by_name = {leaf.path[0]: leaf.index for leaf in layout.leaves}
     assert all(layout.file_pages[by_name[c]] is not None for c in ("id", "s", "d"))
     assert layout.file_pages[by_name["i"]] is None
+
+
+def _read_in_child(path: str, positions: list[int]) -> None:
+    whole = pq.read_table(path)
+    # the pools the parent used have no threads here: a take would wait for ever
+    done = executor().submit(len, "four").result(timeout=30) == 4
+    done = done and decoders().submit(len, "to").result(timeout=30) == 2
+    _touched_bytes(Path(path), positions)
+    os._exit(0 if done and whole.num_rows else 3)
+
+
+def test_a_process_forked_after_page_reads_reads_pages(tmp_path: Path) -> None:
+    import multiprocessing
+    import warnings
+
+    path = tmp_path / "f.parquet"
+    n = 50_000
+    table = pa.table({"a": np.arange(n), "b": np.arange(n) * 0.5, "s": [str(i) for i in range(n)]})
+    pq.write_table(table, path, write_page_index=True, data_page_size=4096)
+    _touched_bytes(path, [3, 40_000])
+    assert decoders().submit(len, "x").result() == 1  # both pools have threads now
+    assert executor().submit(len, "x").result() == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
+        child = multiprocessing.get_context("fork").Process(
+            target=_read_in_child, args=(str(path), [7, 20_000, 49_999])
+        )
+        child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung on the page reader's pools")
+    assert child.exitcode == 0

@@ -69,6 +69,16 @@ def decoders() -> ThreadPoolExecutor:
         return _decoders
 
 
+def _new_pools_in_child() -> None:
+    # a forked child has none of the parent's threads, and a pool of the parent's would
+    # take its tasks and run none: the child starts its own pools when it needs them
+    global _pool, _decoders, _pool_lock
+    _pool, _decoders, _pool_lock = None, None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_pools_in_child)
+
+
 @dataclass
 class ReadStats:
     """What reads cost: bytes read from files and the number of reads (thread-safe)."""
