@@ -8,6 +8,7 @@ then for the whole file)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 import neve
 import neve.arrow.pages as pages
+import neve.arrow.take as take
 from budget import examples
 from edge_rows import TYPES, canon, edge_table
 
@@ -139,3 +141,35 @@ def test_a_take_of_many_bytes_decodes_each_file_on_both_cores(
     expected = full.take(pa.array([at[i] for i in asked], pa.int64())).drop(["_row_id"])
     assert canon(got.to_pylist()) == canon(expected.to_pylist())
     assert len(decodes) > 3  # not one decode for the three files: each its own, in halves
+
+
+def _take_in_child(table: neve.Table, asked: list[int], expected: list[int]) -> None:
+    got = table.take(asked, columns=["id"]).column("id").to_pylist()
+    os._exit(0 if got == expected else 3)
+
+
+def test_a_process_forked_after_a_take_takes(sqlite_catalog: neve.Catalog) -> None:
+    """The take's pool of file reads (many rows from several files) is the child's own
+    after a fork: the parent's, copied without its threads, would run nothing."""
+    import multiprocessing
+    import warnings
+
+    table = sqlite_catalog.create_table(
+        "db.t", edge_table(["l"], 1, 1).schema, properties={}, format_version=3
+    )
+    for k in range(3):
+        table.append(edge_table(["l"], 400, k, start=400 * k))
+    asked = list(range(0, 1200, 3))  # more rows than a take reads file by file
+    expected = table.take(asked, columns=["id"]).column("id").to_pylist()
+    assert take._files_pool is not None  # the parent read the files in its pool
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
+        child = multiprocessing.get_context("fork").Process(
+            target=_take_in_child, args=(table, asked, expected)
+        )
+        child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung taking rows")
+    assert child.exitcode == 0

@@ -4,6 +4,7 @@ file: the changelog's rows newly deleted by a deletion vector."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,18 @@ from neve.arrow.lineage import POSITION_COLUMN
 from neve.io.fileio import FileIO
 
 __all__ = ["gather_positions", "polars_exact"]
+
+# polars' thread pool, once started, hangs a child forked after it (the child has none
+# of its threads): a process forked after this one gathered rows reads with pyarrow (a
+# data loader's workers forked after the parent took rows, say).
+_state = {"used": False, "forked_after_use": False}
+
+
+def _after_fork_in_child() -> None:
+    _state["forked_after_use"] = _state["forked_after_use"] or _state["used"]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def polars_exact(t: pa.DataType) -> bool:
@@ -40,11 +53,12 @@ def gather_positions(
     """The rows of a data file at ``positions`` (columns ``columns``, the types pyarrow
     reads, plus their positions in ``POSITION_COLUMN``), decoded by polars, which skips
     materialising the other rows. ``None`` when a column's type is not one polars
-    decodes exactly (:func:`polars_exact`) or polars cannot read the file: the caller
-    reads it with pyarrow then."""
+    decodes exactly (:func:`polars_exact`), polars cannot read the file or must not run
+    here (a process forked after it ran): the caller reads it with pyarrow then."""
     types = pa.schema([file_schema.field(c) for c in columns])
-    if not all(polars_exact(f.type) for f in types):
+    if _state["forked_after_use"] or not all(polars_exact(f.type) for f in types):
         return None
+    _state["used"] = True
     wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
     fs, inner = io.filesystem(path)
     try:

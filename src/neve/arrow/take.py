@@ -14,6 +14,7 @@ Each file reads only the pages holding the rows where it has a page index
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -182,6 +183,16 @@ def _read(
 _SERIAL_ROWS = 256
 
 _files_pool: ThreadPoolExecutor | None = None
+
+
+def _new_pool_in_child() -> None:
+    # a forked child has none of the parent's threads (a pool of them would run nothing)
+    # and no thread of it holds the lock
+    global _files_pool, _live_lock
+    _files_pool, _live_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_pool_in_child)
 
 
 def _parallel(
