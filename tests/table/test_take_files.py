@@ -161,7 +161,7 @@ def test_a_process_forked_after_a_take_takes(sqlite_catalog: neve.Catalog) -> No
         table.append(edge_table(["l"], 400, k, start=400 * k))
     asked = list(range(0, 1200, 3))  # more rows than a take reads file by file
     expected = table.take(asked, columns=["id"]).column("id").to_pylist()
-    assert take._files_pool is not None  # the parent read the files in its pool
+    assert take._files_pool.started  # the parent read the files in its pool
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
         child = multiprocessing.get_context("fork").Process(

@@ -24,6 +24,7 @@ from neve.arrow.fragments import retrying
 from neve.arrow.parquet_layout import ParquetLayout, layout_cache, parse_layout, tail_size
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
+from neve.io.pools import ProcessPool
 
 __all__ = [
     "PageFile",
@@ -40,20 +41,13 @@ __all__ = [
 _GAP_REMOTE = 512 * 1024
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_reads = ProcessPool(8, "neve-pages")
+_decoders = ProcessPool(lambda: os.cpu_count() or 2, "neve-decode")
 
 
 def executor() -> ThreadPoolExecutor:
     """A pool shared by all page reads (positioned reads release the GIL)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-pages")
-        return _pool
-
-
-_decoders: ThreadPoolExecutor | None = None
+    return _reads.get()
 
 
 def decoders() -> ThreadPoolExecutor:
@@ -61,22 +55,7 @@ def decoders() -> ThreadPoolExecutor:
     a core (and between pyarrow's calls, for the GIL), and more threads than cores
     only wait on each other (a 10-row take of parquet-java's layout, six decode units
     on two cores, took about 7% longer on the reads' eight threads)."""
-    global _decoders
-    with _pool_lock:
-        if _decoders is None:
-            workers = os.cpu_count() or 2
-            _decoders = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neve-decode")
-        return _decoders
-
-
-def _new_pools_in_child() -> None:
-    # a forked child has none of the parent's threads, and a pool of the parent's would
-    # take its tasks and run none: the child starts its own pools when it needs them
-    global _pool, _decoders, _pool_lock
-    _pool, _decoders, _pool_lock = None, None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_pools_in_child)
+    return _decoders.get()
 
 
 @dataclass

@@ -18,7 +18,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +34,7 @@ from neve.errors import NoSuchRowError, ValidationError
 from neve.expressions.binding import bind
 from neve.expressions.expressions import is_in
 from neve.io.fileio import FileIO
+from neve.io.pools import ProcessPool
 from neve.planning.row_ids import RowIdIndex, row_id_index
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
@@ -182,17 +182,17 @@ def _read(
 #: rows from two files were slower in threads).
 _SERIAL_ROWS = 256
 
-_files_pool: ThreadPoolExecutor | None = None
+#: The threads that read a take's files at once.
+_files_pool = ProcessPool(read_workers, "neve-take")
 
 
-def _new_pool_in_child() -> None:
-    # a forked child has none of the parent's threads (a pool of them would run nothing)
-    # and no thread of it holds the lock
-    global _files_pool, _live_lock
-    _files_pool, _live_lock = None, threading.Lock()
+def _lock_in_child() -> None:
+    # a thread of the parent may have held the lock when it forked: not one of the child's
+    global _live_lock
+    _live_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_new_pool_in_child)
+os.register_at_fork(after_in_child=_lock_in_child)
 
 
 def _parallel(
@@ -200,14 +200,9 @@ def _parallel(
 ) -> list[pa.Table]:
     """The jobs' results, files read at once where it pays (many rows, or an object
     store), in a pool kept for takes."""
-    global _files_pool
     if len(jobs) <= 1 or _serial(s, tasks, rows):
         return [job() for job in jobs]
-    with _live_lock:
-        if _files_pool is None:
-            _files_pool = ThreadPoolExecutor(read_workers(), thread_name_prefix="neve-take")
-        pool = _files_pool
-    return list(pool.map(lambda job: job(), jobs))
+    return list(_files_pool.get().map(lambda job: job(), jobs))
 
 
 def _serial(s: _Snapshot, tasks: Sequence[int], rows: int) -> bool:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from neve.errors import ValidationError
 from neve.io.fileio import FileIO
+from neve.io.pools import ProcessPool
 from neve.planning.manifest_columnar import columnar_enabled
 from neve.planning.manifests import (
     LazyManifest,
@@ -172,27 +173,12 @@ _CACHE = ManifestCache(_max_entries_from_env())
 #: millisecond; polars-avro's decodes about 25 KB, so a hand-over pays off later still.
 PARALLEL_READS_FROM = 128 * 1024
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+#: The threads that fetch manifests and run columnar reads for this process.
+_POOL = ProcessPool(8, "neve-manifests")
 
 
 def _shared_pool() -> ThreadPoolExecutor:
-    """The threads that fetch manifests and run columnar reads for this process, started
-    on first use (its threads idle between plans)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="neve-manifests")
-        return _POOL
-
-
-def _new_pool_in_child() -> None:
-    # a forked child has none of the parent's threads: it starts its own pool
-    global _POOL, _POOL_LOCK
-    _POOL, _POOL_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_pool_in_child)
+    return _POOL.get()
 
 
 def manifest_cache() -> ManifestCache:

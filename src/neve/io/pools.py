@@ -1,0 +1,56 @@
+"""Thread pools kept for the life of a process: manifest fetches, page reads and
+decodes, a take's file reads.
+
+A pool is started on first use and its threads idle between uses (starting and joining
+threads on every call costs every call, and a loaded machine makes the join wait). A
+process forked after a pool started has none of its threads, and the pool's copy would
+take tasks and run none: the child starts its own pools on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["ProcessPool"]
+
+
+class ProcessPool:
+    """A thread pool of this process, started on first :meth:`get`, with ``workers``
+    threads (a number, or a function giving it then) named after ``name``."""
+
+    def __init__(self, workers: int | Callable[[], int], name: str) -> None:
+        self._workers = workers
+        self._name = name
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        _pools.add(self)
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                n = self._workers if isinstance(self._workers, int) else self._workers()
+                self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix=self._name)
+            return self._pool
+
+    @property
+    def started(self) -> bool:
+        """Whether this process has started the pool."""
+        return self._pool is not None
+
+    def _forget(self) -> None:
+        self._pool, self._lock = None, threading.Lock()
+
+
+_pools: weakref.WeakSet[ProcessPool] = weakref.WeakSet()
+
+
+def _forget_pools_in_child() -> None:
+    for pool in list(_pools):
+        pool._forget()
+
+
+os.register_at_fork(after_in_child=_forget_pools_in_child)

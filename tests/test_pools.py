@@ -1,0 +1,42 @@
+"""Thread pools kept per process (neve.io.pools): started once, and started anew in a
+child forked after them, whose copy of the parent's pool has no threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import warnings
+
+import pytest
+
+from neve.io.pools import ProcessPool
+
+_POOLS = [ProcessPool(2, "test-pool"), ProcessPool(lambda: 3, "test-pool-by-call")]
+
+
+def test_a_pool_starts_once_with_its_workers() -> None:
+    fixed, by_call = _POOLS
+    assert fixed.get() is fixed.get()
+    assert fixed.get()._max_workers == 2
+    assert by_call.get()._max_workers == 3
+    assert fixed.started and by_call.started
+
+
+def _use_in_child() -> None:
+    ok = all(p.get().submit(len, "abc").result(timeout=30) == 3 for p in _POOLS)
+    os._exit(0 if ok else 3)
+
+
+def test_a_child_forked_after_a_pool_ran_runs_its_own() -> None:
+    for p in _POOLS:
+        assert p.get().submit(len, "ab").result() == 2  # the parent's threads exist now
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
+        child = multiprocessing.get_context("fork").Process(target=_use_in_child)
+        child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung on a pool copied from its parent")
+    assert child.exitcode == 0
+    assert _POOLS[0].get().submit(len, "a").result() == 1  # the parent's pool still runs
