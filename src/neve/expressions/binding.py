@@ -76,7 +76,7 @@ def bind(
 #: a scan binds its filter to the table schema several times (to check it, and in its
 #: metrics, manifest and residual evaluators). Each entry holds the two objects, so
 #: that their ids are not reused while it stands. Equality would not do as the key:
-#: ``0.0 == -0.0`` and ``Decimal("1.0") == Decimal("1.00")``, which bind differently.
+#: ``0.0 == -0.0`` (and they hash alike), yet they bind to different literals.
 _RECENT: dict[tuple[int, int, bool], tuple[object, BooleanExpression, BooleanExpression]] = {}
 _RECENT_SIZE = 64
 
