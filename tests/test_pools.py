@@ -3,12 +3,9 @@ child forked after them, whose copy of the parent's pool has no threads."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import warnings
 
-import pytest
-
+from forked import run_forked
 from neve.io.pools import ProcessPool
 
 _POOLS = [ProcessPool(2, "test-pool"), ProcessPool(lambda: 3, "test-pool-by-call")]
@@ -30,13 +27,5 @@ def _use_in_child() -> None:
 def test_a_child_forked_after_a_pool_ran_runs_its_own() -> None:
     for p in _POOLS:
         assert p.get().submit(len, "ab").result() == 2  # the parent's threads exist now
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
-        child = multiprocessing.get_context("fork").Process(target=_use_in_child)
-        child.start()
-    child.join(timeout=120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung on a pool copied from its parent")
-    assert child.exitcode == 0
+    assert run_forked(_use_in_child, (), "on a pool copied from its parent") == 0
     assert _POOLS[0].get().submit(len, "a").result() == 1  # the parent's pool still runs

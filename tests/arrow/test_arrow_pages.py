@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from arrow.whole_read import planned_pages
 from budget import examples
 from edge_rows import TYPES, canon, edge_table
+from forked import run_forked
 from neve.arrow.page_file import decoders, executor
 from neve.arrow.pages import ReadStats, read_positions
 from neve.arrow.parquet_layout import layout_cache
@@ -296,9 +297,6 @@ def _read_in_child(path: str, positions: list[int]) -> None:
 
 
 def test_a_process_forked_after_page_reads_reads_pages(tmp_path: Path) -> None:
-    import multiprocessing
-    import warnings
-
     path = tmp_path / "f.parquet"
     n = 50_000
     table = pa.table({"a": np.arange(n), "b": np.arange(n) * 0.5, "s": [str(i) for i in range(n)]})
@@ -306,14 +304,5 @@ def test_a_process_forked_after_page_reads_reads_pages(tmp_path: Path) -> None:
     _touched_bytes(path, [3, 40_000])
     assert decoders().submit(len, "x").result() == 1  # both pools have threads now
     assert executor().submit(len, "x").result() == 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
-        child = multiprocessing.get_context("fork").Process(
-            target=_read_in_child, args=(str(path), [7, 20_000, 49_999])
-        )
-        child.start()
-    child.join(timeout=120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung on the page reader's pools")
-    assert child.exitcode == 0
+    positions = [7, 20_000, 49_999]
+    assert run_forked(_read_in_child, (str(path), positions), "on the page reader's pools") == 0

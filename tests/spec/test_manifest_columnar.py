@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forked import run_forked
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 from neve.planning import avro_reader
@@ -636,23 +637,10 @@ def _decode_in_child(data: bytes, m: ManifestFile, specs: dict[int, PartitionSpe
 
 
 def test_a_process_forked_after_the_reader_was_used_decodes_with_fastavro(tmp_path: Path) -> None:
-    import multiprocessing
-    import warnings
-
     data, m, specs = _small_manifest(tmp_path)
     used = decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)
     assert used._columns is not None  # the reader was used
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
-        child = multiprocessing.get_context("fork").Process(
-            target=_decode_in_child, args=(data, m, specs)
-        )
-        child.start()
-    child.join(timeout=120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung decoding a manifest")
-    assert child.exitcode == 0
+    assert run_forked(_decode_in_child, (data, m, specs), "decoding a manifest") == 0
     # this process still decodes with the reader
     assert decode_manifest_lazy(data, m, specs_by_id=specs, columnar=True)._columns is not None
 

@@ -21,6 +21,7 @@ import neve.arrow.pages as pages
 import neve.arrow.take as take
 from budget import examples
 from edge_rows import TYPES, canon, edge_table
+from forked import run_forked
 
 pytestmark = pytest.mark.property
 
@@ -151,9 +152,6 @@ def _take_in_child(table: neve.Table, asked: list[int], expected: list[int]) -> 
 def test_a_process_forked_after_a_take_takes(sqlite_catalog: neve.Catalog) -> None:
     """The take's pool of file reads (many rows from several files) is the child's own
     after a fork: the parent's, copied without its threads, would run nothing."""
-    import multiprocessing
-    import warnings
-
     table = sqlite_catalog.create_table(
         "db.t", edge_table(["l"], 1, 1).schema, properties={}, format_version=3
     )
@@ -162,14 +160,4 @@ def test_a_process_forked_after_a_take_takes(sqlite_catalog: neve.Catalog) -> No
     asked = list(range(0, 1200, 3))  # more rows than a take reads file by file
     expected = table.take(asked, columns=["id"]).column("id").to_pylist()
     assert take._files_pool.started  # the parent read the files in its pool
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads, 3.12+
-        child = multiprocessing.get_context("fork").Process(
-            target=_take_in_child, args=(table, asked, expected)
-        )
-        child.start()
-    child.join(timeout=120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung taking rows")
-    assert child.exitcode == 0
+    assert run_forked(_take_in_child, (table, asked, expected), "taking rows") == 0
