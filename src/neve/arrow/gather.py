@@ -4,7 +4,6 @@ file: the changelog's rows newly deleted by a deletion vector."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -15,20 +14,14 @@ from pyroaring import BitMap64
 
 from neve.arrow.lineage import POSITION_COLUMN
 from neve.io.fileio import FileIO
+from neve.io.pools import ForkGuard
 
 __all__ = ["gather_positions", "polars_exact"]
 
 # polars' thread pool, once started, hangs a child forked after it (the child has none
 # of its threads): a process forked after this one gathered rows reads with pyarrow (a
 # data loader's workers forked after the parent took rows, say).
-_state = {"used": False, "forked_after_use": False}
-
-
-def _after_fork_in_child() -> None:
-    _state["forked_after_use"] = _state["forked_after_use"] or _state["used"]
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+_POLARS = ForkGuard()
 
 
 def polars_exact(t: pa.DataType) -> bool:
@@ -56,9 +49,9 @@ def gather_positions(
     decodes exactly (:func:`polars_exact`), polars cannot read the file or must not run
     here (a process forked after it ran): the caller reads it with pyarrow then."""
     types = pa.schema([file_schema.field(c) for c in columns])
-    if _state["forked_after_use"] or not all(polars_exact(f.type) for f in types):
+    if _POLARS.forked_after_use or not all(polars_exact(f.type) for f in types):
         return None
-    _state["used"] = True
+    _POLARS.use()
     wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
     fs, inner = io.filesystem(path)
     try:

@@ -1,5 +1,5 @@
-"""Thread pools kept for the life of a process: manifest fetches, page reads and
-decodes, a take's file reads.
+"""Thread pools kept for the life of a process (manifest fetches, page reads and
+decodes, a take's file reads), and guards of native libraries' own pools.
 
 A pool is started on first use and its threads idle between uses (starting and joining
 threads on every call costs every call, and a loaded machine makes the join wait). A
@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["ProcessPool"]
+__all__ = ["ForkGuard", "ProcessPool"]
 
 
 class ProcessPool:
@@ -54,3 +54,36 @@ def _forget_pools_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_pools_in_child)
+
+
+class ForkGuard:
+    """Whether a native library that runs thread pools of its own (polars, polars-avro)
+    may run in this process: not in a process forked after it ran here or in an
+    ancestor, whose copy of its pool has no threads and hangs the first call."""
+
+    def __init__(self) -> None:
+        self._used = False
+        self._forked_after_use = False
+        _guards.add(self)
+
+    def use(self) -> None:
+        """Note that the library runs in this process."""
+        self._used = True
+
+    @property
+    def forked_after_use(self) -> bool:
+        return self._forked_after_use
+
+    def _forked(self) -> None:
+        self._forked_after_use = self._forked_after_use or self._used
+
+
+_guards: weakref.WeakSet[ForkGuard] = weakref.WeakSet()
+
+
+def _forked_guards_in_child() -> None:
+    for guard in list(_guards):
+        guard._forked()
+
+
+os.register_at_fork(after_in_child=_forked_guards_in_child)

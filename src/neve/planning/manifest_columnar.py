@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.expressions.metric_arrays import Bounds, Counts, MetricArrays
+from neve.io.pools import ForkGuard
 from neve.planning.arrow_values import binaries, gather, ints, lazy_maps, spans, valid
 from neve.planning.avro_reader import read_arrow, readable_schema
 from neve.spec.avro_container import AvroHeader
@@ -78,16 +79,7 @@ _MAPS = frozenset(
 
 # native readers run thread pools once used (polars' deadlocks a child forked after it
 # ran): a process forked after this process used the reader decodes with fastavro.
-_used = False
-_forked_after_use = False
-
-
-def _after_fork_in_child() -> None:
-    global _forked_after_use
-    _forked_after_use = _forked_after_use or _used
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+_READER = ForkGuard()
 
 
 #: The metric maps ``metrics`` returns, in ``InclusiveMetricsEvaluator.eval_metrics``
@@ -105,7 +97,7 @@ def columnar_enabled() -> bool:
     """Whether to decode manifests with the columnar reader: unless
     ``NEVE_MANIFEST_DECODER`` says "fastavro", or this process was forked from one that
     had used it."""
-    if _forked_after_use:
+    if _READER.forked_after_use:
         return False
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
 
@@ -571,7 +563,7 @@ def prepare_read(
     sync marker. None when the reader cannot read them (a codec it lacks, a process
     forked after it ran) or a file's blocks do not parse: fastavro decodes them then."""
     first = headers[0]
-    if first.codec not in _CODECS or _forked_after_use:
+    if first.codec not in _CODECS or _READER.forked_after_use:
         return None
     counts: tuple[int, ...] | None = None
     data = datas[0]
@@ -599,8 +591,7 @@ def prepare_read(
 def run_read(read: ColumnarRead) -> pa.Table | None:
     """The reader's part of a read: the Avro file as an Arrow table, or None on any
     failure of the reader (fastavro decodes the files instead)."""
-    global _used
-    _used = True
+    _READER.use()
     try:
         return read_arrow(read.data)
     except Exception:  # whatever it raises (a private module: see avro_reader)
