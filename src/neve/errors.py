@@ -40,7 +40,8 @@ Py4J) are translated at the boundary where they are caught, with ``raise ... fro
     ├── StorageCredentialsError          (a catalog server could not get short-lived
     │                                     storage credentials from STS for a table)
     └── EngineSetupError                 (a Spark session or its executors lack what
-                                          neve needs; nothing was read or written)
+                                          neve needs, or a forked process cannot run
+                                          polars; nothing was written)
 """
 
 from __future__ import annotations
@@ -225,5 +226,7 @@ class StorageCredentialsError(NeveError):
 
 class EngineSetupError(NeveError):
     """The engine neve runs on is not set up as neve needs: a Spark session setting
-    that cannot be changed at run time, or executors whose Python cannot import neve.
-    The message names the setting or the interpreter and how to fix it at launch."""
+    that cannot be changed at run time, executors whose Python cannot import neve, or a
+    process forked after polars ran (its thread pool is not inherited), asked to run
+    polars. The message names the setting, the interpreter or the start method, and how
+    to fix it at launch."""

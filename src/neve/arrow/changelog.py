@@ -33,6 +33,7 @@ from neve.arrow.schema import NameMapping, parse_name_mapping, to_arrow_schema
 from neve.errors import ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
+from neve.io.pools import POLARS
 from neve.planning.changelog import (
     CHANGE_ORDINAL,
     CHANGE_TYPE,
@@ -198,6 +199,7 @@ def finish_changes(
     DELETE only). Row order: by ordinal, then as read."""
     if rows.num_rows == 0:
         return rows
+    POLARS.require("a changelog read")
     df = pl.from_arrow(rows.select([*data_columns, CHANGE_TYPE, CHANGE_ORDINAL]))
     assert isinstance(df, pl.DataFrame)
     # floats compare by their shortest text: -0.0 is not 0.0, NaN equals NaN (the

@@ -14,14 +14,9 @@ from pyroaring import BitMap64
 
 from neve.arrow.lineage import POSITION_COLUMN
 from neve.io.fileio import FileIO
-from neve.io.pools import ForkGuard
+from neve.io.pools import POLARS
 
 __all__ = ["gather_positions", "polars_exact"]
-
-# polars' thread pool, once started, hangs a child forked after it (the child has none
-# of its threads): a process forked after this one gathered rows reads with pyarrow (a
-# data loader's workers forked after the parent took rows, say).
-_POLARS = ForkGuard()
 
 
 def polars_exact(t: pa.DataType) -> bool:
@@ -49,9 +44,12 @@ def gather_positions(
     decodes exactly (:func:`polars_exact`), polars cannot read the file or must not run
     here (a process forked after it ran): the caller reads it with pyarrow then."""
     types = pa.schema([file_schema.field(c) for c in columns])
-    if _POLARS.forked_after_use or not all(polars_exact(f.type) for f in types):
+    # polars' thread pool, once started, hangs a child forked after it (the child has
+    # none of its threads): a process forked after polars ran reads with pyarrow (a data
+    # loader's workers forked after the parent took rows, say)
+    if POLARS.forked_after_use or not all(polars_exact(f.type) for f in types):
         return None
-    _POLARS.use()
+    POLARS.use()
     wanted = np.frombuffer(positions.to_array(), dtype=np.uint64).astype(np.int64)
     fs, inner = io.filesystem(path)
     try:

@@ -28,6 +28,7 @@ from neve.arrow.schema import to_arrow_schema
 from neve.errors import DuplicateKeyError, ValidationError
 from neve.expressions import ALWAYS_FALSE, BooleanExpression, and_
 from neve.expressions.expressions import greater_than_or_equal, is_in, less_than_or_equal
+from neve.io.pools import POLARS
 from neve.planning.delete import whole_file_tasks
 from neve.planning.scan import ScanPlan
 from neve.planning.tasks import FileScanTask
@@ -114,6 +115,7 @@ def find_keys(
         raise ValidationError(
             f"key columns {list(on)} do not convert to the table's types: {exc}"
         ) from None
+    POLARS.require("a primary-key lookup (upsert, MERGE, key checks)")
     wanted = pl.DataFrame(typed).unique()
     read_schema = Schema(*key_schema.fields, ROW_POSITION)
     shared = cache or DeleteCache()
@@ -221,6 +223,7 @@ def key_column(table: TableState, task: FileScanTask, field: NestedField) -> pl.
 
     def load() -> pl.Series:
         rows = read_task(table, whole, Schema(field))
+        POLARS.require("a primary-key lookup (upsert, MERGE, key checks)")
         return pl.Series(field.name, rows.column(0).combine_chunks())
 
     key = (task.file.file_path, task.file.file_size_in_bytes, field.field_id, str(field.field_type))
@@ -229,6 +232,7 @@ def key_column(table: TableState, task: FileScanTask, field: NestedField) -> pl.
 
 def duplicate_keys(keys: pa.Table, on: Sequence[str]) -> pa.Table:
     """The keys that occur more than once in ``keys``."""
+    POLARS.require("a check of primary keys for duplicates")
     counts = pl.DataFrame(keys.select(list(on))).group_by(list(on)).len()
     return counts.filter(pl.col("len") > 1).select(list(on)).to_arrow()
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neve.errors import MergeEngineError
+from neve.io.pools import POLARS
 from neve.spec.merge_engine import RETRACTABLE_FUNCTIONS, ROW_KINDS, MergeEngine
 
 __all__ = [
@@ -114,6 +115,7 @@ def _without_retractions(
 def last_per_key(incoming: pa.Table, on: Sequence[str]) -> pa.Table:
     """The last row of each key, in input order (deduplicate without a sequence); the
     table itself when no key repeats."""
+    POLARS.require("a merge engine's fold of rows by key")
     keys = pl.from_arrow(incoming.select(list(on)))
     assert isinstance(keys, pl.DataFrame)
     if not keys.is_duplicated().any():
@@ -132,6 +134,7 @@ def first_per_key(engine: MergeEngine, incoming: pa.Table, on: Sequence[str]) ->
     (after the row kinds are checked: retractions are dropped with ``ignore-delete`` and
     refused without it)."""
     rows, _ = _without_retractions(engine, *split_row_kinds(engine, incoming))
+    POLARS.require("a merge engine's fold of rows by key")
     keys = pl.from_arrow(rows.select(list(on)))
     assert isinstance(keys, pl.DataFrame)
     if not keys.is_duplicated().any():
@@ -162,6 +165,7 @@ def resolve(
     rows, retract = split_row_kinds(engine, incoming)
     rows, retract = _without_retractions(engine, rows, retract)
     n_stored = stored.num_rows
+    POLARS.require("a merge engine's fold of rows by key")
     inc = pl.DataFrame(rows).with_columns(
         pl.Series(_RETRACT, retract, dtype=pl.Boolean),
         pl.int_range(0, pl.len(), dtype=pl.Int64).alias(_ORDER),

@@ -37,6 +37,7 @@ from neve.arrow.writer import delete_written_files
 from neve.engine.changes import MergeOutcome, RowChanges, UpdateOutcome
 from neve.errors import ValidationError
 from neve.expressions import BooleanExpression
+from neve.io.pools import POLARS
 from neve.planning.delete import DeleteFiles, rewrite_schema
 from neve.planning.merge import Clause, MergePlan
 from neve.planning.tasks import FileScanTask
@@ -473,6 +474,7 @@ def _join(
     t_cols = [
         c for c in target.column_names if needs_values or c in (*on, "__file", "__pos", "__t")
     ]
+    POLARS.require("MERGE")
     s = pl.DataFrame(
         source.select(s_cols).rename_columns(
             [c if c.startswith("__") else "s__" + c for c in s_cols]

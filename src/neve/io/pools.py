@@ -15,7 +15,9 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["ForkGuard", "ProcessPool"]
+from neve.errors import EngineSetupError
+
+__all__ = ["POLARS", "ForkGuard", "ProcessPool"]
 
 
 class ProcessPool:
@@ -61,7 +63,8 @@ class ForkGuard:
     may run in this process: not in a process forked after it ran here or in an
     ancestor, whose copy of its pool has no threads and hangs the first call."""
 
-    def __init__(self) -> None:
+    def __init__(self, library: str = "a native library") -> None:
+        self.library = library
         self._used = False
         self._forked_after_use = False
         _guards.add(self)
@@ -74,11 +77,31 @@ class ForkGuard:
     def forked_after_use(self) -> bool:
         return self._forked_after_use
 
+    def require(self, what: str) -> None:
+        """Note that ``what`` runs the library here, or raise
+        :class:`~neve.errors.EngineSetupError` where it must not run (it would wait
+        forever on threads this process does not have); for callers with no other way
+        of doing ``what``."""
+        if self._forked_after_use:
+            library = self.library
+            raise EngineSetupError(
+                f"{what} runs {library}, whose thread pool does not survive fork(): this "
+                f"process was forked after {library} ran in it or in its parent, and "
+                f"{library} would wait forever here. Start worker processes with "
+                "multiprocessing's 'spawn' or 'forkserver' start method, or do this in "
+                "the parent; the table is unchanged"
+            )
+        self._used = True
+
     def _forked(self) -> None:
         self._forked_after_use = self._forked_after_use or self._used
 
 
 _guards: weakref.WeakSet[ForkGuard] = weakref.WeakSet()
+
+#: polars' thread pool: one per process, whichever module ran polars first (merge
+#: engines, MERGE and upsert, key lookups, changelogs, a take's gathers), so one guard.
+POLARS = ForkGuard("polars")
 
 
 def _forked_guards_in_child() -> None:
