@@ -458,6 +458,10 @@ def run(n: int, args: Any) -> None:
             seconds, _ = timed(lambda: lance.write(staging, dataset))
             size = sum(f.stat().st_size for f in dataset.rglob("*") if f.is_file())
             print(f"  Lance    dataset: write {seconds:6.2f} s   {size / 2**20:8.1f} MiB")
+            # the files just written (4 GB at 10M rows) are still being written back to
+            # disk for a while: flushed first, so that no take is timed beside it
+            seconds, _ = timed(os.sync)
+            print(f"  written back to disk in {seconds:.1f} s before the takes")
             warm(tables, lance, dataset, n, args)
         finally:
             lance.close()
