@@ -195,9 +195,15 @@ class CommitError(NeveError):
 
 
 class CommitFailedError(CommitError):
-    """The compare-and-swap of the metadata pointer lost against another writer."""
+    """The compare-and-swap of the metadata pointer lost against another writer.
+    ``moved_to``: where the table's pointer was found after the loss, where the catalog
+    read it (None otherwise)."""
 
     retryable = True
+
+    def __init__(self, message: str, *, moved_to: str | None = None) -> None:
+        super().__init__(message)
+        self.moved_to = moved_to
 
 
 class CommitConflictError(CommitError):

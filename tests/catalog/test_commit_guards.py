@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -124,6 +125,56 @@ def test_lost_swap_retry_notices_the_recreated_table(catalog: Catalog) -> None:
     assert data_files(catalog.warehouse) - before == {
         t.file.file_path.removeprefix("file:") for t in now.scan().plan_files()
     }
+
+
+@pytest.mark.primitives
+def test_a_lost_swap_reads_the_pointer_once_before_trying_again(catalog: Catalog) -> None:
+    """After losing the swap, the catalog's commit reads where the pointer went once (to
+    tell a lost swap from a failed one, and to say where in the error) and starts its
+    next attempt from there, without asking the catalog again."""
+    catalog.create_namespace("db")
+    writer = catalog.create_table("db.t", OLD)
+    writer.append(old_rows(0))
+    other = twin(catalog)
+    real_swap, real_pointer, real_commit = (
+        catalog.commit_metadata,
+        catalog._metadata_location,
+        catalog.commit,
+    )
+    reads: list[list[str]] = []  # per call of the catalog's commit, its pointer reads
+    swaps: list[str] = []
+    inside: list[bool] = [False]
+
+    def swap_after_another(
+        ident: tuple[str, ...], base: str, md: object, turn: str | None = None
+    ) -> str:
+        if not swaps:
+            other.load_table("db.t").append(old_rows(100))  # wins the swap first
+            reads[-1].clear()  # the reads of the commit's first attempt are not counted
+        swaps.append(base)
+        return real_swap(ident, base, md, turn=turn)  # type: ignore[arg-type]
+
+    def pointer(ident: tuple[str, ...]) -> str:
+        if inside[0]:
+            reads[-1].append(ident[-1])
+        return real_pointer(ident)
+
+    def commit(*args: Any, **kwargs: Any) -> Any:
+        reads.append([])
+        inside[0] = True
+        try:
+            return real_commit(*args, **kwargs)
+        finally:
+            inside[0] = False
+
+    catalog.commit_metadata = swap_after_another  # type: ignore[method-assign]
+    catalog._metadata_location = pointer  # type: ignore[method-assign]
+    catalog.commit = commit  # type: ignore[method-assign]
+    writer.append(old_rows(10))
+    assert len(swaps) == 2 and swaps[1] != swaps[0]  # lost once, then landed
+    # the lost commit read the pointer once (the append then rebased on a fresh load)
+    assert reads[0] == ["t"]
+    assert catalog.load_table("db.t").scan().to_arrow().num_rows == 9
 
 
 # -- appends keep rebasing; validating changes keep the retry count --------------------------

@@ -428,13 +428,15 @@ class Catalog(ViewCatalog, ABC):
         committer's ticket in the table's commit queue, when it has one
         (:mod:`neve.catalog.commit_queue`)."""
         ident = _table_ident(name)
+        now: str | None = None  # where the pointer moved to, after a lost swap
         for attempt in range(_SWAP_ATTEMPTS):
-            base_location, new = self.prepare_commit(ident, requirements, updates, attempt)
+            base_location, new = self.prepare_commit(ident, requirements, updates, attempt, now)
             try:
                 location = self.commit_metadata(ident, base_location, new, turn=turn)
-            except CommitFailedError:
+            except CommitFailedError as exc:
                 self.forget(ident)
-                if attempt + 1 < _SWAP_ATTEMPTS and self._moved(ident, base_location):
+                moved, now = self._moved(ident, base_location, exc.moved_to)
+                if attempt + 1 < _SWAP_ATTEMPTS and moved:
                     continue  # another commit won the swap: check again on its version
                 raise  # the pointer did not move (a busy database ...), or too many tries
             self._remember(ident, location, new)
@@ -447,16 +449,19 @@ class Catalog(ViewCatalog, ABC):
         :meth:`latest_known` without asking the catalog for the current version."""
         return False
 
-    def commit_base(self, ident: Identifier, attempt: int) -> tuple[str, TableMetadata]:
+    def commit_base(
+        self, ident: Identifier, attempt: int, now: str | None = None
+    ) -> tuple[str, TableMetadata]:
         """The version a commit attempt starts from: the first attempt, where
         :meth:`swap_checks_base`, from the version this catalog last loaded or
         committed (a stale one only loses the swap); otherwise the table's current
-        one, read from the catalog."""
+        one: at ``now`` where the caller has just read the pointer there (after a lost
+        swap), else read from the catalog."""
         if attempt == 0 and self.swap_checks_base():
             known = self.latest_known(ident)
             if known is not None:
                 return known
-        location = self._metadata_location(ident)
+        location = self._metadata_location(ident) if now is None else now
         return location, self.read_metadata(location)
 
     def prepare_commit(
@@ -465,12 +470,13 @@ class Catalog(ViewCatalog, ABC):
         requirements: Sequence[TableRequirement],
         updates: Sequence[TableUpdate],
         attempt: int = 0,
+        now: str | None = None,
     ) -> tuple[str, TableMetadata]:
         """The metadata location commit attempt ``attempt`` of ``ident`` starts from
-        (:meth:`commit_base`) and the metadata ``updates`` make of it, after checking
+        (:meth:`commit_base`, ``now`` as it takes it) and the metadata ``updates`` make of it, after checking
         ``requirements`` (:class:`CommitFailedError` when one does not hold or the
         updates do not apply). Writes nothing."""
-        base_location, base = self.commit_base(ident, attempt)
+        base_location, base = self.commit_base(ident, attempt, now)
         try:
             return base_location, _apply(ident, base_location, base, requirements, updates)
         except CommitFailedError:
@@ -516,13 +522,17 @@ class Catalog(ViewCatalog, ABC):
             "catalog or a REST catalog"
         )
 
-    def _moved(self, ident: Identifier, location: str) -> bool:
+    def _moved(self, ident: Identifier, location: str, seen: str | None) -> tuple[bool, str | None]:
         """Whether the table's pointer is no longer at ``location`` (or the table is
-        gone)."""
+        gone), and where it is now (None where the table is gone: the next attempt
+        then says so); ``seen``: where the lost swap found it, if it read it."""
+        if seen is not None:
+            return seen != location, seen
         try:
-            return self._metadata_location(ident) != location
+            now = self._metadata_location(ident)
         except NoSuchTableError:
-            return True
+            return True, None
+        return now != location, now
 
     def commit_metadata(
         self,

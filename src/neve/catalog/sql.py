@@ -541,7 +541,8 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
             ) from None
         raise CommitFailedError(
             f"table {name} was changed by another writer (its metadata moved from "
-            f"{base_location} to {current}); refresh the table and retry"
+            f"{base_location} to {current}); refresh the table and retry",
+            moved_to=current,
         )
 
     def _drop_table(self, ident: Identifier) -> None:
