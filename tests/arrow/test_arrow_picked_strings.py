@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from arrow.whole_read import planned_pages, reads_as_whole, same
 from budget import examples
-from neve.arrow import page_pick, pages
+from neve.arrow import page_body, page_pick, pages
 from neve.arrow.page_pick import STRINGS_FROM, pick_pages
 from neve.arrow.thrift import Field, decode_numbers
 
@@ -154,12 +154,12 @@ def test_dictionary_string_pages_are_left_to_pyarrow(tmp_path: Path) -> None:
     assert same(pages.decode(layout, unit, blobs), table.take(wanted))
 
 
-def _values(data: bytes, first: int) -> page_pick._Values:
+def _values(data: bytes, first: int) -> page_body.Values:
     """A page's values of which the first ``first`` bytes are decompressed, the rest
     streamed on demand."""
-    codec = pa.Codec("zstd")
-    stream = pa.CompressedInputStream(pa.BufferReader(codec.compress(data, asbytes=True)), "zstd")
-    out = page_pick._Values(b"", stream, len(data))
+    compressed = pa.Codec("zstd").compress(data, asbytes=True)
+    out = page_body.body_values(memoryview(compressed), 6, len(data), streamed=True)
+    assert out is not None
     out.more(first)
     return out
 

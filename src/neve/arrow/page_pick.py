@@ -19,12 +19,14 @@ Pages of byte arrays (strings, binary) are rewritten the same way where plain en
 (parquet-java's 1 MiB pages of some 10,000 strings of 100 characters): the values
 before the last row wanted are walked through by their length prefixes (at once
 where all have one length, as hashes and codes have; else one by one, up to
-:data:`_WALKED` values) and the wanted ones copied into the new page. A codec that
-streams (zstd, gzip, brotli) is decompressed only as far as that row where the page
-is large and the row well short of its end. pyarrow would
+:data:`_WALKED` values) and the wanted ones copied into the new page. pyarrow would
 otherwise decompress the whole page, get it copied into the spliced file and decode
 every string up to the row (:mod:`neve.arrow.page_trim` cuts the page there).
 Dictionary-encoded pages of byte arrays are left to pyarrow.
+
+Pages of either kind are decompressed only as far as the last row wanted where their
+codec allows (zstd pages always, gzip and brotli where that pays:
+:mod:`neve.arrow.page_body`, which also reads their headers and levels).
 
 Only leaves of fixed-width physical types (ints, longs, floats, doubles) and byte
 arrays without a repeated field, version 1 pages with RLE definition levels (or none)
@@ -35,7 +37,6 @@ as are those of other leaves decoded with it.
 from __future__ import annotations
 
 import struct
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,12 +44,22 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from neve.arrow.page_body import (
+    CODECS,
+    DATA_PAGE,
+    DATA_PAGE_V2,
+    DICTIONARY_PAGE,
+    PLAIN,
+    RLE,
+    Values,
+    codec_of,
+    decompressed,
+    page_parts,
+)
 from neve.arrow.page_dictionaries import CAPACITY, Pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
 from neve.arrow.thrift import (
-    Numbers,
-    decode_numbers,
     decode_struct,
     read_varint,
     write_varint,
@@ -81,45 +92,17 @@ STRINGS_FROM = 1024
 _WALKED = 8192
 
 _BYTE_ARRAY = 6
-#: Codecs read as a stream (decompressed only as far as needed): ZSTD, GZIP, BROTLI.
-_STREAMED = {6: "zstd", 2: "gzip", 4: "brotli"}
-#: Pages are decompressed as a stream from this many bytes (uncompressed), where the
-#: rows wanted end before this share of their rows: a stream costs more than
-#: decompressing at once (measured with zstd: a 160 KiB page of longs took longer
-#: streamed to its middle than whole, a 1 MiB page of strings 0.18x as long streamed
-#: to a tenth, 0.75x to its middle and 1.2x to its end).
-_STREAM_FROM = 256 * 1024
-_STREAM_SHARE = 0.7
 _LENGTH = struct.Struct("<I")
 
 #: Fixed-width physical types and their widths: INT32, INT64, FLOAT, DOUBLE.
 _WIDTHS = {1: 4, 2: 8, 4: 4, 5: 8}
 _DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {4: np.dtype("<u4"), 8: np.dtype("<u8")}
-_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
-_PLAIN, _RLE = 0, 3
 _DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
-#: Parquet's codecs (ColumnMetaData.codec) as pyarrow names them (LZ4 framed as
-#: Hadoop wrote it, and LZO, are not read here).
-_CODECS = {1: "snappy", 2: "gzip", 4: "brotli", 6: "zstd", 7: "lz4_raw"}
 
 #: Decoded dictionary pages of fixed-width values (their plain bytes), by (file path,
 #: file size, page offset): a dictionary is decoded at a file's first take that needs
 #: it and kept for the next.
 plain_dictionaries = Pages(CAPACITY)
-
-_codecs = threading.local()
-
-
-def _codec(codec: int) -> pa.Codec | None:
-    """Per thread: pyarrow's codec for a Parquet codec number (None: uncompressed)."""
-    if codec == 0:
-        return None
-    found: dict[int, pa.Codec] | None = getattr(_codecs, "by_number", None)
-    if found is None:
-        found = _codecs.by_number = {}
-    if codec not in found:
-        found[codec] = pa.Codec(_CODECS[codec])
-    return found[codec]
 
 
 def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
@@ -228,30 +211,16 @@ def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> bytes 
     except NeveIOError:
         return None
     kind, size, body = header.get(1), header.get(2), header.get(7)
-    if kind is None or kind.value != _DICTIONARY_PAGE or size is None or body is None:
+    if kind is None or kind.value != DICTIONARY_PAGE or size is None or body is None:
         return None
     fields = body.value
-    if 2 in fields and fields[2].value not in (_PLAIN, 2):  # PLAIN, or PLAIN_DICTIONARY
+    if 2 in fields and fields[2].value not in (PLAIN, 2):  # PLAIN, or PLAIN_DICTIONARY
         return None
-    raw = _decompressed(page[used:], int(chunk.meta[4].value), int(size.value))
+    raw = decompressed(page[used:], int(chunk.meta[4].value), int(size.value))
     count = int(fields[1].value)
     if raw is None or len(raw) < count * width:
         return None
     return raw[: count * width]
-
-
-def _decompressed(data: memoryview | bytes, codec: int, size: int) -> bytes | None:
-    if codec == 0:
-        return bytes(data)
-    if codec not in _CODECS:
-        return None
-    c = _codec(codec)
-    assert c is not None
-    try:
-        out: bytes = c.decompress(data, decompressed_size=size, asbytes=True)
-    except (OSError, pa.ArrowException) as exc:
-        raise NeveIOError(f"decompressing a data page failed: {exc}") from exc
-    return out
 
 
 def _picked(
@@ -269,10 +238,10 @@ def _picked(
     kind = int(chunk.meta[1].value)
     width = _WIDTHS.get(kind)
     codec = int(chunk.meta[4].value)
-    if (codec and codec not in _CODECS) or (width is None and kind != _BYTE_ARRAY):
+    if (codec and codec not in CODECS) or (width is None and kind != _BYTE_ARRAY):
         return None
     try:
-        read = _page_parts(page, codec, max_level, int(rows[-1]) + 1)
+        read = page_parts(page, codec, max_level, int(rows[-1]) + 1)
         if read is None:
             return None
         count, encoding, level_bytes, values = read
@@ -296,28 +265,33 @@ def _picked(
 
 
 def _chosen_fixed(
-    values: _Values, encoding: int, width: int, at: Ints, dictionary: _Dictionary | None
+    values: Values, encoding: int, width: int, at: Ints, dictionary: _Dictionary | None
 ) -> bytes | None:
     """The plain values at ``at`` (among the page's values) of a page of fixed-width
     values."""
     if not len(at):
         return b""
-    if encoding == _PLAIN:
-        values.more((int(at[-1]) + 1) * width)  # only as far as the last one wanted
+    last = int(at[-1])
+    if encoding == PLAIN:
+        values.reach((last + 1) * width)  # only as far as the last one wanted
         data = values.data
         plain = np.frombuffer(data, dtype=_DTYPES[width], count=len(data) // width)
-        if int(at[-1]) >= len(plain):
+        if last >= len(plain):
             return None
         picked = plain[at]
     elif encoding in _DICTIONARY_ENCODINGS and dictionary is not None:
-        values.more(-1)
-        data = values.data
         entries = dictionary.get(width)
-        if entries is None or not len(data):
-            return None
-        if data[0] > 32:  # a dictionary's indexes are 32-bit at most
-            return None
-        runs = _runs(data[1:], data[0], int(at[-1]) + 1)
+        values.reach(1)
+        if entries is None or not len(values.data) or values.data[0] > 32:
+            return None  # (a dictionary's indexes are 32-bit at most)
+        bits = values.data[0]
+        # the indexes as far as the last one wanted were they all bit-packed, and the
+        # rest of a bit-packed run of the most values writers put in one (504): runs
+        # of one value take less; where they took more, the page is read to its end
+        values.reach(1 + (last + 1 + 504) * bits // 8 + 64)
+        runs = _runs(values.data[1:], bits, last + 1)
+        if runs is None and values.more(-1):
+            runs = _runs(values.data[1:], bits, last + 1)
         if runs is None:
             return None
         chosen = runs.at(at)
@@ -348,13 +322,6 @@ def _wanted(
     defined = got == max_level
     at: Ints = (np.cumsum(defined) - 1)[rows][defined[rows]]
     return got[rows], at
-
-
-def _int(fields: Numbers, fid: int) -> int:
-    value = fields[fid]
-    if not isinstance(value, int):
-        raise ValueError(f"field {fid} of a page header is not a number")
-    return value
 
 
 @dataclass(frozen=True)
@@ -488,11 +455,11 @@ def page_v2(levels: bytes, values: bytes, count: int, nulls: int) -> bytes:
     # PageHeader (compact protocol): type, sizes, then DataPageHeaderV2 as field 8:
     # values, nulls, rows, encoding PLAIN, the levels' byte lengths, not compressed
     out = bytearray()
-    for n in (_DATA_PAGE_V2, size, size):
+    for n in (DATA_PAGE_V2, size, size):
         out.append(0x15)  # the next field, an i32
         write_varint(out, n << 1)  # zigzag of a non-negative number
     out.append(0x5C)  # field 8 (3 + 5), a struct
-    for n in (count, nulls, count, _PLAIN, len(encoded), 0):
+    for n in (count, nulls, count, PLAIN, len(encoded), 0):
         out.append(0x15)
         write_varint(out, n << 1)
     out += b"\x12\x00\x00"  # field 7 false; the ends of DataPageHeaderV2 and PageHeader
@@ -508,119 +475,33 @@ def _compressed_page(
     if levels is not None:
         encoded = _levels(levels, max_level.bit_length())
         body = len(encoded).to_bytes(4, "little") + encoded + values
-    c = _codec(codec)
+    c = codec_of(codec)
     stored = body if c is None else c.compress(body, asbytes=True)
     # PageHeader (compact protocol): type, sizes, then DataPageHeader as field 5:
     # value count, encoding PLAIN, RLE definition and repetition levels
     out = bytearray()
-    for n in (_DATA_PAGE, len(body), len(stored)):
+    for n in (DATA_PAGE, len(body), len(stored)):
         out.append(0x15)  # the next field, an i32
         write_varint(out, n << 1)  # zigzag of a non-negative number
     out.append(0x2C)  # field 5 (3 + 2), a struct
-    for n in (count, _PLAIN, _RLE, _RLE):
+    for n in (count, PLAIN, RLE, RLE):
         out.append(0x15)
         write_varint(out, n << 1)
     out += b"\x00\x00"  # the ends of DataPageHeader and PageHeader
     return bytes(out) + stored
 
 
-class _Values:
-    """The values of a data page (after its levels), decompressed as far as asked: all
-    at once, or, for a codec that streams, in steps."""
-
-    def __init__(self, data: bytes | memoryview, stream: pa.NativeFile | None, size: int) -> None:
-        self.data, self.stream, self.size = data, stream, size
-
-    def more(self, nbytes: int) -> bool:
-        """Decompress ``nbytes`` more (all that is left where ``nbytes`` < 0); False
-        where nothing was left."""
-        if self.stream is None:
-            return False
-        left = self.size - len(self.data)
-        want = left if nbytes < 0 else min(nbytes, left)
-        if want <= 0:
-            return False
-        got = self.stream.read(want)
-        if len(got) < want:
-            raise NeveIOError("a data page holds fewer bytes than its header says")
-        if want == left:
-            self.stream = None
-        self.data = bytes(self.data) + got if len(self.data) else got
-        return True
-
-
-def _stream(body: memoryview, codec: int) -> pa.NativeFile:
-    return pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(body)), _STREAMED[codec])
-
-
-def _page_parts(
-    page: memoryview, codec: int, max_level: int, rows: int
-) -> tuple[int, int, bytes | memoryview, _Values] | None:
-    """A data page's value count, value encoding, definition levels (hybrid encoded,
-    without a length) and values, decompressed as far as asked where the page is large
-    and its first ``rows`` rows (those wanted) well short of its end, else at once;
-    None where the page is of another kind or layout."""
-    header, used = decode_numbers(page, 0)
-    kind, size = header.get(1), header.get(2)
-    if not isinstance(kind, int) or not isinstance(size, int):
-        return None
-    fields = header.get(5 if kind == _DATA_PAGE else 8)
-    if not isinstance(fields, dict):
-        return None
-    body = page[used:]
-    count = _int(fields, 1)
-    streamed = codec in _STREAMED and size >= _STREAM_FROM and rows < _STREAM_SHARE * count
-    if kind == _DATA_PAGE:
-        if max_level and fields.get(3) != _RLE:
-            return None
-        if streamed:
-            values = _Values(b"", _stream(body, codec), size)
-        else:
-            raw = _decompressed(body, codec, size)
-            if raw is None:
-                return None
-            values = _Values(memoryview(raw), None, size)
-        levels: bytes | memoryview = b""
-        if max_level:
-            if values.stream is not None:
-                values.more(4)
-            length = int.from_bytes(values.data[:4], "little")
-            if values.stream is not None:
-                values.more(length)
-            view = memoryview(values.data)
-            levels = bytes(view[4 : 4 + length])
-            values = _Values(view[4 + length :], values.stream, size - 4 - length)
-        return count, _int(fields, 2), levels, values
-    if kind == _DATA_PAGE_V2:
-        level_size = _int(fields, 5)
-        if _int(fields, 6) or (not max_level and level_size):
-            return None
-        rest = body[level_size:]
-        if fields.get(7, True) and codec:  # is_compressed
-            if streamed:
-                values = _Values(b"", _stream(rest, codec), size - level_size)
-            else:
-                raw = _decompressed(rest, codec, size - level_size)
-                if raw is None:
-                    return None
-                values = _Values(memoryview(raw), None, len(raw))
-        else:
-            values = _Values(rest, None, len(rest))
-        return count, _int(fields, 4), body[:level_size], values
-    return None
-
-
-def _chosen_strings(values: _Values, encoding: int, count: int, at: Ints) -> bytes | None:
+def _chosen_strings(values: Values, encoding: int, count: int, at: Ints) -> bytes | None:
     """The length-prefixed values at ``at`` (among the page's values) of a plain page
     of byte arrays, walked through as far as the last one wanted (decompressed only as
     far as that, where the codec streams)."""
-    if encoding != _PLAIN:
+    if encoding != PLAIN:
         return None
     if not len(at):
         return b""
     need = int(at[-1]) + 1
     # the bytes of ``need`` values of the page's mean size, and a little more
-    values.more(int(need * values.size / max(count, 1) * 1.05) + 64)
+    values.reach(int(need * values.size / max(count, 1) * 1.05) + 64)
     starts = _starts(values, need)
     if starts is None:
         return None
@@ -629,7 +510,7 @@ def _chosen_strings(values: _Values, encoding: int, count: int, at: Ints) -> byt
     return b"".join(data[s : s + 4 + unpack(data, s)[0]] for s in starts[at].tolist())
 
 
-def _starts(values: _Values, need: int) -> Ints | None:
+def _starts(values: Values, need: int) -> Ints | None:
     """Where each of the first ``need`` length-prefixed values begins (decompressing
     more as the walk needs it); None where the page ends first or where more than
     :data:`_WALKED` values of differing lengths would be walked one by one."""
