@@ -213,3 +213,21 @@ def test_a_corrupt_zstd_page_raises_on_take(tmp_path: Path, version: str, column
         parts[3].more(-1)
     with pytest.raises(NeveIOError):
         read_positions(FileIO(), str(path), table.schema, np.array([5, 77], np.int64))
+
+
+def test_a_zstd_body_of_several_frames_is_read_on() -> None:
+    """A body of two zstd frames (a writer that flushed part way) reads as one stream,
+    in steps of any size."""
+    rnd = np.random.default_rng(4)
+    data = rnd.integers(0, 20, 300_000, dtype=np.uint8).tobytes()
+    codec = pa.Codec("zstd")
+    body = codec.compress(data[:100_000], asbytes=True) + codec.compress(
+        data[100_000:], asbytes=True
+    )
+    values = page_body.body_values(memoryview(body), 6, len(data), streamed=True)
+    assert values is not None
+    values.reach(99_990)
+    values.reach(150_000)
+    assert bytes(values.data) == data[: len(values.data)] and len(values.data) >= 150_000
+    values.more(-1)
+    assert bytes(values.data) == data
