@@ -16,7 +16,8 @@ layouts and once as a Lance dataset:
 Reported: what each layout costs (write time, file size); then per take size (1, 10,
 100, 1,000, 10,000 random rows) the warm time of Lance's ``take`` and neve's
 ``table.take`` on each layout, in alternating runs (each run's order reversed in the
-next) of their own per comparison: the random-access layout with Lance; the 1 MiB
+next) of their own per comparison: the random-access layout with Lance (three times
+as many runs: its takes last milliseconds, as does the machine's noise); the 1 MiB
 layouts and the floor of the java layout's takes (the data pages holding the rows
 read and decompressed, nothing else: what bounds any reader of 1 MiB compressed pages)
 with Lance again; pyarrow's best (reading the row groups that hold the rows, then
@@ -27,10 +28,16 @@ the sorted ``id``: page skipping against row-group pruning alone (bytes and time
 what the page index does to DuckDB, which skips pages by page-header statistics that
 pyarrow stops writing when it writes the page index.
 
+Warm means in memory: after the files are written they are flushed to disk, then
+every table's and the dataset's files are locked in memory (``harness.kept_in_memory``)
+while the takes run (this machine pages out page-cache pages idle for a minute, and a
+warm take then reads the disk, for Lance and neve alike).
+
 A script, not a test: it checks that every engine returned the rows asked for and
 asserts nothing about time.
 
-    .venv/bin/python benchmarks/bench_take.py [--rows N] [--runs 7] [--cold 5] [--quick]
+    .venv/bin/python benchmarks/bench_take.py [--rows N] [--runs 7] [--pair-runs 21]
+        [--cold 5] [--quick]
 """
 
 from __future__ import annotations
@@ -218,7 +225,10 @@ class PageFloor:
 def warm(
     tables: dict[str, neve.Table], lance: LanceEngine, dataset: Path, n: int, args: Any
 ) -> None:
-    print("\n== warm takes of random rows (ms; ratio = neve/Lance per run, alternating runs)")
+    print(
+        "\n== warm takes of random rows (ms; ratio = neve/Lance per run, alternating runs; "
+        f"{args.pair_runs} runs of the random-access layout against Lance)"
+    )
     rnd = np.random.default_rng(11)
     sides = Sides(tables, lance, dataset)
     # warm means every file's footer and page index already read: one row of each file
@@ -233,7 +243,9 @@ def warm(
         # steps leave the caches cold for whatever runs next (a 100-row take right after
         # pyarrow's read of whole row groups took 11 ms against 7 ms alone), so they
         # are kept out of the rounds of the lighter comparison.
-        pair, nbytes = rounds(sides, ["lance", "take"], k, n, rnd, args.repeat)
+        # the random-access layout's takes last milliseconds: more rounds of them, for a
+        # median that moves less between runs (the machine's noise is of their size)
+        pair, nbytes = rounds(sides, ["lance", "take"], k, n, rnd, args.pair_runs)
         rest, more = rounds(sides, ["lance", "java", "default", "floor"], k, n, rnd, args.repeat)
         nbytes.update(more)
         best, _ = rounds(sides, ["pyarrow"], k, n, rnd, max(1, args.repeat // 2))
@@ -249,7 +261,7 @@ def warm(
             f"neve java/floor {spread(_ratios(rest, 'java', 'floor'))}"
         )
         for layout in LAYOUTS:
-            per_row = nbytes[layout] / (k * args.repeat)
+            per_row = nbytes[layout] / (k * (args.pair_runs if layout == "take" else args.repeat))
             # the page reader's reads; a take that reads whole files (most pages
             # touched) reads them with polars, which the count does not see
             read = f"{per_row:10,.0f} B read/row" if per_row else "whole files read"
@@ -434,6 +446,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", "--repeat", dest="repeat", type=int, default=7)
+    parser.add_argument(
+        "--pair-runs",
+        type=int,
+        help="rounds of the random-access layout against Lance (default: 3 x --runs)",
+    )
     parser.add_argument("--cold", type=int, default=5)
     parser.add_argument("--sizes", default="1,10,100,1000,10000")
     parser.add_argument("--quick", action="store_true", help="1,000,000 rows")
@@ -444,6 +461,7 @@ def main() -> None:
         return
     n = 1_000_000 if args.quick and args.rows == 10_000_000 else args.rows
     args.sizes = [k for k in (int(x) for x in args.sizes.split(",")) if k <= n]
+    args.pair_runs = args.pair_runs or 3 * args.repeat
     with harness.session("Random access: neve's take against Lance's", args.repeat):
         run(n, args)
 
@@ -462,13 +480,31 @@ def run(n: int, args: Any) -> None:
             # disk for a while: flushed first, so that no take is timed beside it
             seconds, _ = timed(os.sync)
             print(f"  written back to disk in {seconds:.1f} s before the takes")
-            warm(tables, lance, dataset, n, args)
+            # warm means in memory, for every engine, however long the rounds last
+            kept = [str(f) for f in workdir.rglob("*") if f.is_file() and f != staging]
+            with harness.kept_in_memory(kept) as locked:
+                print(
+                    f"  the tables' and the dataset's files kept in memory: {locked / 2**20:,.0f} "
+                    "MiB locked" + ("" if locked else " (locking refused: warm may read disk)")
+                )
+                measure(tables, lance, dataset, workdir, n, args)
         finally:
             lance.close()
-        if args.cold:  # --cold 0 leaves the cold-ish takes out
-            cold(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"), dataset, n, args)
-        skipping(tables, n, args)
-        duckdb_pages(workdir, n, args)
+
+
+def measure(
+    tables: dict[str, neve.Table],
+    lance: LanceEngine,
+    dataset: Path,
+    workdir: Path,
+    n: int,
+    args: Any,
+) -> None:
+    warm(tables, lance, dataset, n, args)
+    if args.cold:  # --cold 0 leaves the cold-ish takes out
+        cold(f"sqlite:///{workdir}/catalog.db", str(workdir / "warehouse"), dataset, n, args)
+    skipping(tables, n, args)
+    duckdb_pages(workdir, n, args)
 
 
 if __name__ == "__main__":
