@@ -35,11 +35,15 @@ _WIDTHS = {1: 4, 2: 8, 3: 12, 4: 4, 5: 8, 6: 4}
 _BOOLEAN = 0
 
 
-def rewrite(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
+def rewrite(
+    layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview], direct: bool = False
+) -> None:
     """The unit's pages rewritten for a cheaper decode (once): large pages picked or
-    cut at the last row wanted, zstd dictionary pages in their kept form."""
+    cut at the last row wanted, zstd dictionary pages in their kept form. ``direct``: a
+    unit all of whose pages are picked keeps their values in ``unit.picked`` instead
+    (:func:`neve.arrow.page_pick.pick_pages`)."""
     if not unit.rewritten:
-        pick_pages(layout, unit, blobs)
+        pick_pages(layout, unit, blobs, direct)
         trim_pages(layout, unit, blobs)
         fast_dictionaries(layout, unit, blobs)
         unit.rewritten = True

@@ -105,10 +105,15 @@ _DICTIONARY_ENCODINGS = (2, 8)  # PLAIN_DICTIONARY, RLE_DICTIONARY
 plain_dictionaries = Pages(CAPACITY)
 
 
-def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> None:
+def pick_pages(
+    layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview], direct: bool = False
+) -> None:
     """Rewrite the unit's large pages of fixed-width values and of plain byte arrays to
-    hold only the rows wanted from each, in place: the groups' row counts and row places change, and
-    ``unit.replaced`` gets each page rewritten (by page offset)."""
+    hold only the rows wanted from each, in place: the groups' row counts and row places
+    change, and ``unit.replaced`` gets each page rewritten (by page offset). With
+    ``direct``, where every page of the unit was rewritten and its columns are top-level
+    ones Arrow holds as stored (:attr:`Leaf.plain`), no page is made: ``unit.picked``
+    keeps each page's wanted levels and values for :mod:`neve.arrow.page_arrays`."""
     kinds = {leaf.physical_type for leaf in unit.leaves}
     if any(leaf.repeated for leaf in unit.leaves) or not kinds <= {*_WIDTHS, _BYTE_ARRAY}:
         return
@@ -117,10 +122,36 @@ def pick_pages(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryv
     # parquet-cpp before Arrow (its 1.x releases) marked compressed version 2 pages as
     # not compressed, and pyarrow decompresses them all for files it wrote
     compressed = (layout.created_by or "").split(" version ")[0].strip() == "parquet-cpp"
+    every = True
+    parts: list[_Part] = []
     for g in unit.groups:
         if g.whole or g.page_rows is None or not (g.page_rows >= smallest).any():
+            every = False
             continue
-        _pick_group(layout, unit, g, levels, blobs, smallest, compressed)
+        every = _pick_group(layout, unit, g, levels, blobs, smallest, parts) and every
+    plain = all(len(leaf.path) == 1 and leaf.plain is not None for leaf in unit.leaves)
+    if direct and every and plain and unit.groups:
+        unit.picked.update((p.offset, (p.levels, p.values, p.count)) for p in parts)
+        return
+    for p in parts:
+        if compressed:
+            page = _compressed_page(p.levels, p.max_level, p.values, p.count, p.codec)
+        else:
+            page = uncompressed_page(p.levels, p.max_level, p.values, p.count)
+        unit.replaced[p.offset] = page
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A page's wanted rows: its offset, their definition levels (None for a required
+    leaf) and plain values, how many, the leaf's maximum level and the chunk's codec."""
+
+    offset: int
+    levels: Ints | None
+    values: bytes
+    count: int
+    max_level: int
+    codec: int
 
 
 def _pick_group(
@@ -130,8 +161,10 @@ def _pick_group(
     levels: list[int],
     blobs: dict[int, memoryview],
     smallest: int,
-    compressed: bool,
-) -> None:
+    parts: list[_Part],
+) -> bool:
+    """Pick the group's large pages (their parts added to ``parts``); whether every page
+    of the group was picked."""
     counts = g.page_rows
     assert counts is not None
     starts = np.zeros(len(counts), dtype=np.int64)
@@ -149,19 +182,21 @@ def _pick_group(
         rows = within[bounds[p] : bounds[p + 1]]
         if not len(rows):
             continue
-        pages: list[tuple[int, bytes]] = []
+        pages: list[_Part] = []
         for n, chunk in enumerate(chunks):
             offset = g.ranges[n][p][0]
-            page = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n], compressed)
-            if page is None:
+            picked = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n])
+            if picked is None:
                 break  # this page's rows stay as they are, in every leaf
-            pages.append((offset, page))
+            kept, values = picked
+            codec = int(chunk.meta[4].value)
+            pages.append(_Part(offset, kept, values, len(rows), levels[n], codec))
         else:
-            unit.replaced.update(pages)
+            parts += pages
             new_counts[p] = len(rows)
             done[p] = True
     if not done.any():
-        return
+        return False
     new_starts = np.zeros(len(counts), dtype=np.int64)
     np.cumsum(new_counts[:-1], out=new_starts[1:])
     rank = np.arange(len(g.index), dtype=np.int64) - bounds[page_of]
@@ -172,6 +207,7 @@ def _pick_group(
     if done.all():  # no page left that may need a dictionary
         g.dictionaries = [None] * len(g.dictionaries)
         g.omitted = None
+    return bool(done.all())
 
 
 class _Dictionary:
@@ -229,12 +265,10 @@ def _picked(
     max_level: int,
     chunk: ColumnChunk,
     dictionary: _Dictionary | None,
-    compressed: bool = False,
-) -> bytes | None:
-    """The page (header and body) holding only the values at ``rows`` (sorted, within
-    the page) of a data page of a leaf without a repeated field, uncompressed
-    (``compressed``: a version 1 page compressed by the chunk's codec); None where it
-    cannot be read here."""
+) -> tuple[Ints | None, bytes] | None:
+    """The definition levels (None for a required leaf) and the plain values of the
+    rows at ``rows`` (sorted, within the page) of a data page of a leaf without a
+    repeated field; None where it cannot be read here."""
     kind = int(chunk.meta[1].value)
     width = _WIDTHS.get(kind)
     codec = int(chunk.meta[4].value)
@@ -259,9 +293,7 @@ def _picked(
         return None
     if chosen is None:
         return None
-    if compressed:
-        return _compressed_page(kept_levels, max_level, chosen, len(rows), codec)
-    return uncompressed_page(kept_levels, max_level, chosen, len(rows))
+    return kept_levels, chosen
 
 
 def _chosen_fixed(

@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
 from neve.arrow.page_align import lined_up, rewrite
+from neve.arrow.page_arrays import picked_table
 from neve.arrow.page_file import (
     PageFile,
     ReadStats,
@@ -41,7 +41,13 @@ from neve.arrow.page_file import (
 )
 from neve.arrow.page_plan import file_pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout, UnsupportedLayout
-from neve.arrow.splice import DecodeUnit, PageGroup, joined_across_files, splice, splice_key
+from neve.arrow.splice import (
+    DecodeUnit,
+    PageGroup,
+    decode_spliced,
+    joined_across_files,
+    splice_key,
+)
 from neve.arrow.thrift import decode_numbers
 from neve.errors import NeveError, NeveIOError
 from neve.io.fileio import FileIO
@@ -365,21 +371,10 @@ def _joined(members: list[DecodeUnit]) -> DecodeUnit:
 def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]) -> pa.Table:
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
-    rewrite(layout, unit, blobs)
-    data = splice(layout, unit, blobs)
-    try:
-        # pyarrow's reader without ParquetFile's set-up (a fifth of a unit at one row of
-        # 8 KiB pages), its extension types as ParquetFile has them, nothing read ahead
-        reader, source = pq.ParquetReader(), pa.BufferReader(data)
-        reader.open(
-            source,
-            coerce_int96_timestamp_unit="us",
-            arrow_extensions_enabled=True,
-            pre_buffer=False,
-        )
-        table = reader.read_all(use_threads=False)
-    except (OSError, pa.ArrowException) as exc:
-        raise NeveIOError(f"decoding pages of {layout.path} failed: {exc}") from exc
+    rewrite(layout, unit, blobs, direct=True)
+    table = picked_table(unit) if unit.picked else None
+    if table is None:
+        table = decode_spliced(layout, unit, blobs)
     base = 0
     parts = []
     for g in unit.groups:

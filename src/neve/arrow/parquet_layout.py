@@ -69,6 +69,11 @@ class Leaf:
     repeated: bool
     physical_type: int
     max_definition_level: int
+    #: its values as Arrow holds them without any conversion, where the file says
+    #: nothing more of them than their physical type ("int32", "int64", "float",
+    #: "double", "binary"), or only that byte arrays are text ("string"); None for the
+    #: others (timestamps, decimals, narrow or unsigned integers ...)
+    plain: str | None = None
 
     @property
     def top(self) -> str:
@@ -395,7 +400,8 @@ def _leaves(elements: Sequence[Struct]) -> list[Leaf]:
         level += 0 if 3 in e and e[3].value == _REQUIRED else 1
         children = int(e[5].value) if 5 in e else 0
         if children == 0 and 1 in e:
-            out.append(Leaf(len(out), here, rep, int(e[1].value), level))
+            kind = int(e[1].value)
+            out.append(Leaf(len(out), here, rep, kind, level, _plain(e, kind)))
             return
         for _ in range(children):
             walk(here, rep, level)
@@ -404,6 +410,23 @@ def _leaves(elements: Sequence[Struct]) -> list[Leaf]:
     for _ in range(root_children):
         walk((), False, 0)
     return out
+
+
+#: Physical types (SchemaElement.type) whose values Arrow holds as they are stored.
+_PLAIN_TYPES = {1: "int32", 2: "int64", 4: "float", 5: "double", 6: "binary"}
+_UTF8, _STRING = 0, 1  # ConvertedType.UTF8, the LogicalType union's STRING field
+
+
+def _plain(e: Struct, kind: int) -> str | None:
+    """:attr:`Leaf.plain` of the schema element ``e`` of physical type ``kind``."""
+    converted = e[6].value if 6 in e else None
+    logical = e[10].value if 10 in e else None
+    if converted is None and not logical:
+        return _PLAIN_TYPES.get(kind)
+    text = converted == _UTF8 and (not logical or set(logical) == {_STRING})
+    if kind == 6 and (text or (converted is None and set(logical or {}) == {_STRING})):
+        return "string"
+    return None
 
 
 def _chunk(cc: Struct, file_size: int) -> ColumnChunk:

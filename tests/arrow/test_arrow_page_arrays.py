@@ -1,0 +1,169 @@
+"""Takes whose pages were all rewritten to hold only the wanted rows, made into Arrow
+arrays straight from the picked values (neve.arrow.page_arrays) instead of a spliced
+file pyarrow decodes: the rows equal pyarrow's whole read at those positions for ints,
+longs, floats, doubles, strings and binary, required or with nulls, plain and
+dictionary pages, version 1 and 2 pages, every codec pyarrow writes; the arrays are
+made that way where every page is picked, and columns Arrow does not hold as stored
+(dates, timestamps, decimals, small ints, nested fields) go through pyarrow's decoder
+with the same rows."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arrow.whole_read import reads_as_whole, same
+from budget import examples
+from neve.arrow import pages
+from neve.arrow.page_pick import PICK_FROM
+from neve.arrow.pages import read_positions
+from neve.io.fileio import FileIO
+
+pytestmark = pytest.mark.property
+
+
+def _column(values: list[Any], null: np.ndarray, kind: pa.DataType) -> pa.Array:
+    return pa.array([None if null[i] else v for i, v in enumerate(values)], kind)
+
+
+def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
+    """Columns Arrow holds as Parquet stores them, with nulls (``distinct`` values a
+    column: few keep the writer's dictionary, many make it fall back); strings of
+    differing lengths, empty ones among them."""
+    rnd = np.random.default_rng(seed)
+    ks = rnd.integers(0, distinct, n).tolist()
+    null = rnd.random((7, n)) < null_share
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),  # required
+            "i": _column([v - distinct // 2 for v in ks], null[0], pa.int32()),
+            "l": _column([v * (1 << 40) - 1 for v in ks], null[1], pa.int64()),
+            "f": _column(
+                [v / 8 - 3.5 if v % 5 else float("nan") for v in ks], null[2], pa.float32()
+            ),
+            "d": _column([-0.0 if v == 0 else v / 3 for v in ks], null[3], pa.float64()),
+            "s": _column(["é" * (v % 7) + str(v) * (v % 3) for v in ks], null[4], pa.string()),
+            "b": _column([bytes([v % 256]) * (v % 5) for v in ks], null[5], pa.binary()),
+        }
+    )
+
+
+WRITES = st.fixed_dictionaries(
+    {
+        "write_page_index": st.just(True),
+        "use_dictionary": st.booleans(),
+        "compression": st.sampled_from(["zstd", "snappy", "gzip", "brotli", "lz4", "none"]),
+        # pages of more than PICK_FROM rows: every page is picked
+        "data_page_size": st.just(1 << 22),
+        "max_rows_per_page": st.sampled_from([PICK_FROM, PICK_FROM + 900]),
+        "row_group_size": st.sampled_from([PICK_FROM + 1000, 3 * PICK_FROM]),
+        "data_page_version": st.sampled_from(["1.0", "2.0"]),
+    }
+)
+
+
+@settings(
+    max_examples=examples(15, 300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    n=st.integers(PICK_FROM, 3 * PICK_FROM),
+    seed=st.integers(0, 2**31),
+    null_share=st.sampled_from([0.0, 0.1, 0.9, 1.0]),
+    distinct=st.sampled_from([1, 3, 1000, 1 << 20]),
+    options=WRITES,
+    data=st.data(),
+)
+def test_rows_made_from_picked_values_equal_a_whole_read(
+    tmp_path: Path,
+    n: int,
+    seed: int,
+    null_share: float,
+    distinct: int,
+    options: dict[str, Any],
+    data: Any,
+) -> None:
+    table = _table(n, seed, null_share, distinct)
+    reads_as_whole(tmp_path, table, options, data, rows=12, times=2)
+
+
+def _made(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Per decode unit, whether its arrays were made from the picked values."""
+    made: list[bool] = []
+    real = pages.picked_table
+
+    def picked(unit: Any) -> pa.Table | None:
+        out = real(unit)
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(pages, "picked_table", picked)
+    return made
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("null_share", [0.0, 0.3])
+def test_all_pages_picked_skips_the_spliced_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, null_share: float
+) -> None:
+    n = 4 * PICK_FROM
+    table = _table(n, 7, null_share, 1 << 20)
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        use_dictionary=False,
+        compression="zstd",
+        data_page_size=1 << 22,
+        max_rows_per_page=2 * PICK_FROM,
+        data_page_version=version,
+    )
+    made = _made(monkeypatch)
+    monkeypatch.setattr(pages, "decode_spliced", lambda *a: pytest.fail("a file was spliced"))
+    positions = np.array([3, 5000, 2 * PICK_FROM, n - 1], dtype=np.int64)
+    got = read_positions(FileIO(), str(path), table.schema, positions, crossover=1.0)
+    assert same(got, table.take(pa.array(positions)))
+    assert made and all(made)
+
+
+def test_columns_arrow_does_not_hold_as_stored_go_through_pyarrow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = 2 * PICK_FROM
+    day = datetime.date(1960, 1, 1)
+    table = pa.table(
+        {
+            "day": pa.array([day + datetime.timedelta(days=k) for k in range(n)], pa.date32()),
+            "ts": pa.array([k * 1_000_003 - 2**40 for k in range(n)], pa.timestamp("us", tz="UTC")),
+            "small": pa.array([k % 200 - 100 for k in range(n)], pa.int8()),
+            "u": pa.array([2**63 + k for k in range(n)], pa.uint64()),
+            "st": pa.StructArray.from_arrays([pa.array(range(n), pa.int64())], names=["x"]),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        use_dictionary=False,
+        data_page_size=1 << 22,
+        max_rows_per_page=PICK_FROM + 10,
+    )
+    made = _made(monkeypatch)
+    spliced: list[int] = []
+    real = pages.decode_spliced
+    monkeypatch.setattr(pages, "decode_spliced", lambda *a: spliced.append(1) or real(*a))
+    positions = np.array([0, 4100, n - 1], dtype=np.int64)
+    got = read_positions(FileIO(), str(path), table.schema, positions, crossover=1.0)
+    assert same(got, table.take(pa.array(positions)))
+    assert not any(made) and spliced
