@@ -38,20 +38,14 @@ _WIDTHS = {"int32": 4, "int64": 8, "float": 4, "double": 8}
 _LENGTH = struct.Struct("<I")
 
 
-def picked_table(unit: DecodeUnit) -> pa.Table | None:
+def picked_table(unit: DecodeUnit) -> pa.Table:
     """The unit's rows, every group's in order (what pyarrow would decode from the
-    spliced file), from ``unit.picked``; None where a page of it was not picked."""
+    spliced file), from ``unit.picked``, which holds every page of the unit
+    (:func:`neve.arrow.page_pick.pick_pages` keeps them only then)."""
     arrays = []
     for n, leaf in enumerate(unit.leaves):
-        if leaf.plain is None:
-            return None
-        parts = []
-        for g in unit.groups:
-            for offset, _ in g.ranges[n]:
-                part = unit.picked.get(offset)
-                if part is None:
-                    return None
-                parts.append(part)
+        assert leaf.plain is not None  # pick_pages keeps the values of such leaves only
+        parts = [unit.picked[offset] for g in unit.groups for offset, _ in g.ranges[n]]
         arrays.append(_array(leaf.plain, leaf.max_definition_level, parts))
     return pa.Table.from_arrays(arrays, names=[leaf.top for leaf in unit.leaves])
 

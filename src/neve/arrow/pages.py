@@ -372,9 +372,8 @@ def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
     """The unit's columns decoded by pyarrow from its spliced file (top-level columns,
     named as in the file), and the wanted rows taken from them."""
     rewrite(layout, unit, blobs, direct=True)
-    table = picked_table(unit) if unit.picked else None
-    if table is None:
-        table = decode_spliced(layout, unit, blobs)
+    # every page picked: arrays from the values; else pyarrow reads the spliced file
+    table = picked_table(unit) if unit.picked else decode_spliced(layout, unit, blobs)
     base = 0
     parts = []
     for g in unit.groups:
