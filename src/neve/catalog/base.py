@@ -473,9 +473,9 @@ class Catalog(ViewCatalog, ABC):
         now: str | None = None,
     ) -> tuple[str, TableMetadata]:
         """The metadata location commit attempt ``attempt`` of ``ident`` starts from
-        (:meth:`commit_base`, ``now`` as it takes it) and the metadata ``updates`` make of it, after checking
-        ``requirements`` (:class:`CommitFailedError` when one does not hold or the
-        updates do not apply). Writes nothing."""
+        (:meth:`commit_base`, ``now`` as it takes it) and the metadata ``updates`` make
+        of it, after checking ``requirements`` (:class:`CommitFailedError` when one does
+        not hold or the updates do not apply). Writes nothing."""
         base_location, base = self.commit_base(ident, attempt, now)
         try:
             return base_location, _apply(ident, base_location, base, requirements, updates)

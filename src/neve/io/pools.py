@@ -91,7 +91,7 @@ class ForkGuard:
                 "multiprocessing's 'spawn' or 'forkserver' start method, or do this in "
                 "the parent; the table is unchanged"
             )
-        self._used = True
+        self.use()
 
     def _forked(self) -> None:
         self._forked_after_use = self._forked_after_use or self._used
