@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrow.whole_read import reads_as_whole, same
+from arrow.whole_read import reads_as_whole, same, with_nulls
 from budget import examples
 from neve.arrow import pages
 from neve.arrow.page_pick import PICK_FROM
@@ -28,10 +28,6 @@ from neve.arrow.pages import read_positions
 from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
-
-
-def _column(values: list[Any], null: np.ndarray, kind: pa.DataType) -> pa.Array:
-    return pa.array([None if null[i] else v for i, v in enumerate(values)], kind)
 
 
 def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
@@ -44,14 +40,14 @@ def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(np.arange(n), pa.int64()),  # required
-            "i": _column([v - distinct // 2 for v in ks], null[0], pa.int32()),
-            "l": _column([v * (1 << 40) - 1 for v in ks], null[1], pa.int64()),
-            "f": _column(
+            "i": with_nulls([v - distinct // 2 for v in ks], null[0], pa.int32()),
+            "l": with_nulls([v * (1 << 40) - 1 for v in ks], null[1], pa.int64()),
+            "f": with_nulls(
                 [v / 8 - 3.5 if v % 5 else float("nan") for v in ks], null[2], pa.float32()
             ),
-            "d": _column([-0.0 if v == 0 else v / 3 for v in ks], null[3], pa.float64()),
-            "s": _column(["é" * (v % 7) + str(v) * (v % 3) for v in ks], null[4], pa.string()),
-            "b": _column([bytes([v % 256]) * (v % 5) for v in ks], null[5], pa.binary()),
+            "d": with_nulls([-0.0 if v == 0 else v / 3 for v in ks], null[3], pa.float64()),
+            "s": with_nulls(["é" * (v % 7) + str(v) * (v % 3) for v in ks], null[4], pa.string()),
+            "b": with_nulls([bytes([v % 256]) * (v % 5) for v in ks], null[5], pa.binary()),
         }
     )
 
@@ -96,6 +92,27 @@ def test_rows_made_from_picked_values_equal_a_whole_read(
     reads_as_whole(tmp_path, table, options, data, rows=12, times=2)
 
 
+def _taken_as_written(
+    folder: Path, table: pa.Table, positions: list[int], rows_per_page: int, **options: Any
+) -> bool:
+    """Whether the rows at ``positions`` of ``table``, written in plain pages of
+    ``rows_per_page`` rows (zstd, the page index) and read by pages, equal the table's."""
+    path = folder / "t.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        use_dictionary=False,
+        compression="zstd",
+        data_page_size=1 << 22,
+        max_rows_per_page=rows_per_page,
+        **options,
+    )
+    at = np.array(positions, dtype=np.int64)
+    got = read_positions(FileIO(), str(path), table.schema, at, crossover=1.0)
+    return same(got, table.take(pa.array(at)))
+
+
 def _made(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """One entry per decode unit whose arrays were made from the picked values."""
     made: list[bool] = []
@@ -116,22 +133,10 @@ def test_all_pages_picked_skips_the_spliced_file(
 ) -> None:
     n = 4 * PICK_FROM
     table = _table(n, 7, null_share, 1 << 20)
-    path = tmp_path / "t.parquet"
-    pq.write_table(
-        table,
-        path,
-        write_page_index=True,
-        use_dictionary=False,
-        compression="zstd",
-        data_page_size=1 << 22,
-        max_rows_per_page=2 * PICK_FROM,
-        data_page_version=version,
-    )
     made = _made(monkeypatch)
     monkeypatch.setattr(pages, "decode_spliced", lambda *a: pytest.fail("a file was spliced"))
-    positions = np.array([3, 5000, 2 * PICK_FROM, n - 1], dtype=np.int64)
-    got = read_positions(FileIO(), str(path), table.schema, positions, crossover=1.0)
-    assert same(got, table.take(pa.array(positions)))
+    positions = [3, 5000, 2 * PICK_FROM, n - 1]
+    assert _taken_as_written(tmp_path, table, positions, 2 * PICK_FROM, data_page_version=version)
     assert made and all(made)
 
 
@@ -149,20 +154,9 @@ def test_columns_arrow_does_not_hold_as_stored_go_through_pyarrow(
             "st": pa.StructArray.from_arrays([pa.array(range(n), pa.int64())], names=["x"]),
         }
     )
-    path = tmp_path / "t.parquet"
-    pq.write_table(
-        table,
-        path,
-        write_page_index=True,
-        use_dictionary=False,
-        data_page_size=1 << 22,
-        max_rows_per_page=PICK_FROM + 10,
-    )
     made = _made(monkeypatch)
     spliced: list[int] = []
     real = pages.decode_spliced
     monkeypatch.setattr(pages, "decode_spliced", lambda *a: spliced.append(1) or real(*a))
-    positions = np.array([0, 4100, n - 1], dtype=np.int64)
-    got = read_positions(FileIO(), str(path), table.schema, positions, crossover=1.0)
-    assert same(got, table.take(pa.array(positions)))
+    assert _taken_as_written(tmp_path, table, [0, 4100, n - 1], PICK_FROM + 10)
     assert not any(made) and spliced

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrow.whole_read import planned_pages, reads_as_whole, same
+from arrow.whole_read import planned_pages, reads_as_whole, same, with_nulls
 from budget import examples
 from neve.arrow import page_pick, pages
 from neve.arrow.page_pick import PICK_FROM, pick_pages
@@ -30,10 +30,6 @@ from neve.arrow.thrift import decode_numbers, decode_struct, write_varint
 from neve.io.fileio import FileIO
 
 pytestmark = pytest.mark.property
-
-
-def _column(values: list[Any], null: np.ndarray, kind: pa.DataType) -> pa.Array:
-    return pa.array([None if null[i] else v for i, v in enumerate(values)], kind)
 
 
 def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
@@ -46,26 +42,26 @@ def _table(n: int, seed: int, null_share: float, distinct: int) -> pa.Table:
     day = datetime.date(2020, 1, 1)
     stamp = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
     inner = pa.StructArray.from_arrays(
-        [_column([v * 3 - 7 for v in ks], null[6], pa.int64())],
+        [with_nulls([v * 3 - 7 for v in ks], null[6], pa.int64())],
         names=["x"],
         mask=pa.array(null[7]),
     )
     return pa.table(
         {
             "id": pa.array(np.arange(n), pa.int64()),  # required
-            "i": _column([v - distinct // 2 for v in ks], null[0], pa.int32()),
-            "l": _column([v * (1 << 40) - 1 for v in ks], null[1], pa.int64()),
-            "f": _column(
+            "i": with_nulls([v - distinct // 2 for v in ks], null[0], pa.int32()),
+            "l": with_nulls([v * (1 << 40) - 1 for v in ks], null[1], pa.int64()),
+            "f": with_nulls(
                 [v / 8 - 3.5 if v % 5 else float("nan") for v in ks], null[2], pa.float32()
             ),
-            "d": _column([-0.0 if v == 0 else v / 3 for v in ks], null[3], pa.float64()),
-            "day": _column([day + datetime.timedelta(days=v) for v in ks], null[4], pa.date32()),
-            "ts": _column(
+            "d": with_nulls([-0.0 if v == 0 else v / 3 for v in ks], null[3], pa.float64()),
+            "day": with_nulls([day + datetime.timedelta(days=v) for v in ks], null[4], pa.date32()),
+            "ts": with_nulls(
                 [stamp + datetime.timedelta(microseconds=v * 997) for v in ks],
                 null[5],
                 pa.timestamp("us", tz="UTC"),
             ),
-            "dec": _column([Decimal(v - 500) / 100 for v in ks], null[0], pa.decimal128(9, 2)),
+            "dec": with_nulls([Decimal(v - 500) / 100 for v in ks], null[0], pa.decimal128(9, 2)),
             "st": inner,
         }
     )

@@ -46,6 +46,11 @@ def planned_pages(
     return layout, reader, units, blobs
 
 
+def with_nulls(values: list[Any], null: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """``values`` as an array of ``kind``, null where ``null`` says."""
+    return pa.array([None if null[i] else v for i, v in enumerate(values)], kind)
+
+
 def same(a: pa.Table, b: pa.Table) -> bool:
     """Equal schemas and rows, NaN and -0.0 compared by their text (to_pylist's NaN is
     not equal to itself)."""
