@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from arrow.whole_read import planned_pages, reads_as_whole, same, with_nulls
 from budget import examples
-from neve.arrow import page_pick, pages
+from neve.arrow import hybrid, pages
 from neve.arrow.page_pick import PICK_FROM, pick_pages
 from neve.arrow.pages import read_positions
 from neve.arrow.parquet_layout import parse_layout
@@ -151,13 +151,21 @@ def test_large_pages_are_rewritten_to_the_rows_wanted(
 
 
 def test_pages_it_cannot_read_are_left_as_they_are(tmp_path: Path) -> None:
-    """A page of byte arrays decoded with longs (the same page bounds) is not rewritten,
-    nor are the longs' pages; small pages are not rewritten either."""
+    """A page of byte arrays in an encoding not read here (DELTA_BYTE_ARRAY) decoded
+    with longs (the same page bounds) is not rewritten, nor are the longs' pages; small
+    pages are not rewritten either."""
     n = 3 * PICK_FROM
     table = pa.table({"l": pa.array(np.arange(n)), "b": pa.array([b"x"] * n)})
     for rows, picked in ((PICK_FROM, True), (PICK_FROM - 1, False)):
         path = tmp_path / f"p{rows}.parquet"
-        pq.write_table(table, path, write_page_index=True, max_rows_per_page=rows)
+        pq.write_table(
+            table,
+            path,
+            write_page_index=True,
+            max_rows_per_page=rows,
+            use_dictionary=["l"],
+            column_encoding={"b": "DELTA_BYTE_ARRAY"},
+        )
         wanted = np.array([17, PICK_FROM + 5], np.int64)
         layout, _, units, blobs = planned_pages(path, ["l", "b"], wanted, aligned=False)
         longs, strings = units
@@ -201,12 +209,12 @@ def test_the_hybrid_runs_read_as_written() -> None:
                 values += vs.astype(np.int64).tolist()
         data = b"".join(runs)
         count = len(values) - 5
-        found = page_pick._runs(data, width, count)
+        found = hybrid.runs(data, width, count)
         assert found is not None
         assert found.all(count).tolist() == values[:count]
         at = np.sort(rnd.choice(count, 50, replace=False)).astype(np.int64)
         assert found.at(at).tolist() == [values[i] for i in at.tolist()]
-        assert page_pick._runs(data[: len(data) // 2], width, len(values)) is None
+        assert hybrid.runs(data[: len(data) // 2], width, len(values)) is None
 
 
 def test_definition_levels_count_the_optional_fields() -> None:

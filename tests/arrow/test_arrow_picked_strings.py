@@ -2,8 +2,7 @@
 10,000 strings of 100 characters), rewritten to hold only the values wanted
 (neve.arrow.page_pick): the rows read equal pyarrow's whole read at those positions
 for strings and binary values, required or with nulls (in a struct too), empty, long,
-all of one length or of many, plain and dictionary pages (those are left to pyarrow),
-version 1 and 2 pages, every codec pyarrow writes; first and last rows of pages, and
+all of one length or of many, plain and dictionary pages, version 1 and 2 pages, every codec pyarrow writes; first and last rows of pages, and
 several rows of one page."""
 
 from __future__ import annotations
@@ -141,17 +140,56 @@ def test_plain_string_pages_are_rewritten_to_the_rows_wanted(
         assert same(got, table.select(names).take(wanted))
 
 
-def test_dictionary_string_pages_are_left_to_pyarrow(tmp_path: Path) -> None:
-    n = 3 * STRINGS_FROM
-    table = pa.table({"s": pa.array(["x", "yy", ""] * STRINGS_FROM)})
-    path = tmp_path / "dictionary.parquet"
-    pq.write_table(table, path, write_page_index=True, max_rows_per_page=STRINGS_FROM)
-    wanted = np.array([17, STRINGS_FROM + 5, n - 1], np.int64)
-    layout, _, units, blobs = planned_pages(path, ["s"], wanted)
-    (unit,) = units
-    pick_pages(layout, unit, blobs)
-    assert not unit.replaced
-    assert same(pages.decode(layout, unit, blobs), table.take(wanted))
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "snappy", "none"])
+@pytest.mark.parametrize("lengths", ["same", "short", "long"])
+def test_dictionary_string_pages_are_picked_through_their_dictionary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, codec: str, lengths: str
+) -> None:
+    """A few rows, the first and last of pages among them and several of one page,
+    from large dictionary-encoded pages of strings and binary values (nulls and empty
+    values among them): every page read is rewritten to hold only the rows wanted, its
+    values looked up in the chunk's dictionary (which is then left out), and the rows
+    are those of a whole read, made into arrays from the picked values as well as
+    spliced; a second take finds the dictionary kept."""
+    n = 12_000
+    table = _table(n, 5, 0.2, lengths, 300).select(["s", "b", "req"])
+    wanted = np.array([0, 1, 2999, 3000, 3001, 4500, 5999, 11_999], np.int64)
+    path = tmp_path / f"v{version}{codec}.parquet"
+    pq.write_table(
+        table,
+        path,
+        write_page_index=True,
+        data_page_version=version,
+        max_rows_per_page=3000,
+        data_page_size=1 << 26,
+        dictionary_pagesize_limit=1 << 26,
+        row_group_size=6000,
+        compression=codec,
+    )
+    page_pick.plain_dictionaries.clear()
+    walked = []
+    walk = page_pick._kept_strings
+
+    def counted(page: memoryview, chunk: Any) -> bytes | None:
+        walked.append(1)
+        return walk(page, chunk)
+
+    monkeypatch.setattr(page_pick, "_kept_strings", counted)
+    kept = []
+    for direct in (False, True):
+        layout, _, units, blobs = planned_pages(path, table.column_names, wanted)
+        for unit in units:
+            assert all(d is not None for g in unit.groups for d in g.dictionaries)
+            read = sum(len(r) for g in unit.groups for r in g.ranges)
+            pick_pages(layout, unit, blobs, direct)
+            assert len(unit.picked if direct else unit.replaced) == read
+            assert all(d is None for g in unit.groups for d in g.dictionaries)
+            got = pages.decode(layout, unit, blobs)
+            names = [leaf.top for leaf in unit.leaves]
+            assert same(got, table.select(names).take(wanted))
+        kept.append(len(walked))
+    assert kept[0] and kept[1] == kept[0]  # kept by the first take, found by the second
 
 
 def _values(data: bytes, first: int) -> page_body.Values:

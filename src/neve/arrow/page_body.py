@@ -44,6 +44,7 @@ __all__ = [
     "codec_of",
     "decompressed",
     "page_parts",
+    "plain_reach",
 ]
 
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
@@ -184,14 +185,29 @@ def body_values(body: memoryview, codec: int, size: int, streamed: bool) -> Valu
     return Values(memoryview(raw), None, len(raw))
 
 
+def plain_reach(rows: int, width: int, size: int, count: int) -> int:
+    """The bytes of a plain page's values (``size`` bytes of ``count`` values) that hold
+    its first ``rows`` values: of ``width`` bytes each, or (``width`` 0, byte arrays)
+    of the page's mean size, and a little more."""
+    if width:
+        return rows * width
+    return int(rows * size / max(count, 1) * 1.05) + 64
+
+
+#: The bytes a version 1 page's definition levels are first read as: those of a page
+#: without nulls, one run (its length and value), fit.
+_LEVELS = 8
+
+
 def page_parts(
-    page: memoryview, codec: int, max_level: int, rows: int
+    page: memoryview, codec: int, max_level: int, rows: int, width: int = -1
 ) -> tuple[int, int, bytes | memoryview, Values] | None:
     """A data page's value count, value encoding, definition levels (hybrid encoded,
     without a length) and values: of zstd, read on demand; of gzip and brotli, read on
     demand where the page is large and its first ``rows`` rows (those wanted) well
     short of its end; else decompressed at once. None where the page is of another
-    kind or layout."""
+    kind or layout. A page read on demand is first read as far as its values of those
+    rows where plain, of ``width`` bytes each (0: byte arrays; -1: not read ahead)."""
     header, used = decode_numbers(page, 0)
     kind, size = header.get(1), header.get(2)
     if not isinstance(kind, int) or not isinstance(size, int):
@@ -207,20 +223,25 @@ def page_parts(
     if kind == DATA_PAGE:
         if max_level and fields.get(3) != RLE:
             return None
+        encoding = _int(fields, 2)
         values = body_values(body, codec, size, streamed)
         if values is None:
             return None
         levels: bytes | memoryview = b""
+        # one read where it can: the levels' length, levels and the values wanted
+        ahead = 0 if width < 0 or encoding != PLAIN else plain_reach(rows, width, size, count)
         if max_level:
-            values.reach(4)
+            values.reach(4 + _LEVELS + ahead)
             length = int.from_bytes(values.data[:4], "little")
             values.reach(4 + length)
             view = memoryview(values.data)
             if len(view) < 4 + length:
                 raise NeveIOError("a data page's levels run past its end")
             levels = bytes(view[4 : 4 + length])
-            values = Values(view[4 + length :], values.stream, size - 4 - length)
-        return count, _int(fields, 2), levels, values
+            values.data, values.size = view[4 + length :], size - 4 - length
+        elif ahead:
+            values.reach(ahead)
+        return count, encoding, levels, values
     if kind == DATA_PAGE_V2:
         level_size = _int(fields, 5)
         if _int(fields, 6) or (not max_level and level_size):

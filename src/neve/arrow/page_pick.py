@@ -22,7 +22,16 @@ where all have one length, as hashes and codes have; else one by one, up to
 :data:`_WALKED` values) and the wanted ones copied into the new page. pyarrow would
 otherwise decompress the whole page, get it copied into the spliced file and decode
 every string up to the row (:mod:`neve.arrow.page_trim` cuts the page there).
-Dictionary-encoded pages of byte arrays are left to pyarrow.
+Dictionary-encoded pages of byte arrays (a chunk's first pages in parquet-java's
+layout, 21,024 strings of 100 characters) are rewritten too: their indexes are read
+as those of fixed-width values are, and the values copied from the dictionary's
+plain body, whose value places are walked through once per file and kept with it.
+Left to pyarrow, one such page cost a spliced file of every page of its column chunks
+and the decoding of a 2 MiB dictionary.
+
+In a layout of large pages (any page of the unit at least :data:`PICK_FROM` or
+:data:`STRINGS_FROM` rows) the small pages are picked too: a chunk's last page, left
+as it is, would send every other page of the unit through a spliced file.
 
 Pages of either kind are decompressed only as far as the last row wanted where their
 codec allows (zstd pages always, gzip and brotli where that pays:
@@ -44,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from neve.arrow.hybrid import encoded_levels, one_run, runs
 from neve.arrow.page_body import (
     CODECS,
     DATA_PAGE,
@@ -55,15 +65,12 @@ from neve.arrow.page_body import (
     codec_of,
     decompressed,
     page_parts,
+    plain_reach,
 )
 from neve.arrow.page_dictionaries import CAPACITY, Pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
 from neve.arrow.splice import DecodeUnit, PageGroup
-from neve.arrow.thrift import (
-    decode_struct,
-    read_varint,
-    write_varint,
-)
+from neve.arrow.thrift import decode_struct, write_varint
 from neve.errors import NeveIOError
 
 __all__ = [
@@ -117,7 +124,14 @@ def pick_pages(
     kinds = {leaf.physical_type for leaf in unit.leaves}
     if any(leaf.repeated for leaf in unit.leaves) or not kinds <= {*_WIDTHS, _BYTE_ARRAY}:
         return
+    if unit.replaced or unit.picked:
+        return  # picked already: its groups count the picked rows, not the pages'
     smallest = PICK_FROM if kinds & _WIDTHS.keys() else STRINGS_FROM
+    if any(g.page_rows is not None and (g.page_rows >= smallest).any() for g in unit.groups):
+        # a layout of large pages: its small ones (a chunk's last) are picked too, so
+        # that the unit's arrays can be made from picked values (one page left to
+        # pyarrow sends every page of the unit through a spliced file)
+        smallest = 1
     levels = [leaf.max_definition_level for leaf in unit.leaves]
     # parquet-cpp before Arrow (its 1.x releases) marked compressed version 2 pages as
     # not compressed, and pyarrow decompresses them all for files it wrote
@@ -216,6 +230,7 @@ class _Dictionary:
     def __init__(self, key: tuple[str, int, int], page: memoryview, chunk: ColumnChunk) -> None:
         self.key, self.page, self.chunk = key, page, chunk
         self.values: npt.NDArray[np.generic] | None = None
+        self.kept: tuple[Ints, memoryview] | None = None
 
     def get(self, width: int) -> npt.NDArray[np.generic] | None:
         if self.values is None:
@@ -227,6 +242,21 @@ class _Dictionary:
                 plain_dictionaries.put(self.key, body)
             self.values = np.frombuffer(body, dtype=_DTYPES[width])
         return self.values
+
+    def strings(self) -> tuple[Ints, memoryview] | None:
+        """Of a dictionary of byte arrays: where each value begins in its plain body
+        (length prefixed, one after another), and where the last ends; and the body."""
+        if self.kept is None:
+            kept = plain_dictionaries.get(self.key)
+            if kept is None:
+                kept = _kept_strings(self.page, self.chunk)
+                if kept is None:
+                    return None
+                plain_dictionaries.put(self.key, kept)
+            count = int.from_bytes(kept[:8], "little")
+            starts = np.frombuffer(kept, dtype=np.int64, count=count + 1, offset=8)
+            self.kept = starts, memoryview(kept)[8 * (count + 2) :]
+        return self.kept
 
 
 def _dictionary(
@@ -256,7 +286,30 @@ def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> bytes 
     count = int(fields[1].value)
     if raw is None or len(raw) < count * width:
         return None
-    return raw[: count * width]
+    return raw[: count * width] if width else raw
+
+
+def _kept_strings(page: memoryview, chunk: ColumnChunk) -> bytes | None:
+    """A dictionary page of byte arrays in the form kept across takes: its value
+    count, where each value begins and the last ends (little-endian longs), and its
+    plain body. Walking the values once costs a few milliseconds for parquet-java's
+    2 MiB dictionaries of strings: a take that touches one reads its values after
+    that by their places."""
+    body = _dictionary_body(page, chunk, 0)
+    header = decode_struct(page)[0].get(7)
+    if body is None or header is None:
+        return None
+    count = int(header.value[1].value)
+    starts = _starts(Values(body, None, len(body)), count, count) if count else None
+    if starts is None:
+        starts = np.zeros(0, dtype=np.int64)
+    if len(starts) != count:
+        return None
+    end = int(starts[-1]) + 4 + _LENGTH.unpack_from(body, int(starts[-1]))[0] if count else 0
+    if end > len(body):
+        return None
+    places = np.append(starts, end).astype("<i8")
+    return count.to_bytes(8, "little") + places.tobytes() + body[:end]
 
 
 def _picked(
@@ -275,7 +328,7 @@ def _picked(
     if (codec and codec not in CODECS) or (width is None and kind != _BYTE_ARRAY):
         return None
     try:
-        read = page_parts(page, codec, max_level, int(rows[-1]) + 1)
+        read = page_parts(page, codec, max_level, int(rows[-1]) + 1, width or 0)
         if read is None:
             return None
         count, encoding, level_bytes, values = read
@@ -285,7 +338,9 @@ def _picked(
         if wanted is None:
             return None
         kept_levels, at = wanted
-        if width is None:
+        if width is None and encoding in _DICTIONARY_ENCODINGS:
+            chosen = _chosen_entries(values, at, dictionary)
+        elif width is None:
             chosen = _chosen_strings(values, encoding, count, at)
         else:
             chosen = _chosen_fixed(values, encoding, width, at, dictionary)
@@ -313,27 +368,38 @@ def _chosen_fixed(
         picked = plain[at]
     elif encoding in _DICTIONARY_ENCODINGS and dictionary is not None:
         entries = dictionary.get(width)
-        values.reach(1)
-        if entries is None or not len(values.data) or values.data[0] > 32:
-            return None  # (a dictionary's indexes are 32-bit at most)
-        bits = values.data[0]
-        # the indexes as far as the last one wanted were they all bit-packed, and the
-        # rest of a bit-packed run of the most values writers put in one (504): runs
-        # of one value take less; where they took more, the page is read to its end
-        values.reach(1 + (last + 1 + 504) * bits // 8 + 64)
-        runs = _runs(values.data[1:], bits, last + 1)
-        if runs is None and values.more(-1):
-            runs = _runs(values.data[1:], bits, last + 1)
-        if runs is None:
-            return None
-        chosen = runs.at(at)
-        if int(chosen.max()) >= len(entries):
+        chosen = None if entries is None else _indexes(values, at, len(entries))
+        if entries is None or chosen is None:
             return None
         picked = entries[chosen]
     else:
         return None
     out: bytes = picked.tobytes()
     return out
+
+
+def _indexes(values: Values, at: Ints, entries: int) -> Ints | None:
+    """The dictionary indexes at ``at`` of a dictionary-encoded page (a dictionary of
+    ``entries`` values), read as far as the last one wanted; None where they cannot
+    be read or point past the dictionary."""
+    last = int(at[-1])
+    values.reach(1)
+    if not len(values.data) or values.data[0] > 32:
+        return None  # (a dictionary's indexes are 32-bit at most)
+    bits = values.data[0]
+    # the indexes as far as the last one wanted were they all bit-packed, and the
+    # rest of a bit-packed run of the most values writers put in one (504): runs
+    # of one value take less; where they took more, the page is read to its end
+    values.reach(1 + (last + 1 + 504) * bits // 8 + 64)
+    found = runs(memoryview(values.data)[1:], bits, last + 1)
+    if found is None and values.more(-1):
+        found = runs(memoryview(values.data)[1:], bits, last + 1)
+    if found is None:
+        return None
+    chosen = found.at(at)
+    if int(chosen.max()) >= entries:
+        return None
+    return chosen
 
 
 def _wanted(
@@ -344,129 +410,18 @@ def _wanted(
     from the page's levels; None where the levels run out first."""
     if not max_level:
         return None, rows
-    runs = _runs(level_bytes, max_level.bit_length(), int(rows[-1]) + 1)
-    if runs is None:
+    need = int(rows[-1]) + 1
+    one = one_run(level_bytes, max_level, need)
+    if one is not None:  # no nulls, or all
+        kept = np.full(len(rows), one, dtype=np.int64)
+        return kept, rows if one == max_level else rows[:0]
+    found = runs(level_bytes, max_level.bit_length(), need)
+    if found is None:
         return None
-    if len(runs.first) == 1 and not runs.packed[0]:  # one run: no nulls, or all
-        kept = np.full(len(rows), int(runs.where[0]), dtype=np.int64)
-        return kept, rows if runs.where[0] == max_level else rows[:0]
-    got = runs.all(int(rows[-1]) + 1)
+    got = found.all(need)
     defined = got == max_level
     at: Ints = (np.cumsum(defined) - 1)[rows][defined[rows]]
     return got[rows], at
-
-
-@dataclass(frozen=True)
-class _Runs:
-    """The runs of Parquet's RLE/bit-packed hybrid encoding of ``width``-bit values
-    (as far as a reader needs): each run's first value's number, its length, whether
-    it is bit-packed, and its value (RLE) or where its bytes begin (bit-packed)."""
-
-    data: bytes | memoryview
-    width: int
-    first: Ints
-    lengths: Ints
-    packed: npt.NDArray[np.bool_]
-    where: Ints
-
-    def at(self, positions: Ints) -> Ints:
-        """The values at ``positions`` (each below the runs' end)."""
-        r = np.searchsorted(self.first, positions, side="right") - 1
-        packed = self.packed[r]
-        out: Ints = np.where(packed, 0, self.where[r])
-        if packed.any() and self.width:
-            bit = (positions[packed] - self.first[r[packed]]) * self.width
-            byte = self.where[r[packed]] + bit // 8
-            buf = np.frombuffer(bytes(self.data) + bytes(8), dtype=np.uint8)
-            words = buf[byte[:, None] + np.arange(8)].view("<u8").ravel()
-            mask = np.uint64((1 << self.width) - 1)
-            shifted = words >> (bit % 8).astype(np.uint64)
-            out[packed] = (shifted & mask).astype(np.int64)
-        return out
-
-    def all(self, count: int) -> Ints:
-        """The first ``count`` values."""
-        lengths = np.minimum(self.lengths, np.maximum(count - self.first, 0))
-        out: Ints = np.repeat(np.where(self.packed, 0, self.where), lengths)
-        if self.packed.any() and self.width:
-            runs = np.flatnonzero(self.packed & (lengths > 0))
-            sizes = (self.lengths[runs] // 8) * self.width
-            joined = b"".join(
-                self.data[int(w) : int(w) + int(n)]
-                for w, n in zip(self.where[runs], sizes, strict=True)
-            )
-            bits = np.unpackbits(np.frombuffer(joined, dtype=np.uint8), bitorder="little")
-            powers = np.left_shift(np.int64(1), np.arange(self.width, dtype=np.int64))
-            values = bits.reshape(-1, self.width).astype(np.int64) @ powers
-            full = np.repeat(self.packed, lengths)
-            starts = np.zeros(len(runs), dtype=np.int64)
-            np.cumsum(self.lengths[runs][:-1], out=starts[1:])
-            # each packed run's values, cut at the run's length kept
-            keep = np.concatenate(
-                [
-                    np.arange(int(a), int(a) + int(n))
-                    for a, n in zip(starts, lengths[runs], strict=True)
-                ]
-            )
-            out[full] = values[keep]
-        return out
-
-
-def _runs(data: bytes | memoryview, width: int, count: int) -> _Runs | None:
-    """The runs holding the first ``count`` values (None where the data runs out
-    first)."""
-    first, lengths, packed, where = [], [], [], []
-    at = pos = 0
-    value_bytes = (width + 7) // 8
-    while at < count:
-        try:
-            header, pos = read_varint(data, pos)
-        except IndexError:
-            return None
-        first.append(at)
-        if header & 1:  # bit-packed: groups of 8 values, least significant bit first
-            n = (header >> 1) * 8
-            packed.append(True)
-            where.append(pos)
-            pos += (header >> 1) * width
-            if pos > len(data) or not n:
-                return None
-        else:
-            n = header >> 1
-            if not n:
-                return None
-            packed.append(False)
-            where.append(int.from_bytes(data[pos : pos + value_bytes], "little"))
-            pos += value_bytes
-            if pos > len(data):
-                return None
-        lengths.append(n)
-        at += n
-    return _Runs(
-        data,
-        width,
-        np.array(first, dtype=np.int64),
-        np.array(lengths, dtype=np.int64),
-        np.array(packed, dtype=np.bool_),
-        np.array(where, dtype=np.int64),
-    )
-
-
-def _levels(levels: Ints, width: int) -> bytes:
-    """Definition levels in the RLE/bit-packed hybrid: one RLE run where they are all
-    one value, else one bit-packed run."""
-    out = bytearray()
-    if (levels == levels[0]).all():
-        write_varint(out, len(levels) << 1)
-        out += int(levels[0]).to_bytes((width + 7) // 8, "little")
-    else:
-        groups = (len(levels) + 7) // 8
-        padded = np.zeros(groups * 8, dtype=np.int64)
-        padded[: len(levels)] = levels
-        bits = (padded[:, None] >> np.arange(width, dtype=np.int64)) & 1
-        write_varint(out, (groups << 1) | 1)
-        out += np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
-    return bytes(out)
 
 
 def uncompressed_page(levels: Ints | None, max_level: int, values: bytes, count: int) -> bytes:
@@ -474,7 +429,7 @@ def uncompressed_page(levels: Ints | None, max_level: int, values: bytes, count:
     values of those not null, uncompressed (a version 2 page says whether it is
     compressed, where a version 1 page is compressed by the chunk's codec: compressing
     a few values would cost more than decoding them)."""
-    encoded = b"" if levels is None else _levels(levels, max_level.bit_length())
+    encoded = b"" if levels is None else encoded_levels(levels, max_level.bit_length())
     nulls = 0 if levels is None else int((levels < max_level).sum())
     return page_v2(encoded, values, count, nulls)
 
@@ -505,7 +460,7 @@ def _compressed_page(
     by the chunk's codec."""
     body = values
     if levels is not None:
-        encoded = _levels(levels, max_level.bit_length())
+        encoded = encoded_levels(levels, max_level.bit_length())
         body = len(encoded).to_bytes(4, "little") + encoded + values
     c = codec_of(codec)
     stored = body if c is None else c.compress(body, asbytes=True)
@@ -532,8 +487,7 @@ def _chosen_strings(values: Values, encoding: int, count: int, at: Ints) -> byte
     if not len(at):
         return b""
     need = int(at[-1]) + 1
-    # the bytes of ``need`` values of the page's mean size, and a little more
-    values.reach(int(need * values.size / max(count, 1) * 1.05) + 64)
+    values.reach(plain_reach(need, 0, values.size, count))
     starts = _starts(values, need)
     if starts is None:
         return None
@@ -542,10 +496,26 @@ def _chosen_strings(values: Values, encoding: int, count: int, at: Ints) -> byte
     return b"".join(data[s : s + 4 + unpack(data, s)[0]] for s in starts[at].tolist())
 
 
-def _starts(values: Values, need: int) -> Ints | None:
+def _chosen_entries(values: Values, at: Ints, dictionary: _Dictionary | None) -> bytes | None:
+    """The length-prefixed values at ``at`` (among the page's values) of a
+    dictionary-encoded page of byte arrays, from the dictionary's kept form."""
+    if not len(at):
+        return b""
+    kept = None if dictionary is None else dictionary.strings()
+    if kept is None:
+        return None
+    starts, body = kept
+    chosen = _indexes(values, at, len(starts) - 1)
+    if chosen is None:
+        return None
+    ends = starts[chosen + 1].tolist()
+    return b"".join(body[a:b] for a, b in zip(starts[chosen].tolist(), ends, strict=True))
+
+
+def _starts(values: Values, need: int, walked: int = _WALKED) -> Ints | None:
     """Where each of the first ``need`` length-prefixed values begins (decompressing
     more as the walk needs it); None where the page ends first or where more than
-    :data:`_WALKED` values of differing lengths would be walked one by one."""
+    ``walked`` values of differing lengths would be walked one by one."""
     data = values.data
     if len(data) < 4:
         if not values.more(-1) or len(values.data) < 4:
@@ -563,7 +533,7 @@ def _starts(values: Values, need: int) -> Ints | None:
     out: Ints = np.arange(need, dtype=np.int64) * stride
     if k == need:
         return out
-    if need - k > _WALKED:
+    if need - k > walked:
         return None
     pos = k * stride
     unpack = _LENGTH.unpack_from
