@@ -93,16 +93,22 @@ def test_rows_made_from_picked_values_equal_a_whole_read(
 
 
 def _taken_as_written(
-    folder: Path, table: pa.Table, positions: list[int], rows_per_page: int, **options: Any
+    folder: Path,
+    table: pa.Table,
+    positions: list[int],
+    rows_per_page: int,
+    dictionary: bool = False,
+    **options: Any,
 ) -> bool:
-    """Whether the rows at ``positions`` of ``table``, written in plain pages of
-    ``rows_per_page`` rows (zstd, the page index) and read by pages, equal the table's."""
+    """Whether the rows at ``positions`` of ``table``, written in plain pages (or
+    dictionary pages) of ``rows_per_page`` rows (zstd, the page index) and read by
+    pages, equal the table's."""
     path = folder / "t.parquet"
     pq.write_table(
         table,
         path,
         write_page_index=True,
-        use_dictionary=False,
+        use_dictionary=dictionary,
         compression="zstd",
         data_page_size=1 << 22,
         max_rows_per_page=rows_per_page,
@@ -137,6 +143,22 @@ def test_all_pages_picked_skips_the_spliced_file(
     monkeypatch.setattr(pages, "decode_spliced", lambda *a: pytest.fail("a file was spliced"))
     positions = [3, 5000, 2 * PICK_FROM, n - 1]
     assert _taken_as_written(tmp_path, table, positions, 2 * PICK_FROM, data_page_version=version)
+    assert made and all(made)
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_small_last_pages_and_dictionary_pages_of_strings_are_picked_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dictionary: bool
+) -> None:
+    """A chunk's small last page (100 rows, after pages of 2 * PICK_FROM) is picked as
+    its large pages are, and so are dictionary-encoded pages of strings: no file is
+    spliced, every unit's arrays are made from the picked values."""
+    n = 4 * PICK_FROM + 100
+    table = _table(n, 7, 0.3, 300)
+    made = _made(monkeypatch)
+    monkeypatch.setattr(pages, "decode_spliced", lambda *a: pytest.fail("a file was spliced"))
+    positions = [3, 2 * PICK_FROM, n - 100, n - 1]
+    assert _taken_as_written(tmp_path, table, positions, 2 * PICK_FROM, dictionary)
     assert made and all(made)
 
 

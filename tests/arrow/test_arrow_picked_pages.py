@@ -214,7 +214,56 @@ def test_the_hybrid_runs_read_as_written() -> None:
         assert found.all(count).tolist() == values[:count]
         at = np.sort(rnd.choice(count, 50, replace=False)).astype(np.int64)
         assert found.at(at).tolist() == [values[i] for i in at.tolist()]
+        assert hybrid.few_at(data, width, at.tolist()) == [values[i] for i in at.tolist()]
         assert hybrid.runs(data[: len(data) // 2], width, len(values)) is None
+        assert hybrid.few_at(data[: len(data) // 2], width, [len(values) - 1]) is None
+
+
+def _packed(values: np.ndarray, width: int) -> bytes:
+    """A bit-packed run of ``values`` (a multiple of 8 of them)."""
+    bits = (values.astype(np.int64)[:, None] >> np.arange(width)) & 1
+    run = np.packbits(bits.astype(np.uint8).ravel(), bitorder="little").tobytes()
+    return _uvarint((len(values) // 8) << 1 | 1) + run
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 8, 13, 18, 31, 32])
+def test_bit_packed_runs_of_one_length_are_found_by_their_stride(width: int) -> None:
+    """Dictionary indexes as writers cut them (bit-packed runs of 63 groups, 504 values,
+    a header of a byte) read at any positions, by the runs' arrays and one by one, as
+    written: runs of one length throughout, one of another length last, one of another
+    length or an RLE run part way (where the runs are walked), and data that ends
+    inside a run."""
+    rnd = np.random.default_rng(width)
+    top = 1 << width if width else 1
+    full = [rnd.integers(0, top, 504) for _ in range(9)]
+    tail = rnd.integers(0, top, 80)
+    rle = _uvarint(40 << 1) + (top - 1).to_bytes((width + 7) // 8, "little")
+    packed = [_packed(p, width) for p in full]
+    cases = [
+        (b"".join(packed), full),
+        (b"".join(packed) + _packed(tail, width), [*full, tail]),
+        (
+            b"".join(packed[:4]) + _packed(tail, width) + b"".join(packed[4:]),
+            [*full[:4], tail, *full[4:]],
+        ),
+        (
+            b"".join(packed[:4]) + rle + b"".join(packed[4:]),
+            [*full[:4], np.full(40, top - 1), *full[4:]],
+        ),
+    ]
+    for blob, parts in cases:
+        expected = np.concatenate(parts).tolist()
+        for count in (1, 505, 2100, len(expected)):
+            at = np.sort(rnd.choice(count, min(count, 30), replace=False)).astype(np.int64)
+            want = [expected[i] for i in at.tolist()]
+            found = hybrid.runs(blob, width, count)
+            assert found is not None
+            assert found.at(at).tolist() == want
+            assert found.all(count).tolist() == expected[:count]
+            assert hybrid.few_at(blob, width, at.tolist()) == want
+        cut = blob[: len(blob) - 3]
+        assert hybrid.runs(cut, width, len(expected)) is None
+        assert hybrid.few_at(cut, width, [len(expected) - 1]) is None
 
 
 def test_definition_levels_count_the_optional_fields() -> None:

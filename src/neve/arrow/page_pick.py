@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from neve.arrow.hybrid import encoded_levels, one_run, runs
+from neve.arrow.hybrid import encoded_levels, few_at, one_run, runs
 from neve.arrow.page_body import (
     CODECS,
     DATA_PAGE,
@@ -97,6 +97,10 @@ STRINGS_FROM = 1024
 #: The most values of a page of byte arrays walked through one by one (where their
 #: lengths are not all the same): past it pyarrow decodes the page faster.
 _WALKED = 8192
+
+#: The most values a page's dictionary indexes are read for one by one
+#: (:func:`neve.arrow.hybrid.few_at`); more are read through the runs' arrays.
+_FEW = 16
 
 _BYTE_ARRAY = 6
 _LENGTH = struct.Struct("<I")
@@ -391,6 +395,13 @@ def _indexes(values: Values, at: Ints, entries: int) -> Ints | None:
     # rest of a bit-packed run of the most values writers put in one (504): runs
     # of one value take less; where they took more, the page is read to its end
     values.reach(1 + (last + 1 + 504) * bits // 8 + 64)
+    if len(at) <= _FEW:
+        few = few_at(memoryview(values.data)[1:], bits, at.tolist())
+        if few is None and values.more(-1):
+            few = few_at(memoryview(values.data)[1:], bits, at.tolist())
+        if few is None or max(few) >= entries:
+            return None
+        return np.array(few, dtype=np.int64)
     found = runs(memoryview(values.data)[1:], bits, last + 1)
     if found is None and values.more(-1):
         found = runs(memoryview(values.data)[1:], bits, last + 1)
@@ -488,6 +499,15 @@ def _chosen_strings(values: Values, encoding: int, count: int, at: Ints) -> byte
         return b""
     need = int(at[-1]) + 1
     values.reach(plain_reach(need, 0, values.size, count))
+    data = values.data
+    if len(data) >= 4:
+        # values all of one length as far as the last wanted (the lengths checked at
+        # once): each wanted one's place is its number times their stride
+        stride = _LENGTH.unpack_from(data, 0)[0] + 4
+        if stride * need <= len(data):
+            lengths = np.ndarray((need,), dtype="<u4", buffer=data, strides=(stride,))
+            if (lengths == stride - 4).all():
+                return b"".join(data[s : s + stride] for s in (at * stride).tolist())
     starts = _starts(values, need)
     if starts is None:
         return None
