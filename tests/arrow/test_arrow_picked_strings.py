@@ -223,6 +223,56 @@ def test_value_starts_are_walked_through_any_lengths(first: int) -> None:
         assert page_pick._starts(_values(blob[:-1], first), len(sizes)) is None
 
 
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("nullable", [False, True])
+def test_strings_of_one_length_are_read_exactly_as_far_as_the_rows_wanted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, nullable: bool
+) -> None:
+    """A zstd page of strings all of one length (no nulls) is decompressed as far as
+    the last wanted one ends (and some 64 bytes), and the rows are a whole read's; one whose sizes
+    sum as such a page's would (one shorter, one longer) is read by walking (or left
+    to pyarrow past the values walked one by one), as are pages with nulls, and its
+    rows are a whole read's too."""
+    n = 20_000
+    alike = ["é" * 20] * n  # 40 bytes each
+    balanced = list(alike)
+    balanced[9000], balanced[15000] = "é" * 19, "é" * 21
+    asked: list[int] = []
+    read = page_body._Stream.read
+
+    def counted(stream: page_body._Stream, k: int) -> bytes:
+        asked.append(k)
+        return read(stream, k)
+
+    monkeypatch.setattr(page_body._Stream, "read", counted)
+    for name, values in (("alike", alike), ("balanced", balanced)):
+        schema = pa.schema([pa.field("s", pa.string(), nullable=nullable)])
+        table = pa.table({"s": pa.array(values, pa.string())}).cast(schema)
+        path = tmp_path / f"{name}{version}{nullable}.parquet"
+        pq.write_table(
+            table,
+            path,
+            write_page_index=True,
+            use_dictionary=False,
+            compression="zstd",
+            data_page_version=version,
+            data_page_size=1 << 26,
+        )
+        for wanted in ([3], [4999], [0, 8999, 9001], [n - 1]):
+            rows = np.array(wanted, np.int64)
+            layout, _, units, blobs = planned_pages(path, ["s"], rows)
+            (unit,) = units
+            asked.clear()
+            pick_pages(layout, unit, blobs)
+            if name == "alike":
+                assert len(unit.replaced) == 1
+                # the levels' length and levels, the values, and some 64 bytes more
+                levels = 4 + 8 if nullable and version == "1.0" else 0
+                assert sum(asked) <= levels + 44 * (wanted[-1] + 1) + 80, (wanted, asked)
+            got = pages.decode(layout, unit, blobs)
+            assert same(got, table.take(rows))
+
+
 @pytest.mark.parametrize("codec", ["zstd", "gzip", "brotli", "snappy"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 def test_large_pages_are_read_as_far_as_the_rows_wanted(

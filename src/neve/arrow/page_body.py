@@ -44,7 +44,6 @@ __all__ = [
     "codec_of",
     "decompressed",
     "page_parts",
-    "plain_reach",
 ]
 
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
@@ -185,15 +184,6 @@ def body_values(body: memoryview, codec: int, size: int, streamed: bool) -> Valu
     return Values(memoryview(raw), None, len(raw))
 
 
-def plain_reach(rows: int, width: int, size: int, count: int) -> int:
-    """The bytes of a plain page's values (``size`` bytes of ``count`` values) that hold
-    its first ``rows`` values: of ``width`` bytes each, or (``width`` 0, byte arrays)
-    of the page's mean size, and a little more."""
-    if width:
-        return rows * width
-    return int(rows * size / max(count, 1) * 1.05) + 64
-
-
 #: The bytes a version 1 page's definition levels are first read as: those of a page
 #: without nulls, one run (its length and value), fit.
 _LEVELS = 8
@@ -207,7 +197,8 @@ def page_parts(
     demand where the page is large and its first ``rows`` rows (those wanted) well
     short of its end; else decompressed at once. None where the page is of another
     kind or layout. A page read on demand is first read as far as its values of those
-    rows where plain, of ``width`` bytes each (0: byte arrays; -1: not read ahead)."""
+    rows where plain, of ``width`` bytes each (0: byte arrays, of the page's mean
+    size; -1: not read ahead)."""
     header, used = decode_numbers(page, 0)
     kind, size = header.get(1), header.get(2)
     if not isinstance(kind, int) or not isinstance(size, int):
@@ -229,7 +220,11 @@ def page_parts(
             return None
         levels: bytes | memoryview = b""
         # one read where it can: the levels' length, levels and the values wanted
-        ahead = 0 if width < 0 or encoding != PLAIN else plain_reach(rows, width, size, count)
+        # (of byte arrays, as far as values of the page's mean size: exactly for
+        # values of one length; a second read copies the first)
+        ahead = 0
+        if width >= 0 and encoding == PLAIN:
+            ahead = rows * width if width else rows * size // max(count, 1) + 64
         if max_level:
             values.reach(4 + _LEVELS + ahead)
             length = int.from_bytes(values.data[:4], "little")

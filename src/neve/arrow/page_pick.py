@@ -65,7 +65,6 @@ from neve.arrow.page_body import (
     codec_of,
     decompressed,
     page_parts,
-    plain_reach,
 )
 from neve.arrow.page_dictionaries import CAPACITY, Pages
 from neve.arrow.parquet_layout import ColumnChunk, ParquetLayout
@@ -159,7 +158,7 @@ def pick_pages(
         unit.replaced[p.offset] = page
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Part:
     """A page's wanted rows: its offset, their definition levels (None for a required
     leaf) and plain values, how many, the leaf's maximum level and the chunk's codec."""
@@ -194,21 +193,25 @@ def _pick_group(
     dictionaries = [
         _dictionary(layout, c, d, blobs) for c, d in zip(chunks, g.dictionaries, strict=True)
     ]
+    # each leaf's page ranges, physical type and codec, looked up once for its pages
+    leaves = [
+        (ranges, int(c.meta[1].value), int(c.meta[4].value), level, dictionary)
+        for ranges, c, level, dictionary in zip(g.ranges, chunks, levels, dictionaries, strict=True)
+    ]
     new_counts = counts.copy()
     done = np.zeros(len(counts), dtype=bool)
+    edges = bounds.tolist()
     for p in np.flatnonzero(counts >= smallest).tolist():
-        rows = within[bounds[p] : bounds[p + 1]]
-        if not len(rows):
+        if edges[p] == edges[p + 1]:
             continue
+        rows = within[edges[p] : edges[p + 1]]
         pages: list[_Part] = []
-        for n, chunk in enumerate(chunks):
-            offset = g.ranges[n][p][0]
-            picked = _picked(blobs[offset], rows, levels[n], chunk, dictionaries[n])
+        for ranges, kind, codec, level, dictionary in leaves:
+            offset = ranges[p][0]
+            picked = _picked(blobs[offset], rows, level, kind, codec, dictionary)
             if picked is None:
                 break  # this page's rows stay as they are, in every leaf
-            kept, values = picked
-            codec = int(chunk.meta[4].value)
-            pages.append(_Part(offset, kept, values, len(rows), levels[n], codec))
+            pages.append(_Part(offset, picked[0], picked[1], len(rows), level, codec))
         else:
             parts += pages
             new_counts[p] = len(rows)
@@ -320,23 +323,24 @@ def _picked(
     page: memoryview,
     rows: Ints,
     max_level: int,
-    chunk: ColumnChunk,
+    kind: int,
+    codec: int,
     dictionary: _Dictionary | None,
 ) -> tuple[Ints | None, bytes] | None:
     """The definition levels (None for a required leaf) and the plain values of the
     rows at ``rows`` (sorted, within the page) of a data page of a leaf without a
-    repeated field; None where it cannot be read here."""
-    kind = int(chunk.meta[1].value)
+    repeated field, of physical type ``kind`` in a chunk of ``codec``; None where it
+    cannot be read here."""
     width = _WIDTHS.get(kind)
-    codec = int(chunk.meta[4].value)
     if (codec and codec not in CODECS) or (width is None and kind != _BYTE_ARRAY):
         return None
+    need = int(rows[-1]) + 1
     try:
-        read = page_parts(page, codec, max_level, int(rows[-1]) + 1, width or 0)
+        read = page_parts(page, codec, max_level, need, width or 0)
         if read is None:
             return None
         count, encoding, level_bytes, values = read
-        if int(rows[-1]) >= count:
+        if need > count:
             return None
         wanted = _wanted(level_bytes, rows, max_level)
         if wanted is None:
@@ -498,16 +502,20 @@ def _chosen_strings(values: Values, encoding: int, count: int, at: Ints) -> byte
     if not len(at):
         return b""
     need = int(at[-1]) + 1
-    values.reach(plain_reach(need, 0, values.size, count))
-    data = values.data
-    if len(data) >= 4:
-        # values all of one length as far as the last wanted (the lengths checked at
-        # once): each wanted one's place is its number times their stride
-        stride = _LENGTH.unpack_from(data, 0)[0] + 4
-        if stride * need <= len(data):
+    values.reach(4)
+    stride = _LENGTH.unpack_from(values.data, 0)[0] + 4 if len(values.data) >= 4 else 0
+    if stride and values.size == stride * count:
+        # a page of values all of one length, by its size: exactly as far as the
+        # wanted ones end (at the mean size and a little more, about 5% of a page's
+        # decompression would be spent past them); page_parts read that far
+        values.reach(stride * need)
+        data = values.data
+        if len(data) >= stride * need:
             lengths = np.ndarray((need,), dtype="<u4", buffer=data, strides=(stride,))
-            if (lengths == stride - 4).all():
+            if (lengths == stride - 4).all():  # each wanted one at its number's stride
                 return b"".join(data[s : s + stride] for s in (at * stride).tolist())
+    # the bytes of ``need`` values of the page's mean size, and a little more
+    values.reach(int(need * values.size / max(count, 1) * 1.05) + 64)
     starts = _starts(values, need)
     if starts is None:
         return None
