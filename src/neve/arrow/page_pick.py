@@ -97,8 +97,8 @@ STRINGS_FROM = 1024
 #: lengths are not all the same): past it pyarrow decodes the page faster.
 _WALKED = 8192
 
-#: The most values a page's dictionary indexes are read for one by one
-#: (:func:`neve.arrow.hybrid.few_at`); more are read through the runs' arrays.
+#: The most values a page's dictionary indexes (and plain values) are read for one by
+#: one (:func:`neve.arrow.hybrid.few_at`); more are read through numpy's arrays.
 _FEW = 16
 
 _BYTE_ARRAY = 6
@@ -130,7 +130,12 @@ def pick_pages(
     if unit.replaced or unit.picked:
         return  # picked already: its groups count the picked rows, not the pages'
     smallest = PICK_FROM if kinds & _WIDTHS.keys() else STRINGS_FROM
-    if any(g.page_rows is not None and (g.page_rows >= smallest).any() for g in unit.groups):
+    # each group's largest page (-1: the group reads whole chunks)
+    tops = [
+        -1 if g.whole or g.page_rows is None or not len(g.page_rows) else int(g.page_rows.max())
+        for g in unit.groups
+    ]
+    if max(tops, default=-1) >= smallest:
         # a layout of large pages: its small ones (a chunk's last) are picked too, so
         # that the unit's arrays can be made from picked values (one page left to
         # pyarrow sends every page of the unit through a spliced file)
@@ -141,8 +146,8 @@ def pick_pages(
     compressed = (layout.created_by or "").split(" version ")[0].strip() == "parquet-cpp"
     every = True
     parts: list[_Part] = []
-    for g in unit.groups:
-        if g.whole or g.page_rows is None or not (g.page_rows >= smallest).any():
+    for g, top in zip(unit.groups, tops, strict=True):
+        if top < smallest:
             every = False
             continue
         every = _pick_group(layout, unit, g, levels, blobs, smallest, parts) and every
@@ -370,6 +375,8 @@ def _chosen_fixed(
     if encoding == PLAIN:
         values.reach((last + 1) * width)  # only as far as the last one wanted
         data = values.data
+        if len(at) <= _FEW and len(data) >= (last + 1) * width:  # sliced, not by numpy
+            return b"".join([data[k * width : k * width + width] for k in at.tolist()])
         plain = np.frombuffer(data, dtype=_DTYPES[width], count=len(data) // width)
         if last >= len(plain):
             return None
