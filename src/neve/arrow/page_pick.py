@@ -266,7 +266,7 @@ class _Dictionary:
                     return None
                 plain_dictionaries.put(self.key, kept)
             count = int.from_bytes(kept[:8], "little")
-            starts = np.frombuffer(kept, dtype=np.int64, count=count + 1, offset=8)
+            starts = np.frombuffer(kept, dtype="<i8", count=count + 1, offset=8)
             self.kept = starts, memoryview(kept)[8 * (count + 2) :]
         return self.kept
 
