@@ -382,6 +382,8 @@ def decode(layout: ParquetLayout, unit: DecodeUnit, blobs: dict[int, memoryview]
     index = np.concatenate(parts) if len(parts) > 1 else parts[0]
     if len(index) == 1:  # one row: a slice, without a copy
         return table.slice(int(index[0]), 1)
+    if len(index) == table.num_rows and (index == np.arange(len(index))).all():
+        return table  # every row, in order (arrays made from the picked values)
     return table.take(int64_array(index))
 
 
