@@ -248,9 +248,10 @@ class _Dictionary:
         if self.values is None:
             body = plain_dictionaries.get(self.key)
             if body is None:
-                body = _dictionary_body(self.page, self.chunk, width)
-                if body is None:
+                found = _dictionary_body(self.page, self.chunk, width)
+                if found is None:
                     return None
+                body = found[1]
                 plain_dictionaries.put(self.key, body)
             self.values = np.frombuffer(body, dtype=_DTYPES[width])
         return self.values
@@ -282,8 +283,9 @@ def _dictionary(
     return _Dictionary((layout.path, layout.size, where[0]), blobs[where[0]], chunk)
 
 
-def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> bytes | None:
-    """The plain values of a dictionary page (None where it is not one of them)."""
+def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> tuple[int, bytes] | None:
+    """How many values a dictionary page holds and their plain bytes (None where it is
+    not such a page)."""
     try:
         header, used = decode_struct(page)
     except NeveIOError:
@@ -298,7 +300,7 @@ def _dictionary_body(page: memoryview, chunk: ColumnChunk, width: int) -> bytes 
     count = int(fields[1].value)
     if raw is None or len(raw) < count * width:
         return None
-    return raw[: count * width] if width else raw
+    return count, raw[: count * width] if width else raw
 
 
 def _kept_strings(page: memoryview, chunk: ColumnChunk) -> bytes | None:
@@ -307,17 +309,18 @@ def _kept_strings(page: memoryview, chunk: ColumnChunk) -> bytes | None:
     plain body. Walking the values once costs a few milliseconds for parquet-java's
     2 MiB dictionaries of strings: a take that touches one reads its values after
     that by their places."""
-    body = _dictionary_body(page, chunk, 0)
-    header = decode_struct(page)[0].get(7)
-    if body is None or header is None:
+    found = _dictionary_body(page, chunk, 0)
+    if found is None:
         return None
-    count = int(header.value[1].value)
-    starts = _starts(Values(body, None, len(body)), count, count) if count else None
-    if starts is None:
-        starts = np.zeros(0, dtype=np.int64)
-    if len(starts) != count:
-        return None
-    end = int(starts[-1]) + 4 + _LENGTH.unpack_from(body, int(starts[-1]))[0] if count else 0
+    count, body = found
+    if count:
+        starts = _starts(Values(body, None, len(body)), count, count)
+        if starts is None or len(starts) != count:
+            return None
+        last = int(starts[-1])
+        end = last + 4 + _LENGTH.unpack_from(body, last)[0]
+    else:
+        starts, end = np.zeros(0, dtype=np.int64), 0
     if end > len(body):
         return None
     places = np.append(starts, end).astype("<i8")
