@@ -105,19 +105,15 @@ def test_rows_of_picked_string_pages_equal_a_whole_read(
     reads_as_whole(tmp_path, table, options, data, rows=12)
 
 
-@pytest.mark.parametrize("version", ["1.0", "2.0"])
-@pytest.mark.parametrize("codec", ["zstd", "gzip", "snappy", "none"])
-@pytest.mark.parametrize("lengths", ["same", "mostly-same", "long"])
-def test_plain_string_pages_are_rewritten_to_the_rows_wanted(
-    tmp_path: Path, version: str, codec: str, lengths: str
-) -> None:
-    """A few rows, the first and last of pages among them and several of one page,
-    from large plain pages: every page read is rewritten to hold only the rows wanted
-    from it, and the rows are those of a whole read."""
-    n = 12_000
-    table = _table(n, 5, 0.2, lengths, 1 << 20).select(["s", "b", "req", "st"])
-    wanted = np.array([0, 1, 2999, 3000, 3001, 4500, 5999, 11_999], np.int64)
-    path = tmp_path / f"v{version}{codec}.parquet"
+#: Rows of 12,000 written in pages of 3,000 (:func:`_written`): the first and last of
+#: pages among them, and several of one page.
+_WANTED = np.array([0, 1, 2999, 3000, 3001, 4500, 5999, 11_999], np.int64)
+
+
+def _written(folder: Path, table: pa.Table, version: str, codec: str, **options: Any) -> Path:
+    """``table`` written in large pages of 3,000 rows (a data page version, a codec, the
+    page index) and row groups of 6,000, with ``options`` besides."""
+    path = folder / f"v{version}{codec}.parquet"
     pq.write_table(
         table,
         path,
@@ -127,17 +123,31 @@ def test_plain_string_pages_are_rewritten_to_the_rows_wanted(
         data_page_size=1 << 26,
         row_group_size=6000,
         compression=codec,
-        use_dictionary=False,
+        **options,
     )
-    layout, _, units, blobs = planned_pages(path, table.column_names, wanted, read_before=True)
+    return path
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "snappy", "none"])
+@pytest.mark.parametrize("lengths", ["same", "mostly-same", "long"])
+def test_plain_string_pages_are_rewritten_to_the_rows_wanted(
+    tmp_path: Path, version: str, codec: str, lengths: str
+) -> None:
+    """A few rows, the first and last of pages among them and several of one page,
+    from large plain pages: every page read is rewritten to hold only the rows wanted
+    from it, and the rows are those of a whole read."""
+    table = _table(12_000, 5, 0.2, lengths, 1 << 20).select(["s", "b", "req", "st"])
+    path = _written(tmp_path, table, version, codec, use_dictionary=False)
+    layout, _, units, blobs = planned_pages(path, table.column_names, _WANTED, read_before=True)
     for unit in units:
         read = sum(len(r) for g in unit.groups for r in g.ranges)
         pick_pages(layout, unit, blobs)
         assert len(unit.replaced) == read  # every page read, in every leaf
-        assert sum(g.rows for g in unit.groups) == len(wanted)
+        assert sum(g.rows for g in unit.groups) == len(_WANTED)
         got = pages.decode(layout, unit, blobs)
         names = [leaf.top for leaf in unit.leaves]
-        assert same(got, table.select(names).take(wanted))
+        assert same(got, table.select(names).take(_WANTED))
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
@@ -152,21 +162,8 @@ def test_dictionary_string_pages_are_picked_through_their_dictionary(
     values looked up in the chunk's dictionary (which is then left out), and the rows
     are those of a whole read, made into arrays from the picked values as well as
     spliced; a second take finds the dictionary kept."""
-    n = 12_000
-    table = _table(n, 5, 0.2, lengths, 300).select(["s", "b", "req"])
-    wanted = np.array([0, 1, 2999, 3000, 3001, 4500, 5999, 11_999], np.int64)
-    path = tmp_path / f"v{version}{codec}.parquet"
-    pq.write_table(
-        table,
-        path,
-        write_page_index=True,
-        data_page_version=version,
-        max_rows_per_page=3000,
-        data_page_size=1 << 26,
-        dictionary_pagesize_limit=1 << 26,
-        row_group_size=6000,
-        compression=codec,
-    )
+    table = _table(12_000, 5, 0.2, lengths, 300).select(["s", "b", "req"])
+    path = _written(tmp_path, table, version, codec, dictionary_pagesize_limit=1 << 26)
     page_pick.plain_dictionaries.clear()
     walked = []
     walk = page_pick._kept_strings
@@ -178,7 +175,7 @@ def test_dictionary_string_pages_are_picked_through_their_dictionary(
     monkeypatch.setattr(page_pick, "_kept_strings", counted)
     kept = []
     for direct in (False, True):
-        layout, _, units, blobs = planned_pages(path, table.column_names, wanted)
+        layout, _, units, blobs = planned_pages(path, table.column_names, _WANTED)
         for unit in units:
             assert all(d is not None for g in unit.groups for d in g.dictionaries)
             read = sum(len(r) for g in unit.groups for r in g.ranges)
@@ -187,7 +184,7 @@ def test_dictionary_string_pages_are_picked_through_their_dictionary(
             assert all(d is None for g in unit.groups for d in g.dictionaries)
             got = pages.decode(layout, unit, blobs)
             names = [leaf.top for leaf in unit.leaves]
-            assert same(got, table.select(names).take(wanted))
+            assert same(got, table.select(names).take(_WANTED))
         kept.append(len(walked))
     assert kept[0] and kept[1] == kept[0]  # kept by the first take, found by the second
 
