@@ -1,8 +1,10 @@
 """The commit queue that gives writers of a contended table bounded waiting
 (neve.catalog.commit_queue), on the catalogs that have one (SQLite, PostgreSQL, the
-filesystem catalog): a swap is refused while an older writer is queued, the queued
-writer's own swap goes through, a commit that lost waits for its turn before it
-retries, and a ticket whose writer is gone stops counting."""
+filesystem catalog, and a REST catalog on ``neve serve``, whose SQL queue it reaches
+through the server's commit-queue endpoints): a swap is refused while an older writer
+is queued, the queued writer's own swap goes through, a commit that lost waits for its
+turn before it retries, and a ticket whose writer is gone stops counting (on the
+catalogs in this process: the session's server keeps the real ten-second TTL)."""
 
 from __future__ import annotations
 
@@ -22,13 +24,15 @@ from neve.spec.updates import SetProperties
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
 KINDS = ["sqlite", "filesystem", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: The same queue reached through neve serve (its SQL catalog's, see neve.server.queue).
+WITH_REST = [*KINDS, "rest"]
 
 
 def rows(ids: list[int]) -> pa.Table:
     return pa.table({"id": ids, "v": [f"r{i}" for i in ids]}, schema=SCHEMA)
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=WITH_REST)
 def catalog(request: pytest.FixtureRequest, catalog_factory: Callable[[str], Catalog]) -> Catalog:
     cat = catalog_factory(request.param)
     cat.create_namespace("db")
@@ -106,9 +110,12 @@ def test_a_commit_that_lost_waits_for_its_turn(catalog: Catalog) -> None:
     catalog.commit(ident, [], [SetProperties({"after": "1"})])
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_gone_writers_ticket_stops_counting(
-    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+    kind: str, catalog_factory: Callable[[str], Catalog], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    catalog = catalog_factory(kind)
+    catalog.create_namespace("db")
     catalog.create_table("db.t", SCHEMA)
     ident = ("db", "t")
     monkeypatch.setattr(commit_queue, "TTL_SECONDS", 0.3)

@@ -8,11 +8,15 @@ import json
 import socket
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
+from sqlalchemy import create_engine, text
 
 import neve
+from neve.server import store
 from restserver import SCHEMA, NeveServer, auth
 
 
@@ -84,3 +88,28 @@ def test_a_refused_request_is_replayed_not_run_again(secured: NeveServer) -> Non
         headers={**headers, "Idempotency-Key": "not-a-uuid"},
     )
     assert bad.status_code == 400
+
+
+def test_expired_keys_are_removed_by_a_later_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys past twice their lifetime go in the transaction of a later claim, at most
+    once a minute per process (a removal reads the whole table; every mutation claims)."""
+    engine = create_engine(f"sqlite:///{tmp_path}/keys.db")
+    keys = store.IdempotencyStore(engine, lifetime_s=1)
+    clock = [1_000_000.0]
+    monkeypatch.setattr(store.time, "time", lambda: clock[0])
+
+    def kept() -> set[str]:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT idempotency_key FROM neve_rest_idempotency"))
+            return {r[0] for r in rows}
+
+    assert keys.claim("a", "r") is None
+    clock[0] += 3  # "a" is past twice its lifetime, but a removal ran a moment ago
+    assert keys.claim("b", "r") is None
+    assert kept() == {"a", "b"}
+    clock[0] += 60
+    assert keys.claim("c", "r") is None
+    assert kept() == {"c"}
+    assert keys.claim("c", "r") == store.Stored("r", None, None)  # claimed: in progress

@@ -56,6 +56,7 @@ BODIES: dict[str, Any] = {
         "destination": {"namespace": ["db"], "name": "w"},
     },
     "POST namespaces/{namespace}/register-view": {"name": "x", "metadata-location": "/n.json"},
+    "PUT namespaces/{namespace}/tables/{table}/commit-queue/{ticket}": {"waited-ms": 0},
 }
 
 
@@ -69,6 +70,7 @@ def _requests() -> list[tuple[str, str, Any]]:
             .replace("{table}", "t")
             .replace("{view}", "v")
             .replace("{plan-id}", "x")
+            .replace("{ticket}", "0" * 32)
         )
         out.append((verb, f"/v1/{concrete}", BODIES.get(f"{verb} {route}")))
     return out

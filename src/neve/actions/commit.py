@@ -21,10 +21,10 @@ from typing import Protocol
 
 from neve.actions.base import Action
 from neve.errors import (
-    CatalogBusyError,
     CommitConflictError,
     CommitFailedError,
     CommitStateUnknownError,
+    NeveIOError,
 )
 from neve.io.fileio import FileIO
 from neve.spec.metadata_builder import apply_updates
@@ -87,6 +87,9 @@ class Committer(Protocol):
 
     @property
     def commit_queue_supported(self) -> bool: ...
+
+    @property
+    def commit_queue_after_losses(self) -> int: ...
 
     def join_commit_queue(self, name: tuple[str, ...], since: float) -> str: ...
 
@@ -205,7 +208,7 @@ def commit_actions(
                 attempt += 1
                 if not settings.may_retry(attempt, time.monotonic() - started, rebases):
                     raise
-                if not queue.wait(started, settings.total_timeout):
+                if not queue.wait(attempt, started, settings.total_timeout):
                     time.sleep(settings.backoff(attempt, rebases))
                 fresh = table.catalog.load_table(table.identifier)
                 _check_same_table(same_table, fresh.metadata, table.name)
@@ -242,13 +245,17 @@ class _Queue:
     ) -> TableVersion:
         if self.ticket is None:
             return self.catalog.commit(self.table.identifier, reqs, updates)
-        return self.catalog.commit(self.table.identifier, reqs, updates, turn=self.ticket)
+        result = self.catalog.commit(self.table.identifier, reqs, updates, turn=self.ticket)
+        # the swap made in turn dropped the ticket (every catalog's does): nothing to leave
+        self.ticket = None
+        return result
 
-    def wait(self, started: float, timeout: float) -> bool:
+    def wait(self, losses: int, started: float, timeout: float) -> bool:
         """Queue up (once) and wait for this commit's turn; False when the catalog has
-        no queue (the caller backs off instead)."""
+        no queue, or when the change has lost fewer swaps than the catalog queues
+        after (the caller backs off instead)."""
         catalog = self.catalog
-        if not catalog.commit_queue_supported:
+        if not catalog.commit_queue_supported or losses < catalog.commit_queue_after_losses:
             return False
         name = self.table.identifier
         try:
@@ -260,8 +267,11 @@ class _Queue:
                     break  # the retry settings decide what happens next
                 time.sleep(pause)
                 pause = min(pause * 2, POLL_SECONDS * 2)  # a poll is a cheap read
-        except CatalogBusyError:
-            return False  # the database is locked by someone else: back off instead
+        except NeveIOError:
+            # the database is locked by someone else (CatalogBusyError), or a server's
+            # queue did not answer: back off instead (the queue is fairness, not
+            # correctness; the commit itself still decides)
+            return False
         return True
 
     def leave(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from neve.catalog.commit_queue import new_ticket
 from neve.catalog.views import ViewCatalog
 from neve.errors import (
     CommitFailedError,
@@ -556,9 +557,19 @@ class Catalog(ViewCatalog, ABC):
         """Whether this catalog orders the writers of a contended table."""
         return False
 
-    def join_commit_queue(self, name: str | Sequence[str], since: float) -> str:
-        """Queue a writer whose change first tried to commit at ``since``; its ticket."""
-        return self._join_queue(_table_ident(name), since)
+    @property
+    def commit_queue_after_losses(self) -> int:
+        """How many lost swaps a change takes before it queues (before that it backs
+        off and races the others again)."""
+        return 1
+
+    def join_commit_queue(
+        self, name: str | Sequence[str], since: float, ticket: str | None = None
+    ) -> str:
+        """Queue a writer whose change first tried to commit at ``since``; its ticket.
+        ``ticket``: the one to queue under (a new one when None); joining again with a
+        ticket that is queued already changes nothing, so a retried join is harmless."""
+        return self._join_queue(_table_ident(name), since, ticket or new_ticket())
 
     def commit_turn(self, name: str | Sequence[str], ticket: str) -> bool:
         """Whether ``ticket`` is the oldest live one (and say it is alive)."""
@@ -567,7 +578,7 @@ class Catalog(ViewCatalog, ABC):
     def leave_commit_queue(self, name: str | Sequence[str], ticket: str) -> None:
         self._leave_queue(_table_ident(name), ticket)
 
-    def _join_queue(self, ident: Identifier, since: float) -> str:
+    def _join_queue(self, ident: Identifier, since: float, ticket: str) -> str:
         raise NotImplementedError(f"{type(self).__name__} has no commit queue")
 
     def _queue_turn(self, ident: Identifier, ticket: str) -> bool:

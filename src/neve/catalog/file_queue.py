@@ -10,7 +10,7 @@ import contextlib
 import time
 
 import neve.catalog.commit_queue as commit_queue
-from neve.catalog.commit_queue import QueueEntry, head, new_ticket
+from neve.catalog.commit_queue import QueueEntry, head
 from neve.errors import NeveIOError
 from neve.io.fileio import FileIO
 
@@ -50,8 +50,9 @@ class FileCommitQueue:
                 out[path] = entry
         return out
 
-    def join(self, folder: str, since: float) -> str:
-        ticket = new_ticket()
+    def join(self, folder: str, since: float, ticket: str) -> str:
+        if any(e.ticket == ticket for e in self._entries(folder).values()):
+            return ticket  # joined already
         entry = QueueEntry(since, ticket, time.time())
         self.io.write_bytes(f"{folder}/{FOLDER}/{_name(entry)}", b"")
         return ticket

@@ -178,9 +178,9 @@ class FilesystemCatalog(Catalog):
     def commit_queue_supported(self) -> bool:
         return True
 
-    def _join_queue(self, ident: Identifier, since: float) -> str:
+    def _join_queue(self, ident: Identifier, since: float, ticket: str) -> str:
         self._contended[ident] = time.time()
-        return self._queue.join(self._path(ident, "metadata"), since)
+        return self._queue.join(self._path(ident, "metadata"), since, ticket)
 
     def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
         return self._queue.turn(self._path(ident, "metadata"), ticket)

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from neve.catalog import rest_queue as queue
 from neve.catalog.base import Catalog, CommitResult, Identifier, parse_identifier
 from neve.catalog.rest_credentials import (
     VENDED_KEYS,
@@ -418,8 +419,9 @@ class RestCatalog(Catalog):
         turn: str | None = None,
     ) -> CommitResult:
         """Send a commit (requirements and updates) to the server, which checks and
-        applies it atomically (409 is :class:`CommitFailedError`: reload and retry). A
-        REST catalog has no commit queue: ``turn`` is never given."""
+        applies it atomically (409 is :class:`CommitFailedError`: reload and retry).
+        ``turn``: the committer's ticket in the server's commit queue (sent as a
+        header; only a server that offers the queue gives tickets)."""
         ident = _table_ident(name)
         label = ".".join(ident)
 
@@ -438,11 +440,31 @@ class RestCatalog(Catalog):
                 "requirements": [requirement_to_json(r) for r in requirements],
                 "updates": [update_to_json(u) for u in updates],
             },
+            headers=None if turn is None else {queue.TURN_HEADER: turn},
             mutates=True,
             on_unknown=unknown,
         )
         body = resp.json()
         return CommitResult(metadata_from_json(body["metadata"]), str(body["metadata-location"]))
+
+    # -- the commit queue, where the server offers it (neve.catalog.rest_queue) -----------
+
+    @property
+    def commit_queue_supported(self) -> bool:
+        return self.endpoints >= queue.ENDPOINTS
+
+    @property
+    def commit_queue_after_losses(self) -> int:
+        return queue.AFTER_LOSSES
+
+    def _join_queue(self, ident: Identifier, since: float, ticket: str) -> str:
+        return queue.RestCommitQueue(self.http, self._table_path).join(ident, since, ticket)
+
+    def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
+        return queue.RestCommitQueue(self.http, self._table_path).turn(ident, ticket)
+
+    def _leave_queue(self, ident: Identifier, ticket: str) -> None:
+        queue.RestCommitQueue(self.http, self._table_path).leave(ident, ticket)
 
     def commit_transaction(
         self,

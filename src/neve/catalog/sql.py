@@ -426,8 +426,13 @@ class SqlCatalog(SqlNamespaces, SqlViews, Catalog):
     def commit_queue_supported(self) -> bool:
         return self._queued
 
-    def _join_queue(self, ident: Identifier, since: float) -> str:
-        return self._queue.join(ident, since)
+    def queued_ahead(self, ident: Identifier, turn: str | None) -> bool:
+        """Whether an older writer than ``turn`` (None: a committer without a ticket) is
+        queued for ``ident``, so that a swap made now would be refused."""
+        return self._queued and self._queue.ahead(ident, turn)
+
+    def _join_queue(self, ident: Identifier, since: float, ticket: str) -> str:
+        return self._queue.join(ident, since, ticket)
 
     def _queue_turn(self, ident: Identifier, ticket: str) -> bool:
         return self._queue.turn(ident, ticket)

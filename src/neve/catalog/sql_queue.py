@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    bindparam,
     delete,
     insert,
     select,
@@ -27,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 import neve.catalog.commit_queue as commit_queue
 from neve.catalog.base import Identifier
-from neve.catalog.commit_queue import QueueEntry, head, new_ticket
+from neve.catalog.commit_queue import QueueEntry, head
 from neve.catalog.sql_tables import dotted_name, table_key, table_match
 
 __all__ = ["COMMIT_QUEUE", "SqlCommitQueue"]
@@ -50,6 +51,7 @@ _Q = COMMIT_QUEUE.c
 # by every swap, so built once.
 _OF_TABLE = table_match(COMMIT_QUEUE)
 _ENTRIES = select(_Q.since, _Q.ticket, _Q.heartbeat).where(_OF_TABLE)
+_HAS_TICKET = select(_Q.ticket).where(_OF_TABLE, _Q.ticket == bindparam("ticket"))
 
 
 class _Host(Protocol):
@@ -82,8 +84,7 @@ class SqlCommitQueue:
         for since, ticket, beat in conn.execute(_ENTRIES, table_key(self.host.name, ident)):
             yield QueueEntry(float(since), str(ticket), float(beat))
 
-    def join(self, ident: Identifier, since: float) -> str:
-        ticket = new_ticket()
+    def join(self, ident: Identifier, since: float, ticket: str) -> str:
         row = {
             "catalog_name": self.host.name,
             "table_namespace": dotted_name(ident[:-1]),
@@ -93,7 +94,9 @@ class SqlCommitQueue:
             "heartbeat": time.time(),
         }
         with self.host.writing(f"queueing a commit to {'.'.join(ident)}") as conn:
-            conn.execute(insert(COMMIT_QUEUE).values(row))
+            key = {**table_key(self.host.name, ident), "ticket": ticket}
+            if conn.execute(_HAS_TICKET, key).first() is None:  # not joined already
+                conn.execute(insert(COMMIT_QUEUE).values(row))
         return ticket
 
     def turn(self, ident: Identifier, ticket: str) -> bool:
@@ -127,6 +130,11 @@ class SqlCommitQueue:
             delete(COMMIT_QUEUE).where(_OF_TABLE, _Q.ticket == ticket),
             table_key(self.host.name, ident),
         )
+
+    def ahead(self, ident: Identifier, turn: str | None) -> bool:
+        """Outside a swap: whether a swap made now would be refused (a read)."""
+        with self.host.reading(f"committing to {'.'.join(ident)}") as conn:
+            return self.refuses(conn, ident, turn)
 
     def refuses(self, conn: Connection, ident: Identifier, turn: str | None) -> bool:
         """Inside a swap's transaction: whether an older live ticket than ``turn`` (the

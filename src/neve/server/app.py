@@ -16,7 +16,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -25,9 +25,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from neve.catalog.base import CommitResult, parse_identifier
+from neve.catalog.commit_queue import queued_first
 from neve.catalog.sql import SqlCatalog
 from neve.errors import NeveError
-from neve.server import planning, tables, views
+from neve.server import planning, queue, tables, views
 from neve.server.auth import Authenticator, AuthError, Principal, may
 from neve.server.config import (
     CONFIG_ENV,
@@ -40,11 +42,13 @@ from neve.server.config import (
 from neve.server.credentials import CredentialVendor
 from neve.server.http import Call, Reply, RestError, error_body, error_for
 from neve.server.store import IdempotencyStore, MetricsStore
+from neve.spec.requirements import TableRequirement
 from neve.spec.table_metadata import TableMetadata
+from neve.spec.updates import TableUpdate
 
 __all__ = ["CONFIG_ENV", "ENDPOINTS", "RestServer", "create_app", "create_app_from_env"]
 
-_ROUTES = [*tables.HANDLERS, *planning.HANDLERS, *views.HANDLERS]
+_ROUTES = [*tables.HANDLERS, *planning.HANDLERS, *views.HANDLERS, *queue.HANDLERS]
 #: The endpoints ``config`` advertises, in the spec's "<verb> <path>" form.
 ENDPOINTS = sorted({f"{m} /v1/{{prefix}}/{p}" for m, p, _h, _w in _ROUTES})
 
@@ -83,6 +87,22 @@ class ServedCatalog(SqlCatalog):
         super().__init__(name, uri, warehouse, properties)
         self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
         self._cache_lock = threading.Lock()
+
+    def commit(
+        self,
+        name: str | Sequence[str],
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+        *,
+        turn: str | None = None,
+    ) -> CommitResult:
+        """``Catalog.commit``, refused at once (before a metadata file is written) when
+        an older writer is queued and the committer has no turn: many clients share a
+        server's tables, and under contention most first attempts are such."""
+        ident = parse_identifier(name)
+        if turn is None and self.queued_ahead(ident, None):
+            raise queued_first(".".join(ident))
+        return super().commit(ident, requirements, updates, turn=turn)
 
     def read_metadata(self, location: str) -> TableMetadata:
         with self._cache_lock:

@@ -69,25 +69,35 @@ class Stored:
     body: Any
 
 
+#: How often (at most) a server process removes expired keys: a removal reads the
+#: whole table, and every mutation claims a key.
+_EXPIRE_EVERY_MS = 60_000
+
+
 class IdempotencyStore:
     def __init__(self, engine: Engine, lifetime_s: int) -> None:
         self.engine = engine
         self.lifetime_ms = lifetime_s * 1000
+        self._expired_ms = 0  # when this process last removed expired keys
         _schema.create_all(engine, checkfirst=True)
 
     def claim(self, key: str, route: str) -> Stored | None:
         """Claim ``key`` for a request; None when it is new (run the request), else
-        what the earlier request with this key left."""
+        what the earlier request with this key left. Keys past twice their lifetime
+        are removed in the same transaction, once a minute."""
         now = int(time.time() * 1000)
-        with self.engine.begin() as conn:
-            conn.execute(delete(_KEYS).where(_K.created_ms < now - 2 * self.lifetime_ms))
+        expire = now - self._expired_ms >= _EXPIRE_EVERY_MS
         try:
             with self.engine.begin() as conn:
+                if expire:
+                    conn.execute(delete(_KEYS).where(_K.created_ms < now - 2 * self.lifetime_ms))
                 conn.execute(
                     insert(_KEYS).values(
                         idempotency_key=key, route=route, state="pending", created_ms=now
                     )
                 )
+            if expire:
+                self._expired_ms = now
             return None
         except IntegrityError:
             pass

@@ -23,6 +23,7 @@ from neve.server.config import MANAGE, READ, WRITE
 from neve.server.create import create_request_metadata, metadata_from_staged_updates
 from neve.server.credentials import locations_nest
 from neve.server.http import Call, Reply, RestError, check_name, identifier_from_json
+from neve.server.queue import commit_turn, queue_moved
 from neve.spec.commit_json import requirement_from_json, update_from_json
 from neve.spec.metadata_builder import apply_updates
 from neve.spec.metadata_json import metadata_to_json
@@ -381,7 +382,7 @@ def _parse_commit(data: Mapping[str, Any]) -> tuple[list[Any], list[Any]]:
 
 
 def _commit_one(
-    call: Call, ident: tuple[str, ...], data: Mapping[str, Any]
+    call: Call, ident: tuple[str, ...], data: Mapping[str, Any], turn: str | None = None
 ) -> tuple[TableMetadata, str]:
     cat = call.catalog
     raw_reqs, raw_ups = _parse_commit(data)
@@ -397,7 +398,7 @@ def _commit_one(
         location = cat.create_table_metadata(ident, md)
         return md, location
     updates: list[TableUpdate] = [update_from_json(u) for u in raw_ups]
-    result = cat.commit(ident, requirements, updates)
+    result = cat.commit(ident, requirements, updates, turn=turn)
     return result.metadata, result.metadata_location
 
 
@@ -407,7 +408,10 @@ def commit_table(call: Call) -> Reply:
     data = call.body_object()
     if "identifier" in data and identifier_from_json(data["identifier"]) != ident:
         raise RestError(400, "BadRequestException", "the body's identifier differs from the path")
-    md, location = _commit_one(call, ident, data)
+    try:
+        md, location = _commit_one(call, ident, data, commit_turn(call))
+    finally:
+        queue_moved(call)  # a swap in turn dropped its ticket; a refused one changed nothing
     return Reply(
         200, {"metadata-location": location, "metadata": metadata_json(md, location, "all")}
     )
@@ -432,7 +436,10 @@ def commit_transaction(call: Call) -> Reply:
                 [update_from_json(u) for u in raw_ups],
             )
         )
-    call.catalog.commit_transaction(parsed)
+    try:
+        call.catalog.commit_transaction(parsed)
+    finally:
+        queue_moved(call)
     return Reply(204)
 
 
