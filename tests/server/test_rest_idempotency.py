@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -113,3 +114,28 @@ def test_expired_keys_are_removed_by_a_later_claim(
     assert keys.claim("c", "r") is None
     assert kept() == {"c"}
     assert keys.claim("c", "r") == store.Stored("r", None, None)  # claimed: in progress
+
+
+def test_a_replayed_commit_answers_with_the_metadata_it_made(secured: NeveServer) -> None:
+    """A commit's answer is kept without its table metadata (it grows with the table's
+    history) and the replay reads it again from the metadata file: the same answer."""
+    admin = neve.connect(secured.url, credential="admin:admin-secret")
+    admin.create_namespace_if_not_exists("idem")
+    table = admin.create_table(f"idem.t{uuid.uuid4().hex[:8]}", SCHEMA)
+    for i in range(5):  # a history: snapshots in the metadata
+        table.append(pa.table({"id": [i], "s": [str(i)]}, schema=SCHEMA))
+    path = f"/v1/namespaces/idem/tables/{table.identifier[-1]}"
+    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    key = str(uuid.uuid4())
+    headers = {**auth(secured, "admin"), "Idempotency-Key": key}
+    first = httpx.post(secured.url + path, json=commit, headers=headers)
+    assert first.status_code == 200, first.text
+    assert len(first.json()["metadata"]["snapshots"]) == 5
+    admin.load_table(table.identifier).append(pa.table({"id": [9], "s": ["9"]}, schema=SCHEMA))
+    replay = httpx.post(secured.url + path, json=commit, headers=headers)
+    assert (replay.status_code, replay.json()) == (200, first.json())
+    with create_engine(secured.db).connect() as conn:
+        kept = conn.execute(
+            text("SELECT body FROM neve_rest_idempotency WHERE idempotency_key = :k"), {"k": key}
+        ).scalar_one()
+    assert "metadata" not in json.loads(kept)  # left out, read again for the replay

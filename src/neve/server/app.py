@@ -64,6 +64,34 @@ def _json_response(status: int, body: Any, headers: Mapping[str, str] | None = N
     )
 
 
+#: Marks a kept answer whose table metadata is left out (``_kept``).
+_FROM_LOCATION = "neve-metadata-from-location"
+
+
+#: The route whose answers ``_kept`` shortens: a table commit's.
+_COMMIT_ROUTE = "POST namespaces/{namespace}/tables/{table}"
+
+
+def _kept(route: str, status: int, body: Any) -> Any:
+    """An answer as the idempotency store keeps it: the table metadata of a commit's
+    answer (all snapshots) is left out and read again from its metadata file, which
+    never changes, when the answer is replayed. A table's metadata grows with its
+    history, and every commit sent with a key would store it whole."""
+    if route == _COMMIT_ROUTE and status == 200 and isinstance(body, dict):
+        return {k: v for k, v in body.items() if k != "metadata"} | {_FROM_LOCATION: True}
+    return body
+
+
+def _restored(body: Any, catalog: ServedCatalog) -> Any:
+    """A kept answer as it was sent (``_kept``)."""
+    if not (isinstance(body, dict) and body.get(_FROM_LOCATION)):
+        return body
+    location = body["metadata-location"]
+    out = {k: v for k, v in body.items() if k != _FROM_LOCATION}
+    out["metadata"] = tables.metadata_json(catalog.read_metadata(location), location, "all")
+    return out
+
+
 def _match(pattern: str, segments: list[str]) -> dict[str, str] | None:
     parts = pattern.split("/")
     if len(parts) != len(segments):
@@ -247,7 +275,7 @@ class RestServer:
         )
         key = request.headers.get("idempotency-key")
         if key is None or not mutates:
-            return self._reply(handler, call)
+            return self._reply(handler, call)[0]
         try:
             uuid.UUID(key)
         except ValueError as exc:
@@ -255,17 +283,19 @@ class RestServer:
         where = f"{warehouse}|{route}|{request.url.path}"
         stored = self.idempotency.claim(key, where)
         if stored is not None:
-            return self._replay(stored.route, stored.status, stored.body, where)
-        response = self._reply(handler, call)
+            return self._replay(stored.route, stored.status, stored.body, where, catalog)
+        response, answer = self._reply(handler, call)
         if response.status_code >= 500:
             self.idempotency.release(key)
         else:
-            raw = bytes(response.body) if response.body else b""
-            self.idempotency.finish(key, response.status_code, json.loads(raw) if raw else None)
+            status = response.status_code
+            self.idempotency.finish(key, status, _kept(route, status, answer))
         return response
 
     @staticmethod
-    def _replay(route: str, status: int | None, body: Any, where: str) -> Response:
+    def _replay(
+        route: str, status: int | None, body: Any, where: str, catalog: ServedCatalog
+    ) -> Response:
         if route != where:
             raise RestError(
                 422,
@@ -278,18 +308,21 @@ class RestServer:
                 "ServiceUnavailableException",
                 "a request with this Idempotency-Key is still in progress; retry later",
             )
-        return _json_response(status, body)
+        return _json_response(status, _restored(body, catalog))
 
     @staticmethod
-    def _reply(handler: Any, call: Call) -> Response:
+    def _reply(handler: Any, call: Call) -> tuple[Response, Any]:
+        """The response to a request, and its JSON body (None for none)."""
         try:
             reply: Reply = handler(call)
         except NeveError as exc:
             err = error_for(exc)
-            return _json_response(err.status, error_body(err.status, err.kind, str(err)))
+            body = error_body(err.status, err.kind, str(err))
+            return _json_response(err.status, body), body
         except RestError as exc:
-            return _json_response(exc.status, error_body(exc.status, exc.kind, str(exc)))
-        return _json_response(reply.status, reply.body, reply.headers)
+            body = error_body(exc.status, exc.kind, str(exc))
+            return _json_response(exc.status, body), body
+        return _json_response(reply.status, reply.body, reply.headers), reply.body
 
     # -- config and tokens -----------------------------------------------------------------
 
