@@ -40,9 +40,11 @@ from neve.io.pools import ForkGuard
 from neve.planning.arrow_values import binaries, gather, ints, lazy_maps, spans, valid
 from neve.planning.avro_reader import read_arrow, readable_schema
 from neve.spec.avro_container import AvroHeader
+from neve.spec.manifest_io import METRIC_MAPS
 
 __all__ = [
     "ColumnarRead",
+    "FileColumns",
     "HeadColumns",
     "ManifestColumns",
     "columnar_enabled",
@@ -61,20 +63,15 @@ HeadColumns = tuple[
     list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any]
 ]
 
+#: The fields of some data_file records column by column: canonical name -> one value
+#: per record (see ``ManifestColumns.data_file_columns``).
+FileColumns = dict[str, list[Any]]
+
 #: Environment variable choosing the manifest decoder: "columnar" (default) or "fastavro".
 DECODER_ENV = "NEVE_MANIFEST_DECODER"
 
 #: data_file fields holding int-keyed maps, stored as arrays of key/value records.
-_MAPS = frozenset(
-    {
-        "column_sizes",
-        "value_counts",
-        "null_value_counts",
-        "nan_value_counts",
-        "lower_bounds",
-        "upper_bounds",
-    }
-)
+_MAPS = frozenset(METRIC_MAPS)
 
 
 # native readers run thread pools once used (polars' deadlocks a child forked after it
@@ -410,31 +407,34 @@ class ManifestColumns:
             start += n
         return out
 
-    def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The full data_file records of the entries at ``indices``, converted column
-        by column from the Arrow buffers (``arrow_values.gather``): a few numpy calls a
-        column, however few the entries. The metric maps are ``LazyMap``s, converted
-        (a column at a time) when first read: planning judges metrics on arrays, and
-        most of the maps of the files it returns are never read."""
+    def data_file_columns(self, indices: Sequence[int]) -> FileColumns:
+        """The fields of the data_file records of the entries at ``indices``, column by
+        column (canonical name -> one value per index), converted from the Arrow
+        buffers (``arrow_values.gather``): a few numpy calls a column, however few the
+        entries; a column no entry of the read holds costs nothing. The metric maps are
+        ``LazyMap``s, converted (a column at a time) when first read: planning judges
+        metrics on arrays, and most of the maps of the files it returns are never read."""
         rows = np.asarray(indices, dtype=np.int64)
-        names = self._df_names
-        columns = [
-            lazy_maps(self._data_file.field(i), rows)
-            if name in _MAPS
-            else gather(self._data_file.field(i), rows)
-            for i, name in enumerate(names)
-        ]
-        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        out: FileColumns = {}
+        for i, name in enumerate(self._df_names):
+            col = self._data_file.field(i)
+            if col.null_count == len(col):  # all null: optional fields writers leave out
+                out[name] = [None] * len(rows)
+            elif name in _MAPS:
+                out[name] = lazy_maps(col, rows)
+            else:
+                out[name] = gather(col, rows)
+        return out
 
 
 def data_files_together(
     parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
-) -> list[list[dict[str, Any]]]:
-    """``data_files`` of several manifests' entries (per manifest, its indices), the
-    manifests read by one call of the reader converted in one pass over the arrays they are
-    slices of (a pass costs a few numpy calls a column: planning a one-day filter
-    over many manifests keeps one or two entries of each)."""
-    out: list[list[dict[str, Any]]] = [[] for _ in parts]
+) -> list[FileColumns]:
+    """``data_file_columns`` of several manifests' entries (per manifest, its indices),
+    the manifests read by one call of the reader converted in one pass over the arrays
+    they are slices of (a pass costs a few numpy calls a column: planning a one-day
+    filter over many manifests keeps one or two entries of each)."""
+    out: list[FileColumns] = [{} for _ in parts]
     groups: dict[int, list[int]] = {}
     for k, (columns, _) in enumerate(parts):
         groups.setdefault(id(columns.origin), []).append(k)
@@ -445,9 +445,12 @@ def data_files_together(
             for columns, indices in map(parts.__getitem__, members)
             for i in indices
         ]
-        found = iter(origin.data_files(rows))
+        found = origin.data_file_columns(rows)
+        at = 0
         for k in members:
-            out[k] = [next(found) for _ in parts[k][1]]
+            end = at + len(parts[k][1])
+            out[k] = {name: values[at:end] for name, values in found.items()}
+            at = end
     return out
 
 
