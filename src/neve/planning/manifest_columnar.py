@@ -99,6 +99,11 @@ def columnar_enabled() -> bool:
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
 
 
+#: A map column's item offsets and keys, and the positions ``_key_positions_at`` found
+#: in it.
+_Layout = tuple[npt.NDArray[Any], npt.NDArray[Any], dict[int, npt.NDArray[np.int64]]]
+
+
 def _record(schema: Any) -> dict[str, Any] | None:
     """A fastavro-parsed record schema, or the record branch of an optional one."""
     if isinstance(schema, list):
@@ -308,7 +313,8 @@ class ManifestColumns:
             found = [self._key_positions(name, fids) for name in _METRICS]
             counts_of = ints(record_counts)
         else:
-            found = [self._key_positions_at(name, fids, rows) for name in _METRICS]
+            laid_out: list[_Layout] = []
+            found = [self._key_positions_at(name, fids, rows, laid_out) for name in _METRICS]
             counts_of = ints(record_counts)[rows]
         counts = [None if f is None else _counts(*f) for f in found[:3]]
         bounds = [None if f is None else _bounds(*f) for f in found[3:]]
@@ -354,10 +360,17 @@ class ManifestColumns:
         return found, items.field(1)
 
     def _key_positions_at(
-        self, name: str, fids: Sequence[int], rows: npt.NDArray[np.int64]
+        self,
+        name: str,
+        fids: Sequence[int],
+        rows: npt.NDArray[np.int64],
+        laid_out: list[_Layout],
     ) -> tuple[dict[int, npt.NDArray[np.int64]], pa.Array | None] | None:
         """``_key_positions`` for the entries at ``rows`` only (one item per row), the
-        positions into the map's whole flattened values (which it returns)."""
+        positions into the map's whole flattened values (which it returns). Maps laid
+        out alike (the same offsets and keys, no nulls: writers give the maps of a file
+        the same columns) share the positions: ``laid_out`` holds those of the maps
+        done so far."""
         col = self._df_field(name)
         if col is None:
             return {}, None
@@ -370,6 +383,12 @@ class ManifestColumns:
         keys = items.field(0)
         if keys.null_count or not pa.types.is_integer(keys.type):
             return None
+        layout = None
+        if col.null_count == 0 and col.offset == 0 and items.offset == 0:
+            layout = (ints(col.offsets), ints(keys))
+            for offsets, key_values, found_before in laid_out:
+                if np.array_equal(offsets, layout[0]) and np.array_equal(key_values, layout[1]):
+                    return found_before, items.field(1)
         present = valid(col, rows)  # a null map holds nothing
         live = np.arange(len(rows)) if present is None else np.flatnonzero(present)
         found_spans = spans(col, rows[live])
@@ -387,6 +406,8 @@ class ManifestColumns:
             where = np.full(len(rows), -1, dtype=np.int64)
             where[own[last]] = pos[last]
             found[fid] = where
+        if layout is not None:
+            laid_out.append((*layout, found))
         return found, items.field(1)
 
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
