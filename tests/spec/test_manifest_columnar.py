@@ -109,7 +109,7 @@ def _assert_metrics_at(col: LazyManifest, avro: LazyManifest) -> None:
         # the arrays of some entries only, as planning builds them for the survivors of
         # partition pruning (maps laid out alike share their key positions there)
         assert col.columns is not None
-        ((members, some),) = metric_arrays_together([(col.columns, indices)], fids)
+        ((members, some),) = metric_arrays_together([(col.columns, indices)], [fids])
         assert members == [0]
         assert some is not None
         _assert_metric_arrays(col, [entries[i] for i in indices], fids, some)

@@ -476,13 +476,14 @@ def data_files_together(
 
 
 def metric_arrays_together(
-    parts: Sequence[tuple[ManifestColumns, Sequence[int]]], field_ids: Iterable[int]
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
+    field_ids: Sequence[Iterable[int]],
 ) -> list[tuple[list[int], MetricArrays | None]]:
-    """The metric arrays of several manifests' entries (per manifest, its indices),
-    one per group of manifests read by one call of the reader: the positions in ``parts`` of
-    the group's members, and the arrays of their entries in that order (None when a
-    column is not laid out as the spec has it)."""
-    fids = sorted(set(field_ids))
+    """The metric arrays of several manifests' entries (per manifest, its indices, and
+    in ``field_ids`` the fields whose metrics it needs), one per group of manifests
+    read by one call of the reader: the positions in ``parts`` of the group's members,
+    and the arrays of their entries in that order, of the fields of all members (None
+    when a column is not laid out as the spec has it)."""
     groups: dict[int, list[int]] = {}
     for k, (columns, _) in enumerate(parts):
         groups.setdefault(id(columns.origin), []).append(k)
@@ -490,6 +491,7 @@ def metric_arrays_together(
     for members in groups.values():
         origin = parts[members[0]][0].origin
         rows = [parts[k][0].start + i for k in members for i in parts[k][1]]
+        fids = sorted({f for k in members for f in field_ids[k]})
         out.append((members, origin._metric_arrays(fids, np.asarray(rows, dtype=np.int64))))
     return out
 

@@ -15,11 +15,13 @@ from neve.errors import SchemaError, ValidationError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.evaluator import evaluator
+from neve.expressions.expressions import And, Or
 from neve.expressions.manifest_evaluator import ManifestEvaluator
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.parser import to_expression
 from neve.expressions.projection import inclusive_projection
 from neve.expressions.residual import ResidualEvaluator
+from neve.expressions.visitors import references
 from neve.io.fileio import FileIO
 from neve.planning.delete_index import DeleteFileIndex
 from neve.planning.manifest_batches import (
@@ -196,10 +198,16 @@ class ScanPlan:
             )
             for spec_id in md.specs_by_id
         }
+        residuals = {
+            spec_id: _Memo(
+                ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive).residual_for
+            )
+            for spec_id, spec in md.specs_by_id.items()
+        }
         data: list[ManifestEntry] = []
         deletes: list[ManifestEntry] = []
         is_data = DataFileContent.DATA
-        survivors = _survivors(loaded, part_filters, metrics)
+        survivors = _survivors(loaded, part_filters, metrics, residuals)
         decode_entries_together([(lazy, kept) for lazy, kept, _ in survivors])
         for lazy, kept_entries, judged in survivors:
             for i, e in zip(kept_entries, lazy.entries_at(kept_entries), strict=True):
@@ -209,12 +217,6 @@ class ScanPlan:
                 else:
                     deletes.append(e)
         index = DeleteFileIndex(deletes, md.specs_by_id)
-        residuals = {
-            spec_id: _Memo(
-                ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive).residual_for
-            )
-            for spec_id, spec in md.specs_by_id.items()
-        }
         split_size = TableProperties({**md.properties, **self.options}).as_int(
             "read.split.target-size"
         )
@@ -245,21 +247,28 @@ def _survivors(
     loaded: Sequence[LazyManifest],
     part_filters: dict[int, _Memo],
     metrics: InclusiveMetricsEvaluator,
+    residuals: dict[int, _Memo],
 ) -> list[tuple[LazyManifest, list[int], set[int]]]:
     """Per manifest, the live entries its partition filter keeps less those the
     metrics evaluator rules out before they are decoded in full, and the set of the
     kept entries it judged that way (the others are judged on their full data files).
     Entries of manifests the columnar reader read in one call are judged together on arrays
-    (``judge_together``), else manifest by manifest (``_metrics_survivors``)."""
+    (``judge_together``, reading the metrics of the fields ``_undecided`` leaves),
+    else manifest by manifest (``_metrics_survivors``)."""
     kept_by = [
         _partition_survivors(lazy, part_filters[lazy.manifest.partition_spec_id]) for lazy in loaded
     ]
     by_metrics = [
         bool(metrics.field_ids) and lazy.manifest.content is ManifestContent.DATA for lazy in loaded
     ]
+    conjunction = _conjunction(metrics.expr)
     verdicts = judge_together(
         [
             (lazy, kept if use else [])
+            for lazy, kept, use in zip(loaded, kept_by, by_metrics, strict=True)
+        ],
+        [
+            _undecided(lazy, kept, metrics.field_ids, residuals) if conjunction and use else None
             for lazy, kept, use in zip(loaded, kept_by, by_metrics, strict=True)
         ],
         metrics.field_ids,
@@ -275,6 +284,33 @@ def _survivors(
             kept, judged = _metrics_survivors(lazy, kept, metrics)
         out.append((lazy, kept, judged))
     return out
+
+
+def _conjunction(expr: BooleanExpression) -> bool:
+    """Whether the (bound, NOT-free) ``expr`` is predicates joined by AND alone."""
+    if isinstance(expr, And):
+        return _conjunction(expr.left) and _conjunction(expr.right)
+    return not isinstance(expr, Or)
+
+
+def _undecided(
+    lazy: LazyManifest, indices: list[int], field_ids: frozenset[int], residuals: dict[int, _Memo]
+) -> frozenset[int]:
+    """Of ``field_ids``, those the residual filters of the partitions of the entries at
+    ``indices`` still read. For a filter of predicates joined by AND, each predicate on
+    the others holds for every row of such an entry (its partition proves it; a
+    predicate the partition proves false would have removed the entry), so its metrics,
+    which agree with the partition, cannot rule the file out: unknown metrics give the
+    same verdict, and are not read (a one-day filter on a day-partitioned table reads the
+    metrics of the other columns only)."""
+    residual_for = residuals[lazy.manifest.partition_spec_id]
+    partitions = lazy.partitions
+    try:
+        distinct = {partitions[i] for i in indices}
+    except TypeError:  # an unhashable value: the residuals are not memoized
+        return field_ids
+    needed = {ref.field_id for p in distinct for ref in references(residual_for(p))}
+    return field_ids & needed
 
 
 def _partition_survivors(lazy: LazyManifest, matches: _Memo) -> list[int]:
