@@ -198,7 +198,10 @@ class ManifestColumns:
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
-        values: list[Any] = [None] * self.length if col is None else col.to_pylist()
+        # (all null: optional fields writers leave out, such as inherited sequence numbers)
+        if col is None or col.null_count == self.length:
+            return [None] * self.length
+        values: list[Any] = col.to_pylist()
         return values
 
     def _df_field(self, name: str) -> pa.Array | None:
