@@ -164,7 +164,7 @@ class ManifestColumns:
     __slots__ = (
         "_arrays",
         "_data_file",
-        "_df_names",
+        "_df_fields",
         "_entry",
         "_heads",
         "_metrics",
@@ -178,14 +178,16 @@ class ManifestColumns:
         self,
         entry: dict[str, pa.Array],
         data_file: pa.StructArray,
-        df_names: list[str],
+        df_fields: dict[str, int],
         partition: dict[str, pa.Array],
         origin: ManifestColumns | None = None,
         start: int = 0,
     ) -> None:
         self._entry = entry
         self._data_file = data_file
-        self._df_names = df_names
+        #: The canonical names of the data_file fields but the partition, and their
+        #: positions in ``data_file``.
+        self._df_fields = df_fields
         self._partition = partition
         self.length = len(data_file)
         #: The columns of the whole read these are a slice of (themselves when
@@ -206,9 +208,8 @@ class ManifestColumns:
 
     def _df_field(self, name: str) -> pa.Array | None:
         """The data_file column ``name``, or None when the file lacks it."""
-        if name not in self._df_names:
-            return None
-        return self._data_file.field(self._df_names.index(name))
+        i = self._df_fields.get(name)
+        return None if i is None else self._data_file.field(i)
 
     def _df_column(self, name: str) -> list[Any]:
         col = self._df_field(name)
@@ -422,7 +423,7 @@ class ManifestColumns:
                 ManifestColumns(
                     {k: a.slice(start, n) for k, a in self._entry.items()},
                     self._data_file.slice(start, n),
-                    self._df_names,
+                    self._df_fields,
                     {k: a.slice(start, n) for k, a in self._partition.items()},
                     self.origin,
                     self.start + start,
@@ -440,7 +441,7 @@ class ManifestColumns:
         metrics on arrays, and most of the maps of the files it returns are never read."""
         rows = np.asarray(indices, dtype=np.int64)
         out: FileColumns = {}
-        for i, name in enumerate(self._df_names):
+        for name, i in self._df_fields.items():
             col = self._data_file.field(i)
             if col.null_count == len(col):  # all null: optional fields writers leave out
                 out[name] = [None] * len(rows)
@@ -689,9 +690,7 @@ def _columns(table: pa.Table, decoding_schema: Any) -> ManifestColumns | None:
         if children is None:
             return None
         partition = children
-    # canonical names, so that rows converted whole carry the keys fastavro's would; the
+    # canonical names, so that records converted carry the keys fastavro's would; the
     # partition apart (its logical types may not convert to Python: year 0 dates)
-    kept = [i for i, name in enumerate(read_names) if name != "partition"]
-    names = [read_names[i] for i in kept]
-    rest = pa.StructArray.from_arrays([data_file.field(i) for i in kept], names=names)
-    return ManifestColumns(entry, rest, names, partition)
+    fields = {name: i for i, name in enumerate(read_names) if name != "partition"}
+    return ManifestColumns(entry, data_file, fields, partition)
