@@ -19,7 +19,6 @@ from neve.expressions.expressions import And, Or
 from neve.expressions.manifest_evaluator import ManifestEvaluator
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.parser import to_expression
-from neve.expressions.projection import inclusive_projection
 from neve.expressions.residual import ResidualEvaluator
 from neve.expressions.visitors import references
 from neve.io.fileio import FileIO
@@ -46,6 +45,7 @@ from neve.spec.manifest import (
     ManifestFile,
     assemble,
 )
+from neve.spec.partition import PartitionSpec
 from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema, row_lineage_field
 from neve.spec.snapshot import Snapshot
@@ -193,10 +193,8 @@ class ScanPlan:
         loaded = load_manifests(self.io, kept, md.specs_by_id, eager=eager)
         metrics = InclusiveMetricsEvaluator(schema, self.row_filter, self.case_sensitive)
         part_filters = {
-            spec_id: _Memo(
-                _partition_predicate(spec_id, md, schema, self.row_filter, self.case_sensitive)
-            )
-            for spec_id in md.specs_by_id
+            spec_id: _Memo(_partition_predicate(spec, schema, evaluators[spec_id].partition_filter))
+            for spec_id, spec in md.specs_by_id.items()
         }
         residuals = {
             spec_id: _Memo(
@@ -394,17 +392,11 @@ def _splits(f: DataFile, target: int) -> list[tuple[int, int]]:
     return out
 
 
-def _partition_predicate(
-    spec_id: int,
-    md: TableMetadata,
-    schema: Schema,
-    row_filter: BooleanExpression,
-    case_sensitive: bool,
-) -> Any:
-    spec = md.spec_by_id(spec_id)
+def _partition_predicate(spec: PartitionSpec, schema: Schema, projected: BooleanExpression) -> Any:
+    """The test of a partition tuple of ``spec`` by the row filter ``projected`` onto
+    the partition (the manifest evaluator's projection: made once)."""
     try:
         ptype = spec.partition_type(schema)
     except ValidationError:
         return lambda _p: True
-    projected = inclusive_projection(schema, spec, case_sensitive).project(row_filter)
     return evaluator(ptype, projected)
