@@ -60,8 +60,7 @@ def decode_entries_together(requests: Sequence[tuple[LazyManifest, Sequence[int]
 
 def judge_together(
     requests: Sequence[tuple[LazyManifest, Sequence[int]]],
-    fields: Sequence[frozenset[int] | None],
-    field_ids: frozenset[int],
+    fields: Callable[[int], frozenset[int]],
     judge: Callable[[MetricArrays], list[bool] | None],
 ) -> list[dict[int, bool] | None]:
     """Per request, ``judge``'s verdict on each of its entries not decoded in full yet
@@ -69,16 +68,15 @@ def judge_together(
     manifests the reader read in one call, built and judged in one pass; None for a
     manifest the columnar decoder did not read, a group of fewer than
     :data:`METRICS_FIRST_FROM` entries, or metrics ``judge`` cannot take as arrays. The
-    arrays hold the metrics of the fields ``fields`` gives per request (None: all of
-    ``field_ids``), those of the group's requests together; the others are unknown,
-    which ``judge`` must take as "may match"."""
+    arrays hold the metrics of the fields ``fields`` gives for a request (by its
+    position), those of the group's requests together; the others are unknown, which
+    ``judge`` must take as "may match"."""
     out: list[dict[int, bool] | None] = [None] * len(requests)
     positions, parts = _columnar(requests)
     if not parts:
         return out
-    wanted = [fields[k] for k in positions]
     try:
-        groups = metric_arrays_together(parts, [field_ids if w is None else w for w in wanted])
+        groups = metric_arrays_together(parts, [fields(k) for k in positions])
     except DECODE_ERRORS:
         return out  # the manifest-by-manifest path names the damaged one
     for members, arrays in groups:

@@ -260,16 +260,18 @@ def _survivors(
         bool(metrics.field_ids) and lazy.manifest.content is ManifestContent.DATA for lazy in loaded
     ]
     conjunction = _conjunction(metrics.expr)
+    reads = {spec_id: _reads(residual_for) for spec_id, residual_for in residuals.items()}
     verdicts = judge_together(
         [
             (lazy, kept if use else [])
             for lazy, kept, use in zip(loaded, kept_by, by_metrics, strict=True)
         ],
-        [
-            _undecided(lazy, kept, metrics.field_ids, residuals) if conjunction and use else None
-            for lazy, kept, use in zip(loaded, kept_by, by_metrics, strict=True)
-        ],
-        metrics.field_ids,
+        # (asked only of the manifests with entries to judge: none in a repeated plan)
+        lambda k: (
+            _undecided(loaded[k], kept_by[k], metrics.field_ids, reads)
+            if conjunction
+            else metrics.field_ids
+        ),
         metrics.eval_arrays,
     )
     out: list[tuple[LazyManifest, list[int], set[int]]] = []
@@ -292,7 +294,7 @@ def _conjunction(expr: BooleanExpression) -> bool:
 
 
 def _undecided(
-    lazy: LazyManifest, indices: list[int], field_ids: frozenset[int], residuals: dict[int, _Memo]
+    lazy: LazyManifest, indices: list[int], field_ids: frozenset[int], reads: dict[int, _Memo]
 ) -> frozenset[int]:
     """Of ``field_ids``, those the residual filters of the partitions of the entries at
     ``indices`` still read. For a filter of predicates joined by AND, each predicate on
@@ -300,15 +302,20 @@ def _undecided(
     predicate the partition proves false would have removed the entry), so its metrics,
     which agree with the partition, cannot rule the file out: unknown metrics give the
     same verdict, and are not read (a one-day filter on a day-partitioned table reads the
-    metrics of the other columns only)."""
-    residual_for = residuals[lazy.manifest.partition_spec_id]
+    metrics of the other columns only). ``reads`` gives per spec the field ids the
+    residual of a partition reads."""
+    read_by = reads[lazy.manifest.partition_spec_id]
     partitions = lazy.partitions
     try:
         distinct = {partitions[i] for i in indices}
     except TypeError:  # an unhashable value: the residuals are not memoized
         return field_ids
-    needed = {ref.field_id for p in distinct for ref in references(residual_for(p))}
-    return field_ids & needed
+    return field_ids & frozenset().union(*map(read_by, distinct))
+
+
+def _reads(residual_for: _Memo) -> _Memo:
+    """The field ids the residual filter of a partition reads, remembered per partition."""
+    return _Memo(lambda p: frozenset(ref.field_id for ref in references(residual_for(p))))
 
 
 def _partition_survivors(lazy: LazyManifest, matches: _Memo) -> list[int]:
