@@ -203,6 +203,16 @@ class FileIO:
                 return kept
             store, key = self.store(path)
             return store.get(key)
+        if self.is_local(path):
+            # Python's own file: pyarrow's costs ~0.2 ms on first use in a process and
+            # ~30 us after, against ~15 us (planning reads a manifest list and manifests)
+            try:
+                with open(local_path(path), "rb") as f:
+                    return f.read()
+            except FileNotFoundError as exc:
+                raise NeveIOError(f"file not found: {path}") from exc
+            except OSError as exc:
+                raise NeveIOError(f"cannot read {path}: {exc}") from exc
         with self.open_input(path) as f:
             return f.read()
 

@@ -10,7 +10,7 @@ call are judged by their metrics, and then decoded, in one pass each.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from neve.expressions.metric_arrays import MetricArrays
 from neve.planning.manifest_columnar import (
@@ -60,20 +60,23 @@ def decode_entries_together(requests: Sequence[tuple[LazyManifest, Sequence[int]
 
 def judge_together(
     requests: Sequence[tuple[LazyManifest, Sequence[int]]],
-    field_ids: Iterable[int],
+    fields: Callable[[int], frozenset[int]],
     judge: Callable[[MetricArrays], list[bool] | None],
 ) -> list[dict[int, bool] | None]:
     """Per request, ``judge``'s verdict on each of its entries not decoded in full yet
-    (entry index -> may match), from the metric arrays (of ``field_ids``) of all such
-    entries of the manifests the reader read in one call, built and judged in one pass; None for a
+    (entry index -> may match), from the metric arrays of all such entries of the
+    manifests the reader read in one call, built and judged in one pass; None for a
     manifest the columnar decoder did not read, a group of fewer than
-    :data:`METRICS_FIRST_FROM` entries, or metrics ``judge`` cannot take as arrays."""
+    :data:`METRICS_FIRST_FROM` entries, or metrics ``judge`` cannot take as arrays. The
+    arrays hold the metrics of the fields ``fields`` gives for a request (by its
+    position), those of the group's requests together; the others are unknown, which
+    ``judge`` must take as "may match"."""
     out: list[dict[int, bool] | None] = [None] * len(requests)
     positions, parts = _columnar(requests)
     if not parts:
         return out
     try:
-        groups = metric_arrays_together(parts, field_ids)
+        groups = metric_arrays_together(parts, [fields(k) for k in positions])
     except DECODE_ERRORS:
         return out  # the manifest-by-manifest path names the damaged one
     for members, arrays in groups:

@@ -249,7 +249,8 @@ def load_manifests(
         cache.store(keys[i], lazy)
         out[i] = lazy
 
-    n = workers or min(8, (os.cpu_count() or 2) * 2, len(missing))
+    cpus = os.cpu_count() or 2  # (reads /sys: once a call)
+    n = workers or min(8, cpus * 2, len(missing))
     if len(missing) == 1:
         decode(missing[0], fetch(missing[0]))
     elif columnar_enabled():
@@ -258,7 +259,7 @@ def load_manifests(
         # the reads in parallel, then build the entries' Python objects here. Only
         # the reader runs on the pool: Python there would contend for the GIL, and a thread
         # waiting for it can wait the interpreter's whole switch interval (5 ms).
-        shares = min(os.cpu_count() or 2, len(missing))
+        shares = min(cpus, len(missing))
         if sum(manifests[i].manifest_length for i in missing) < PARALLEL_READS_FROM:
             shares = 1  # too little to decode for a thread to pay off
         size = -(-len(missing) // shares)

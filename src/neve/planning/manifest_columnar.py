@@ -40,9 +40,11 @@ from neve.io.pools import ForkGuard
 from neve.planning.arrow_values import binaries, gather, ints, lazy_maps, spans, valid
 from neve.planning.avro_reader import read_arrow, readable_schema
 from neve.spec.avro_container import AvroHeader
+from neve.spec.manifest_io import METRIC_MAPS
 
 __all__ = [
     "ColumnarRead",
+    "FileColumns",
     "HeadColumns",
     "ManifestColumns",
     "columnar_enabled",
@@ -61,20 +63,15 @@ HeadColumns = tuple[
     list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any], list[Any]
 ]
 
+#: The fields of some data_file records column by column: canonical name -> one value
+#: per record (see ``ManifestColumns.data_file_columns``).
+FileColumns = dict[str, list[Any]]
+
 #: Environment variable choosing the manifest decoder: "columnar" (default) or "fastavro".
 DECODER_ENV = "NEVE_MANIFEST_DECODER"
 
 #: data_file fields holding int-keyed maps, stored as arrays of key/value records.
-_MAPS = frozenset(
-    {
-        "column_sizes",
-        "value_counts",
-        "null_value_counts",
-        "nan_value_counts",
-        "lower_bounds",
-        "upper_bounds",
-    }
-)
+_MAPS = frozenset(METRIC_MAPS)
 
 
 # native readers run thread pools once used (polars' deadlocks a child forked after it
@@ -100,6 +97,11 @@ def columnar_enabled() -> bool:
     if _READER.forked_after_use:
         return False
     return os.environ.get(DECODER_ENV, "columnar").strip().lower() != "fastavro"
+
+
+#: A map column's item offsets and keys, and the positions ``_key_positions_at`` found
+#: in it.
+_Layout = tuple[npt.NDArray[Any], npt.NDArray[Any], dict[int, npt.NDArray[np.int64]]]
 
 
 def _record(schema: Any) -> dict[str, Any] | None:
@@ -162,7 +164,7 @@ class ManifestColumns:
     __slots__ = (
         "_arrays",
         "_data_file",
-        "_df_names",
+        "_df_fields",
         "_entry",
         "_heads",
         "_metrics",
@@ -176,14 +178,16 @@ class ManifestColumns:
         self,
         entry: dict[str, pa.Array],
         data_file: pa.StructArray,
-        df_names: list[str],
+        df_fields: dict[str, int],
         partition: dict[str, pa.Array],
         origin: ManifestColumns | None = None,
         start: int = 0,
     ) -> None:
         self._entry = entry
         self._data_file = data_file
-        self._df_names = df_names
+        #: The canonical names of the data_file fields but the partition, and their
+        #: positions in ``data_file``.
+        self._df_fields = df_fields
         self._partition = partition
         self.length = len(data_file)
         #: The columns of the whole read these are a slice of (themselves when
@@ -196,14 +200,16 @@ class ManifestColumns:
 
     def _entry_column(self, name: str) -> list[Any]:
         col = self._entry.get(name)
-        values: list[Any] = [None] * self.length if col is None else col.to_pylist()
+        # (all null: optional fields writers leave out, such as inherited sequence numbers)
+        if col is None or col.null_count == self.length:
+            return [None] * self.length
+        values: list[Any] = col.to_pylist()
         return values
 
     def _df_field(self, name: str) -> pa.Array | None:
         """The data_file column ``name``, or None when the file lacks it."""
-        if name not in self._df_names:
-            return None
-        return self._data_file.field(self._df_names.index(name))
+        i = self._df_fields.get(name)
+        return None if i is None else self._data_file.field(i)
 
     def _df_column(self, name: str) -> list[Any]:
         col = self._df_field(name)
@@ -311,7 +317,8 @@ class ManifestColumns:
             found = [self._key_positions(name, fids) for name in _METRICS]
             counts_of = ints(record_counts)
         else:
-            found = [self._key_positions_at(name, fids, rows) for name in _METRICS]
+            laid_out: list[_Layout] = []
+            found = [self._key_positions_at(name, fids, rows, laid_out) for name in _METRICS]
             counts_of = ints(record_counts)[rows]
         counts = [None if f is None else _counts(*f) for f in found[:3]]
         bounds = [None if f is None else _bounds(*f) for f in found[3:]]
@@ -357,10 +364,17 @@ class ManifestColumns:
         return found, items.field(1)
 
     def _key_positions_at(
-        self, name: str, fids: Sequence[int], rows: npt.NDArray[np.int64]
+        self,
+        name: str,
+        fids: Sequence[int],
+        rows: npt.NDArray[np.int64],
+        laid_out: list[_Layout],
     ) -> tuple[dict[int, npt.NDArray[np.int64]], pa.Array | None] | None:
         """``_key_positions`` for the entries at ``rows`` only (one item per row), the
-        positions into the map's whole flattened values (which it returns)."""
+        positions into the map's whole flattened values (which it returns). Maps laid
+        out alike (the same offsets and keys, no nulls: writers give the maps of a file
+        the same columns) share the positions: ``laid_out`` holds those of the maps
+        done so far."""
         col = self._df_field(name)
         if col is None:
             return {}, None
@@ -373,6 +387,12 @@ class ManifestColumns:
         keys = items.field(0)
         if keys.null_count or not pa.types.is_integer(keys.type):
             return None
+        layout = None
+        if col.null_count == 0 and col.offset == 0 and items.offset == 0:
+            layout = (ints(col.offsets), ints(keys))
+            for offsets, key_values, found_before in laid_out:
+                if np.array_equal(offsets, layout[0]) and np.array_equal(key_values, layout[1]):
+                    return found_before, items.field(1)
         present = valid(col, rows)  # a null map holds nothing
         live = np.arange(len(rows)) if present is None else np.flatnonzero(present)
         found_spans = spans(col, rows[live])
@@ -390,6 +410,8 @@ class ManifestColumns:
             where = np.full(len(rows), -1, dtype=np.int64)
             where[own[last]] = pos[last]
             found[fid] = where
+        if layout is not None:
+            laid_out.append((*layout, found))
         return found, items.field(1)
 
     def split(self, counts: Sequence[int]) -> list[ManifestColumns]:
@@ -401,7 +423,7 @@ class ManifestColumns:
                 ManifestColumns(
                     {k: a.slice(start, n) for k, a in self._entry.items()},
                     self._data_file.slice(start, n),
-                    self._df_names,
+                    self._df_fields,
                     {k: a.slice(start, n) for k, a in self._partition.items()},
                     self.origin,
                     self.start + start,
@@ -410,31 +432,34 @@ class ManifestColumns:
             start += n
         return out
 
-    def data_files(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """The full data_file records of the entries at ``indices``, converted column
-        by column from the Arrow buffers (``arrow_values.gather``): a few numpy calls a
-        column, however few the entries. The metric maps are ``LazyMap``s, converted
-        (a column at a time) when first read: planning judges metrics on arrays, and
-        most of the maps of the files it returns are never read."""
+    def data_file_columns(self, indices: Sequence[int]) -> FileColumns:
+        """The fields of the data_file records of the entries at ``indices``, column by
+        column (canonical name -> one value per index), converted from the Arrow
+        buffers (``arrow_values.gather``): a few numpy calls a column, however few the
+        entries; a column no entry of the read holds costs nothing. The metric maps are
+        ``LazyMap``s, converted (a column at a time) when first read: planning judges
+        metrics on arrays, and most of the maps of the files it returns are never read."""
         rows = np.asarray(indices, dtype=np.int64)
-        names = self._df_names
-        columns = [
-            lazy_maps(self._data_file.field(i), rows)
-            if name in _MAPS
-            else gather(self._data_file.field(i), rows)
-            for i, name in enumerate(names)
-        ]
-        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        out: FileColumns = {}
+        for name, i in self._df_fields.items():
+            col = self._data_file.field(i)
+            if col.null_count == len(col):  # all null: optional fields writers leave out
+                out[name] = [None] * len(rows)
+            elif name in _MAPS:
+                out[name] = lazy_maps(col, rows)
+            else:
+                out[name] = gather(col, rows)
+        return out
 
 
 def data_files_together(
     parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
-) -> list[list[dict[str, Any]]]:
-    """``data_files`` of several manifests' entries (per manifest, its indices), the
-    manifests read by one call of the reader converted in one pass over the arrays they are
-    slices of (a pass costs a few numpy calls a column: planning a one-day filter
-    over many manifests keeps one or two entries of each)."""
-    out: list[list[dict[str, Any]]] = [[] for _ in parts]
+) -> list[FileColumns]:
+    """``data_file_columns`` of several manifests' entries (per manifest, its indices),
+    the manifests read by one call of the reader converted in one pass over the arrays
+    they are slices of (a pass costs a few numpy calls a column: planning a one-day
+    filter over many manifests keeps one or two entries of each)."""
+    out: list[FileColumns] = [{} for _ in parts]
     groups: dict[int, list[int]] = {}
     for k, (columns, _) in enumerate(parts):
         groups.setdefault(id(columns.origin), []).append(k)
@@ -445,20 +470,24 @@ def data_files_together(
             for columns, indices in map(parts.__getitem__, members)
             for i in indices
         ]
-        found = iter(origin.data_files(rows))
+        found = origin.data_file_columns(rows)
+        at = 0
         for k in members:
-            out[k] = [next(found) for _ in parts[k][1]]
+            end = at + len(parts[k][1])
+            out[k] = {name: values[at:end] for name, values in found.items()}
+            at = end
     return out
 
 
 def metric_arrays_together(
-    parts: Sequence[tuple[ManifestColumns, Sequence[int]]], field_ids: Iterable[int]
+    parts: Sequence[tuple[ManifestColumns, Sequence[int]]],
+    field_ids: Sequence[Iterable[int]],
 ) -> list[tuple[list[int], MetricArrays | None]]:
-    """The metric arrays of several manifests' entries (per manifest, its indices),
-    one per group of manifests read by one call of the reader: the positions in ``parts`` of
-    the group's members, and the arrays of their entries in that order (None when a
-    column is not laid out as the spec has it)."""
-    fids = sorted(set(field_ids))
+    """The metric arrays of several manifests' entries (per manifest, its indices, and
+    in ``field_ids`` the fields whose metrics it needs), one per group of manifests
+    read by one call of the reader: the positions in ``parts`` of the group's members,
+    and the arrays of their entries in that order, of the fields of all members (None
+    when a column is not laid out as the spec has it)."""
     groups: dict[int, list[int]] = {}
     for k, (columns, _) in enumerate(parts):
         groups.setdefault(id(columns.origin), []).append(k)
@@ -466,6 +495,7 @@ def metric_arrays_together(
     for members in groups.values():
         origin = parts[members[0]][0].origin
         rows = [parts[k][0].start + i for k in members for i in parts[k][1]]
+        fids = sorted({f for k in members for f in field_ids[k]})
         out.append((members, origin._metric_arrays(fids, np.asarray(rows, dtype=np.int64))))
     return out
 
@@ -660,9 +690,7 @@ def _columns(table: pa.Table, decoding_schema: Any) -> ManifestColumns | None:
         if children is None:
             return None
         partition = children
-    # canonical names, so that rows converted whole carry the keys fastavro's would; the
+    # canonical names, so that records converted carry the keys fastavro's would; the
     # partition apart (its logical types may not convert to Python: year 0 dates)
-    kept = [i for i, name in enumerate(read_names) if name != "partition"]
-    names = [read_names[i] for i in kept]
-    rest = pa.StructArray.from_arrays([data_file.field(i) for i in kept], names=names)
-    return ManifestColumns(entry, rest, names, partition)
+    fields = {name: i for i, name in enumerate(read_names) if name != "partition"}
+    return ManifestColumns(entry, data_file, fields, partition)

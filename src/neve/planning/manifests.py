@@ -44,9 +44,12 @@ from neve.spec.manifest import (
     assemble,
 )
 from neve.spec.manifest_io import (
+    DATA_FILE_FIELDS,
     ENTRY_STATUSES,
     FILE_CONTENTS,
     FILE_FORMATS,
+    METRIC_MAPS,
+    PLAIN_FIELDS,
     EntryPlan,
     block_bytes,
     entry_plan,
@@ -439,55 +442,48 @@ class LazyManifest:
         self.contents = [FILE_CONTENTS[c or 0] for c in heads.content]
         self.partitions = partitions
         self._inherited = inherited
+        self._entries = [None] * n
         full = heads.full
-        self._entries = (
-            [None] * n
-            if full is None
-            else [
-                self._build(*args)
-                for args in zip(statuses, inherited, partitions, full, strict=True)
-            ]
-        )
+        if full:
+            names = full[0].keys()  # the records of one manifest share its schema
+            self._build(range(n), {k: [df.get(k) for df in full] for k in names}, True)
 
     def _build(
-        self,
-        status: ManifestEntryStatus,
-        inherited: tuple[int | None, int | None, int | None, int | None],
-        partition: tuple[Any, ...],
-        df: Mapping[str, Any],
-    ) -> ManifestEntry:
-        snapshot_id, seq, file_seq, first_row_id = inherited
-        fmt = df["file_format"]
-        get = df.get
-        split_offsets = get("split_offsets")
-        equality_ids = get("equality_ids")
-        data_file = assemble(
-            DataFile,
-            {
-                "file_path": df["file_path"],
-                "file_format": FILE_FORMATS.get(fmt) or FileFormat.parse(fmt),
-                "partition": partition,
-                "record_count": df["record_count"],
-                "file_size_in_bytes": df["file_size_in_bytes"],
-                "content": FILE_CONTENTS[get("content", 0)],
-                "column_sizes": int_keyed(get("column_sizes")),
-                "value_counts": int_keyed(get("value_counts")),
-                "null_value_counts": int_keyed(get("null_value_counts")),
-                "nan_value_counts": int_keyed(get("nan_value_counts")),
-                "lower_bounds": int_keyed(get("lower_bounds")),
-                "upper_bounds": int_keyed(get("upper_bounds")),
-                "key_metadata": get("key_metadata"),
-                "split_offsets": None if split_offsets is None else tuple(split_offsets),
-                "equality_ids": None if equality_ids is None else tuple(equality_ids),
-                "sort_order_id": get("sort_order_id"),
-                "first_row_id": first_row_id,
-                "referenced_data_file": get("referenced_data_file"),
-                "content_offset": get("content_offset"),
-                "content_size_in_bytes": get("content_size_in_bytes"),
-                "spec_id": self.manifest.partition_spec_id,
-            },
-        )
-        return ManifestEntry(status, snapshot_id, seq, file_seq, data_file)
+        self, indices: Sequence[int], files: Mapping[str, Sequence[Any]], records: bool
+    ) -> None:
+        """Build and keep the entries at ``indices`` from the fields of their data_file
+        records given column by column (one value per index; a field the file lacks may
+        be missing), the metric maps as fastavro's key/value ``records`` or as maps (the
+        columnar decoder's). Converted column by column: a plan builds every file it
+        returns."""
+        n = len(indices)
+        inherited = [self._inherited[i] for i in indices]
+        columns = {name: files.get(name) or [None] * n for name in PLAIN_FIELDS}
+        if records:
+            for name in METRIC_MAPS:
+                columns[name] = [int_keyed(m) for m in columns[name]]
+        columns["file_format"] = [
+            FILE_FORMATS.get(f) or FileFormat.parse(f) for f in files["file_format"]
+        ]
+        columns["content"] = [FILE_CONTENTS[c] for c in files.get("content", [0] * n)]
+        for name in ("split_offsets", "equality_ids"):
+            columns[name] = [None if v is None else tuple(v) for v in columns[name]]
+        columns["partition"] = [self.partitions[i] for i in indices]
+        columns["first_row_id"] = [ids[3] for ids in inherited]
+        columns["spec_id"] = [self.manifest.partition_spec_id] * n
+        statuses, entries = self.statuses, self._entries
+        rows = zip(*[columns[name] for name in DATA_FILE_FIELDS], strict=True)
+        for i, (snapshot_id, seq, file_seq, _), row in zip(indices, inherited, rows, strict=True):
+            entries[i] = assemble(
+                ManifestEntry,
+                {
+                    "status": statuses[i],
+                    "snapshot_id": snapshot_id,
+                    "sequence_number": seq,
+                    "file_sequence_number": file_seq,
+                    "data_file": assemble(DataFile, dict(zip(DATA_FILE_FIELDS, row, strict=True))),
+                },
+            )
 
     def __len__(self) -> int:
         return len(self.statuses)
@@ -504,12 +500,11 @@ class LazyManifest:
             buf = _io.BytesIO(self._blocks[block])
             buf.seek(pos)
             rec: Any = fastavro.schemaless_reader(buf, self._schema, None)
-            e = self._build(
-                self.statuses[i], self._inherited[i], self.partitions[i], rec["data_file"]
-            )
+            self._build((i,), {k: [v] for k, v in rec["data_file"].items()}, True)
         except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
-        self._entries[i] = e
+        e = self._entries[i]
+        assert e is not None  # just built
         return e
 
     def metrics_at(
@@ -555,7 +550,7 @@ class LazyManifest:
         if columns is None or not missing:
             return
         try:
-            self.store_files(missing, columns.data_files(missing))
+            self.store_files(missing, columns.data_file_columns(missing))
         except DECODE_ERRORS as exc:
             raise _damaged(self.manifest, exc) from exc
 
@@ -564,12 +559,10 @@ class LazyManifest:
         """The Arrow columns of the entries, when the columnar decoder read them."""
         return self._columns
 
-    def store_files(self, indices: Sequence[int], files: Sequence[Mapping[str, Any]]) -> None:
-        """Build and keep the entries at ``indices`` from their data_file records (as
-        ``ManifestColumns.data_files`` gives them)."""
-        entries = self._entries
-        for i, df in zip(indices, files, strict=True):
-            entries[i] = self._build(self.statuses[i], self._inherited[i], self.partitions[i], df)
+    def store_files(self, indices: Sequence[int], files: Mapping[str, Sequence[Any]]) -> None:
+        """Build and keep the entries at ``indices`` from the fields of their data_file
+        records, column by column (as ``ManifestColumns.data_file_columns`` gives them)."""
+        self._build(indices, files, False)
 
     def entries(self) -> list[ManifestEntry]:
         """Every entry in full."""

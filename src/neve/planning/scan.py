@@ -15,11 +15,12 @@ from neve.errors import SchemaError, ValidationError
 from neve.expressions import ALWAYS_TRUE, BooleanExpression
 from neve.expressions.binding import bind
 from neve.expressions.evaluator import evaluator
+from neve.expressions.expressions import And, Or
 from neve.expressions.manifest_evaluator import ManifestEvaluator
 from neve.expressions.metrics_evaluator import InclusiveMetricsEvaluator
 from neve.expressions.parser import to_expression
-from neve.expressions.projection import inclusive_projection
 from neve.expressions.residual import ResidualEvaluator
+from neve.expressions.visitors import references
 from neve.io.fileio import FileIO
 from neve.planning.delete_index import DeleteFileIndex
 from neve.planning.manifest_batches import (
@@ -44,6 +45,7 @@ from neve.spec.manifest import (
     ManifestFile,
     assemble,
 )
+from neve.spec.partition import PartitionSpec
 from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema, row_lineage_field
 from neve.spec.snapshot import Snapshot
@@ -191,15 +193,19 @@ class ScanPlan:
         loaded = load_manifests(self.io, kept, md.specs_by_id, eager=eager)
         metrics = InclusiveMetricsEvaluator(schema, self.row_filter, self.case_sensitive)
         part_filters = {
+            spec_id: _Memo(_partition_predicate(spec, schema, evaluators[spec_id].partition_filter))
+            for spec_id, spec in md.specs_by_id.items()
+        }
+        residuals = {
             spec_id: _Memo(
-                _partition_predicate(spec_id, md, schema, self.row_filter, self.case_sensitive)
+                ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive).residual_for
             )
-            for spec_id in md.specs_by_id
+            for spec_id, spec in md.specs_by_id.items()
         }
         data: list[ManifestEntry] = []
         deletes: list[ManifestEntry] = []
         is_data = DataFileContent.DATA
-        survivors = _survivors(loaded, part_filters, metrics)
+        survivors = _survivors(loaded, part_filters, metrics, residuals)
         decode_entries_together([(lazy, kept) for lazy, kept, _ in survivors])
         for lazy, kept_entries, judged in survivors:
             for i, e in zip(kept_entries, lazy.entries_at(kept_entries), strict=True):
@@ -209,12 +215,6 @@ class ScanPlan:
                 else:
                     deletes.append(e)
         index = DeleteFileIndex(deletes, md.specs_by_id)
-        residuals = {
-            spec_id: _Memo(
-                ResidualEvaluator(spec, schema, self.row_filter, self.case_sensitive).residual_for
-            )
-            for spec_id, spec in md.specs_by_id.items()
-        }
         split_size = TableProperties({**md.properties, **self.options}).as_int(
             "read.split.target-size"
         )
@@ -245,24 +245,33 @@ def _survivors(
     loaded: Sequence[LazyManifest],
     part_filters: dict[int, _Memo],
     metrics: InclusiveMetricsEvaluator,
+    residuals: dict[int, _Memo],
 ) -> list[tuple[LazyManifest, list[int], set[int]]]:
     """Per manifest, the live entries its partition filter keeps less those the
     metrics evaluator rules out before they are decoded in full, and the set of the
     kept entries it judged that way (the others are judged on their full data files).
     Entries of manifests the columnar reader read in one call are judged together on arrays
-    (``judge_together``), else manifest by manifest (``_metrics_survivors``)."""
+    (``judge_together``, reading the metrics of the fields ``_undecided`` leaves),
+    else manifest by manifest (``_metrics_survivors``)."""
     kept_by = [
         _partition_survivors(lazy, part_filters[lazy.manifest.partition_spec_id]) for lazy in loaded
     ]
     by_metrics = [
         bool(metrics.field_ids) and lazy.manifest.content is ManifestContent.DATA for lazy in loaded
     ]
+    conjunction = _conjunction(metrics.expr)
+    reads = {spec_id: _reads(residual_for) for spec_id, residual_for in residuals.items()}
     verdicts = judge_together(
         [
             (lazy, kept if use else [])
             for lazy, kept, use in zip(loaded, kept_by, by_metrics, strict=True)
         ],
-        metrics.field_ids,
+        # (asked only of the manifests with entries to judge: none in a repeated plan)
+        lambda k: (
+            _undecided(loaded[k], kept_by[k], metrics.field_ids, reads)
+            if conjunction
+            else metrics.field_ids
+        ),
         metrics.eval_arrays,
     )
     out: list[tuple[LazyManifest, list[int], set[int]]] = []
@@ -275,6 +284,38 @@ def _survivors(
             kept, judged = _metrics_survivors(lazy, kept, metrics)
         out.append((lazy, kept, judged))
     return out
+
+
+def _conjunction(expr: BooleanExpression) -> bool:
+    """Whether the (bound, NOT-free) ``expr`` is predicates joined by AND alone."""
+    if isinstance(expr, And):
+        return _conjunction(expr.left) and _conjunction(expr.right)
+    return not isinstance(expr, Or)
+
+
+def _undecided(
+    lazy: LazyManifest, indices: list[int], field_ids: frozenset[int], reads: dict[int, _Memo]
+) -> frozenset[int]:
+    """Of ``field_ids``, those the residual filters of the partitions of the entries at
+    ``indices`` still read. For a filter of predicates joined by AND, each predicate on
+    the others holds for every row of such an entry (its partition proves it; a
+    predicate the partition proves false would have removed the entry), so its metrics,
+    which agree with the partition, cannot rule the file out: unknown metrics give the
+    same verdict, and are not read (a one-day filter on a day-partitioned table reads the
+    metrics of the other columns only). ``reads`` gives per spec the field ids the
+    residual of a partition reads."""
+    read_by = reads[lazy.manifest.partition_spec_id]
+    partitions = lazy.partitions
+    try:
+        distinct = {partitions[i] for i in indices}
+    except TypeError:  # an unhashable value: the residuals are not memoized
+        return field_ids
+    return field_ids & frozenset().union(*map(read_by, distinct))
+
+
+def _reads(residual_for: _Memo) -> _Memo:
+    """The field ids the residual filter of a partition reads, remembered per partition."""
+    return _Memo(lambda p: frozenset(ref.field_id for ref in references(residual_for(p))))
 
 
 def _partition_survivors(lazy: LazyManifest, matches: _Memo) -> list[int]:
@@ -358,17 +399,11 @@ def _splits(f: DataFile, target: int) -> list[tuple[int, int]]:
     return out
 
 
-def _partition_predicate(
-    spec_id: int,
-    md: TableMetadata,
-    schema: Schema,
-    row_filter: BooleanExpression,
-    case_sensitive: bool,
-) -> Any:
-    spec = md.spec_by_id(spec_id)
+def _partition_predicate(spec: PartitionSpec, schema: Schema, projected: BooleanExpression) -> Any:
+    """The test of a partition tuple of ``spec`` by the row filter ``projected`` onto
+    the partition (the manifest evaluator's projection: made once)."""
     try:
         ptype = spec.partition_type(schema)
     except ValidationError:
         return lambda _p: True
-    projected = inclusive_projection(schema, spec, case_sensitive).project(row_filter)
     return evaluator(ptype, projected)

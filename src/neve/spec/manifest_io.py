@@ -13,6 +13,7 @@ maps, which fastavro then skips.
 
 from __future__ import annotations
 
+import dataclasses
 import io as _io
 import json
 import uuid
@@ -27,6 +28,7 @@ import fastavro
 
 from neve.spec import avro_schemas as _schemas
 from neve.spec.manifest import (
+    DataFile,
     DataFileContent,
     FileFormat,
     ManifestEntryStatus,
@@ -42,9 +44,12 @@ from neve.spec.types import (
 from neve.spec.values import decimal_to_unscaled, unscaled_to_decimal
 
 __all__ = [
+    "DATA_FILE_FIELDS",
     "ENTRY_STATUSES",
     "FILE_CONTENTS",
     "FILE_FORMATS",
+    "METRIC_MAPS",
+    "PLAIN_FIELDS",
     "EntryPlan",
     "block_bytes",
     "entry_plan",
@@ -61,6 +66,32 @@ _DELETED = ManifestEntryStatus.DELETED
 ENTRY_STATUSES = {s.value: s for s in ManifestEntryStatus}
 FILE_CONTENTS = {c.value: c for c in DataFileContent}
 FILE_FORMATS = {f.value: f for f in FileFormat}
+#: The fields of a DataFile, in order.
+DATA_FILE_FIELDS = tuple(f.name for f in dataclasses.fields(DataFile))
+#: The data_file fields holding int-keyed maps (key/value records in Avro).
+METRIC_MAPS = (
+    "column_sizes",
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+)
+#: The data_file fields that are DataFile fields as the record holds them (but for
+#: the metric maps' records), None where a file lacks them.
+PLAIN_FIELDS = (
+    "file_path",
+    "record_count",
+    "file_size_in_bytes",
+    *METRIC_MAPS,
+    "key_metadata",
+    "split_offsets",
+    "equality_ids",
+    "sort_order_id",
+    "referenced_data_file",
+    "content_offset",
+    "content_size_in_bytes",
+)
 
 
 # ======================================================================================
