@@ -13,11 +13,8 @@ bounds) and random filters.
 from __future__ import annotations
 
 import math
-import os
 import struct
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neve
+from manifest_decoder import manifest_decoder
 from neve.expressions import (
     and_,
     equal,
@@ -111,21 +109,6 @@ def _compares_strings(expr: BooleanExpression) -> bool:
     )
 
 
-@contextmanager
-def _decoder(name: str) -> Iterator[None]:
-    old = os.environ.get("NEVE_MANIFEST_DECODER")
-    os.environ["NEVE_MANIFEST_DECODER"] = name
-    manifest_cache().clear()
-    try:
-        yield
-    finally:
-        manifest_cache().clear()
-        if old is None:
-            os.environ.pop("NEVE_MANIFEST_DECODER", None)
-        else:
-            os.environ["NEVE_MANIFEST_DECODER"] = old
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     metrics=st.lists(_metrics(), min_size=FILES, max_size=FILES),
@@ -160,7 +143,7 @@ def test_planned_files_are_the_files_the_metrics_evaluator_keeps(
             expected = sorted(f.file_path for f in files if evaluator.eval(f))
             planned = {}
             for name in ("columnar", "fastavro"):
-                with _decoder(name):
+                with manifest_decoder(name):
                     tasks = table.scan(filter=row_filter).plan_files()
                     planned[name] = sorted(t.file.file_path for t in tasks)
                     if name == "columnar":  # only the files that may match were decoded

@@ -12,11 +12,9 @@ specs, files of the null partition, and delete files.
 
 from __future__ import annotations
 
-import os
 import struct
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neve
+from manifest_decoder import manifest_decoder
 from neve.expressions import (
     and_,
     greater_than,
@@ -36,7 +35,6 @@ from neve.expressions import (
 )
 from neve.expressions.expressions import BooleanExpression
 from neve.planning import manifest_batches
-from neve.planning.manifest_cache import manifest_cache
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.table.table import Table
 
@@ -115,23 +113,8 @@ def _table(tmp: str) -> Table:
     return table
 
 
-@contextmanager
-def _decoder(name: str) -> Iterator[None]:
-    old = os.environ.get("NEVE_MANIFEST_DECODER")
-    os.environ["NEVE_MANIFEST_DECODER"] = name
-    manifest_cache().clear()
-    try:
-        yield
-    finally:
-        manifest_cache().clear()
-        if old is None:
-            os.environ.pop("NEVE_MANIFEST_DECODER", None)
-        else:
-            os.environ["NEVE_MANIFEST_DECODER"] = old
-
-
 def _plan(table: Table, row_filter: BooleanExpression, decoder: str) -> list[tuple[Any, ...]]:
-    with _decoder(decoder):
+    with manifest_decoder(decoder):
         tasks = table.scan(filter=row_filter).plan_files()
     return sorted(
         (t.file.file_path, str(t.residual), sorted(d.file_path for d in t.delete_files))
