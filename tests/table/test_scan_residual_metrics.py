@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import neve
+from budget import examples
 from manifest_decoder import manifest_decoder
 from neve.expressions import (
     and_,
@@ -37,6 +38,8 @@ from neve.expressions.expressions import BooleanExpression
 from neve.planning import manifest_batches
 from neve.spec.manifest import DataFile, DataFileContent, FileFormat
 from neve.table.table import Table
+
+pytestmark = pytest.mark.property
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us")), ("x", pa.float64())])
 HOUR = 3_600_000_000
@@ -184,7 +187,7 @@ _FILTERS: st.SearchStrategy[BooleanExpression] = st.recursive(
 
 
 @settings(
-    max_examples=40,
+    max_examples=examples(40, 400),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
