@@ -4,7 +4,9 @@
 Four steps, raw Spark and neve taking turns, ``--runs`` times each after one unmeasured
 run of each (the JVM's compiled code, Spark's Python workers and the page cache warm on
 both sides, not on whichever runs first); each step prints both medians and the median
-ratio neve/raw with its spread (benchmarks/harness.py):
+ratio neve/raw with its spread (benchmarks/harness.py). Before every timed run the
+script collects the heaps of Python and of the driver's JVM (untimed), so that a
+collection of garbage left by earlier runs does not fall on whichever side runs next:
 
 1. unpartitioned write   raw: df.write.parquet        neve: neve.spark.write
 2. full-scan aggregate    raw: spark.read.parquet + Q1  neve: neve.spark.read + Q1
@@ -25,6 +27,7 @@ times.
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import tempfile
 import warnings
@@ -84,6 +87,9 @@ def run(scale: float, runs: int, master: str) -> None:
         "neve-bench",
         conf={
             "spark.driver.memory": "6g",
+            # the heap is committed whole from the start: a full collection (settle)
+            # would otherwise shrink it, and the next run would pay to grow it again
+            "spark.driver.extraJavaOptions": "-Xms6g",
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "8",
@@ -106,6 +112,12 @@ def run(scale: float, runs: int, master: str) -> None:
         cat.create_namespace("tpch")
         schema = from_spark_schema(src.schema)
 
+        def settle() -> None:
+            """Collect both heaps before a timed run, so that neither side pays for
+            collecting the garbage the runs before it left (the driver's JVM holds 6 GB)."""
+            gc.collect()
+            spark.sparkContext._jvm.System.gc()
+
         def measure(
             label: str,
             raw: Callable[[], Any],
@@ -121,6 +133,7 @@ def run(scale: float, runs: int, master: str) -> None:
 
             def side(name: str, fn: Callable[[], Any]) -> Callable[[], float]:
                 def one() -> float:
+                    settle()
                     took, result = harness.timed(fn)
                     out[name].append(result)
                     return took
