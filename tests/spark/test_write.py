@@ -210,6 +210,37 @@ def test_files_carry_field_ids_codec_and_all_columns(
         assert "/data/" in f.file_path
 
 
+@pytest.mark.parametrize("path", ["jvm", "public"])
+def test_columns_written_as_they_are_keep_their_field_ids(
+    spark: SparkSession,
+    env: tuple[Catalog, Path, Path],
+    tmp_path: Path,
+    path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unpartitioned table written from a Parquet read whose columns are exactly the
+    table's: fitting changes nothing but the field ids, so Spark could drop the
+    projection; the files still carry every id. ``jvm`` is the classic sessions' path
+    (columns built with Py4J calls alone), ``public`` the one Spark Connect takes."""
+    import neve.spark.conform as conform_module
+
+    if path == "public":
+        monkeypatch.setattr(conform_module, "_plain_columns", lambda df, fields: {})
+    cat, _, _ = env
+    data = rows(0, 30).drop_columns(["ts_day"])
+    src = tmp_path / "src.parquet"
+    pq.write_table(data, src)
+    df = spark.read.parquet(str(src))
+    t = cat.create_table(f"db.plain_{path}", data.schema)
+    ids = [t.schema().find_field(n).field_id for n in data.schema.names]
+    write(df, t)
+    t = t.refresh()
+    for f in data_files(t):
+        arrow_schema = pq.read_metadata(f.file_path).schema.to_arrow_schema()
+        assert [int(fl.metadata[b"PARQUET:field_id"]) for fl in arrow_schema] == ids
+    assert canon(t.scan().to_arrow().sort_by("id")) == canon(data.sort_by("id"))
+
+
 def test_nested_and_collection_columns(
     spark: SparkSession, env: tuple[Catalog, Path, Path]
 ) -> None:

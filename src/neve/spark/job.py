@@ -170,9 +170,10 @@ def write_data(
     options = _write_options(props, table)
     passengers = [*(origins or ()), *([order_by] if order_by is not None else [])]
     conformed = conform(df, schema, passengers)  # raises before anything is written
-    hidden = _hidden_columns(schema, spec, conformed.columns)
+    # (conform's columns, known here: asking Spark for them is a round trip and a parse)
+    hidden = _hidden_columns(schema, spec, [*(f.name for f in schema.fields), *passengers])
     names = [n for n, _ in hidden]
-    data = conformed.select("*", *[c.alias(name) for name, c in hidden])
+    data = conformed.select("*", *[c.alias(n) for n, c in hidden]) if hidden else conformed
     order = None if order_by is None else [F.col(order_by).asc_nulls_first()]
     data = _distribute(data, names, schema, spec, md.sort_order(), props, order)
     if order_by is not None:
