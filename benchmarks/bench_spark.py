@@ -1,7 +1,7 @@
 """Spark data plane against raw Spark Parquet, in one Spark session on the same data
 (TPC-H lineitem, generated with tpchgen-cli; SF1 = 6M rows by default).
 
-Four steps, raw Spark and neve taking turns, ``--runs`` times each after one unmeasured
+Five steps, raw Spark and neve taking turns, ``--runs`` times each after one unmeasured
 run of each (the JVM's compiled code, Spark's Python workers and the page cache warm on
 both sides, not on whichever runs first); each step prints both medians and the median
 ratio neve/raw with its spread (benchmarks/harness.py). Before every timed run the
@@ -17,6 +17,8 @@ collection of garbage left by earlier runs does not fall on whichever side runs 
                           neve-none, a table with write.distribution-mode=none, which
                           sorts each task's rows by month as raw partitionBy does
 4. one-month aggregate    raw: partition pruning      neve: filter on l_shipdate, planner pruning
+5. append of 1,000 rows   raw: df.write.mode("append").parquet   neve: an append to an
+                          unpartitioned table (cached rows: the fixed cost of a write)
 
 A script, not a test: it asserts results agree (every run of both aggregates), never
 times.
@@ -40,6 +42,8 @@ import harness
 DATA = Path(__file__).resolve().parent / "data"
 
 MONTH = ("1995-03-01", "1995-04-01")
+#: Rows of each small append (step 5).
+SMALL_ROWS = 1_000
 
 
 def q1(df: Any) -> list[Any]:
@@ -224,6 +228,17 @@ def run(scale: float, runs: int, master: str) -> None:
             ),
             lambda a, b: bool(a == b),
         )
+        # 5. small appends: what a write costs beyond Spark's job (micro-batches)
+        small = src.limit(SMALL_ROWS).cache()
+        small.count()
+        raw_small = raw_write(small).mode("append")
+        appended = cat.create_table("tpch.lineitem_small", schema)
+        measure(
+            f"append of {SMALL_ROWS:,} rows",
+            lambda: raw_small.parquet(str(root / "raw-small")),
+            lambda: neve_write(small, appended, mode="append"),
+        )
+        small.unpersist()
         files = len(monthly.scan().plan_files())
         print(
             f"  neve month table: {files} data files; raw month folders: "
