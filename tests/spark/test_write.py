@@ -225,7 +225,7 @@ def test_columns_written_as_they_are_keep_their_field_ids(
     import neve.spark.conform as conform_module
 
     if path == "public":
-        monkeypatch.setattr(conform_module, "_plain_columns", lambda df, fields: {})
+        monkeypatch.setattr(conform_module, "_classic_column", lambda: None)
     cat, _, _ = env
     data = rows(0, 30).drop_columns(["ts_day"])
     src = tmp_path / "src.parquet"

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache, lru_cache
+from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -163,50 +166,61 @@ def conform(df: DataFrame, schema: Schema, keep: Sequence[str] = ()) -> DataFram
     every problem; nulls in required columns make the Spark job fail when it runs."""
     given = {sf.name: sf for sf in df.schema.fields if sf.name not in keep}
     check_write_schema(T.StructType(list(given.values())), schema)
-    as_they_are = [
-        f for f in schema.fields if f.name in given and not _needs_work(given[f.name].dataType, f)
-    ]
-    plain = _plain_columns(df, as_they_are)
     cols = []
     for f in schema.fields:
         sf = given.get(f.name)
-        if f.field_id in plain:
-            c = plain[f.field_id]
-        elif sf is None:
-            c = _with_id(_null_check(_default(f), f, f.name, None), f)
+        if sf is None:
+            c = _null_check(_default(f), f, f.name, None)
         else:
-            c = _with_id(_fit(F.col(_quote(f.name)), sf.dataType, f, f.name, None), f)
-        cols.append(c)
+            c = _fit(_column(df, f.name), sf.dataType, f, f.name, None)
+        cols.append(_with_id(c, f))
     return df.select(*cols, *[F.col(_quote(name)) for name in keep])
 
 
-def _plain_columns(df: DataFrame, fields: Sequence[NestedField]) -> dict[int, Column]:
-    """By field id, the columns of ``df`` written as they are (``fields``), each named as
-    its field with the field id attached, as :func:`_with_id` makes them, built with
-    three Py4J calls each: pyspark's own column functions also record the Python call
-    site of every call (a walk of the stack and several more round trips, ~0.6 ms a
-    call), which made fitting a 16-column DataFrame cost ~50 ms of every write. Empty
-    for Spark Connect sessions, whose columns take the public functions."""
+# pyspark's column functions record the Python call site of every call for its error
+# messages (a walk of the stack and several Py4J round trips, ~0.6 ms a call), which made
+# fitting a 16-column DataFrame cost ~50 ms of every write: on classic sessions the two
+# steps every column takes, its reference and its alias, go to the JVM directly.
+
+
+def _column(df: DataFrame, name: str) -> Column:
+    """The top-level column ``name`` of ``df``: one Py4J call on classic sessions."""
     jdf = getattr(df, "_jdf", None)
-    if jdf is None or not fields:
-        return {}
-    try:
-        # (classic sessions only: Spark Connect's client has no JVM and may lack it)
-        from pyspark.sql.classic.column import Column as ClassicColumn
-    except ImportError:
-        return {}
-    metadata = getattr(df.sparkSession.sparkContext._jvm, "org.apache.spark.sql.types.Metadata")
-    out: dict[int, Column] = {}
-    for f in fields:
-        meta = metadata.fromJson(json.dumps({FIELD_ID_KEY: f.field_id}))
-        out[f.field_id] = ClassicColumn(getattr(jdf.col(_quote(f.name)), "as")(f.name, meta))
-    return out
+    classic = _classic_column()
+    if jdf is None or classic is None:
+        return F.col(_quote(name))
+    return classic(jdf.col(_quote(name)))
 
 
 def _with_id(c: Column, f: NestedField) -> Column:
     """``c`` named as ``f`` with its field id attached, in an alias Spark keeps (ids
-    set on attributes alone vanish when Spark drops a no-op projection)."""
-    return c.alias(f.name, metadata={FIELD_ID_KEY: f.field_id})
+    set on attributes alone vanish when Spark drops a no-op projection): one Py4J call
+    on classic sessions, once the id's metadata is made."""
+    jc = getattr(c, "_jc", None)
+    classic = _classic_column()
+    context = SparkContext._active_spark_context
+    if jc is None or classic is None or context is None:
+        return c.alias(f.name, metadata={FIELD_ID_KEY: f.field_id})
+    return classic(getattr(jc, "as")(f.name, _id_metadata(context._jvm, f.field_id)))
+
+
+@lru_cache(maxsize=4096)
+def _id_metadata(jvm: Any, field_id: int) -> Any:
+    """The JVM's column metadata holding ``field_id`` (immutable: made once per id)."""
+    metadata = getattr(jvm, "org.apache.spark.sql.types.Metadata")
+    return metadata.fromJson(json.dumps({FIELD_ID_KEY: field_id}))
+
+
+@cache
+def _classic_column() -> type[Column] | None:
+    """pyspark's classic column class; None where only Spark Connect's client is
+    installed."""
+    try:
+        # (classic sessions only: Spark Connect's client has no JVM and may lack it)
+        from pyspark.sql.classic.column import Column as ClassicColumn
+    except ImportError:
+        return None
+    return ClassicColumn
 
 
 def _default(f: NestedField) -> Column:
