@@ -174,7 +174,7 @@ def conform(df: DataFrame, schema: Schema, keep: Sequence[str] = ()) -> DataFram
         else:
             c = _fit(_column(df, f.name), sf.dataType, f, f.name, None)
         cols.append(_with_id(c, f))
-    return df.select(*cols, *[F.col(_quote(name)) for name in keep])
+    return df.select(*cols, *[_column(df, name) for name in keep])
 
 
 # pyspark's column functions record the Python call site of every call for its error

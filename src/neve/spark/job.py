@@ -171,7 +171,7 @@ def write_data(
     passengers = [*(origins or ()), *([order_by] if order_by is not None else [])]
     conformed = conform(df, schema, passengers)  # raises before anything is written
     # (conform's columns, known here: asking Spark for them is a round trip and a parse)
-    hidden = _hidden_columns(schema, spec, [*(f.name for f in schema.fields), *passengers])
+    hidden = _hidden_columns(schema, spec, [*schema.column_names, *passengers])
     names = [n for n, _ in hidden]
     data = conformed.select("*", *[c.alias(n) for n, c in hidden]) if hidden else conformed
     order = None if order_by is None else [F.col(order_by).asc_nulls_first()]
