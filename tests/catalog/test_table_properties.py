@@ -132,6 +132,8 @@ BAD_VALUES = [
     ("write.parquet.dict-size-bytes", "2MB"),
     ("write.parquet.compression-codec", "lzma"),
     ("write.parquet.compression-level", "high"),
+    ("write.avro.compression-codec", "deflate"),
+    ("write.avro.compression-level", "9.5"),
     ("write.parquet.bloom-filter-max-bytes", "1MB"),
     ("write.parquet.bloom-filter-enabled.column.id", "on"),
     ("write.parquet.bloom-filter-fpp.column.id", "0"),

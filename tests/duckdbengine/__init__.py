@@ -55,7 +55,9 @@ def duckdb_query(
         env={**os.environ, **(env or {})},
     )
     if done.returncode == 3:
-        raise DuckDBError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "")
+        # DuckDB's message, then (for a statement it could not bind) the statement and
+        # a caret under the place: the whole of it
+        raise DuckDBError(done.stderr.strip())
     if done.returncode != 0:
         raise RuntimeError(f"DuckDB failed:\n{done.stderr[-4000:]}")
     rows: list[dict[str, Any]] = json.loads(done.stdout)

@@ -31,7 +31,7 @@ from neve.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from neve.spec.manifest_writer import write_manifest, write_manifest_list
+from neve.spec.manifest_writer import AvroCodec, write_manifest, write_manifest_list
 from neve.spec.refs import MAIN_BRANCH, SnapshotRef, SnapshotRefType
 from neve.spec.requirements import AssertRefSnapshotId, TableRequirement
 from neve.spec.snapshot import Operation, Snapshot
@@ -217,6 +217,7 @@ class SnapshotAction(Action):
             sequence_number=seq,
             manifests=manifests,
             first_row_id=first_row_id,
+            codec=AvroCodec.of(md.props),
         )
         self._written.add(list_path)
         if md.format_version >= 2:  # a v1 list reads back with sequence numbers 0
@@ -283,6 +284,7 @@ class SnapshotAction(Action):
             content=content,
             snapshot_id=self.snapshot_id,
             entries=entries,
+            codec=AvroCodec.of(md.props),
         )
 
     def _manifests(self, md: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:

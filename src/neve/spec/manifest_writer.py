@@ -4,7 +4,11 @@ so they inherit the manifest's, which is only known when the manifest list is wr
 at commit. A freshly written manifest carries :data:`UNASSIGNED_SEQ` as its sequence
 number (and as its minimum sequence number when no entry has a known one);
 :func:`write_manifest_list` fills in the snapshot's sequence number for the manifests
-the snapshot added, so commit retries rewrite only the manifest list."""
+the snapshot added, so commit retries rewrite only the manifest list.
+
+Both are compressed as the table's ``write.avro.compression-codec`` and
+``write.avro.compression-level`` say (:class:`AvroCodec`), as Iceberg-Java's commits
+compress them."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from neve.spec.manifest import (
 )
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
 from neve.spec.partition import PartitionSpec
+from neve.spec.properties import TableProperties
 from neve.spec.schema import Schema
 from neve.spec.types import (
     BinaryType,
@@ -60,14 +65,42 @@ from neve.spec.types import (
 )
 from neve.spec.values import decimal_to_unscaled, to_bytes
 
-__all__ = ["UNASSIGNED_SEQ", "write_manifest", "write_manifest_list"]
+__all__ = ["UNASSIGNED_SEQ", "AvroCodec", "write_manifest", "write_manifest_list"]
 
 #: Sequence number of a manifest written before its snapshot committed; replaced by the
 #: snapshot's sequence number when the manifest list is written (Iceberg-Java's
 #: ``ManifestWriter.UNASSIGNED_SEQ``).
 UNASSIGNED_SEQ = -1
 
-_CODEC = "deflate"
+
+@dataclass(frozen=True)
+class AvroCodec:
+    """How a manifest or manifest list is compressed: the Avro codec's name (as the
+    file's ``avro.codec`` names it) and its level (None: the codec's own default)."""
+
+    name: str = "deflate"
+    level: int | None = None
+
+    @classmethod
+    def of(cls, props: TableProperties) -> AvroCodec:
+        """The codec a table's properties ask for. Iceberg's names map to Avro's
+        (``gzip`` is ``deflate``, ``zstd`` is ``zstandard``, ``uncompressed`` is
+        ``null``). A level beyond the codec's range is brought into it (deflate 0-9,
+        zstandard up to 22, as Iceberg-Java's zstd writer bounds it); snappy and null
+        take none. Without a level: zlib's default for deflate, and 1 for zstandard,
+        Iceberg-Java's."""
+        name = _AVRO_CODECS[props.as_text("write.avro.compression-codec") or "gzip"]
+        level = props.as_optional_int("write.avro.compression-level")
+        if name == "deflate":
+            return cls(name, None if level is None else max(0, min(level, 9)))
+        if name == "zstandard":
+            return cls(name, 1 if level is None else max(-(1 << 17), min(level, 22)))
+        return cls(name)
+
+
+#: Iceberg's codec names (``write.avro.compression-codec``), as Avro names them.
+_AVRO_CODECS = {"gzip": "deflate", "zstd": "zstandard", "snappy": "snappy", "uncompressed": "null"}
+_DEFLATE = AvroCodec()
 #: Value written for the deprecated, v1-required ``block_size_in_bytes`` (as Java does).
 _V1_BLOCK_SIZE = 64 * 1024 * 1024
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -265,6 +298,7 @@ def write_manifest(
     snapshot_id: int,
     entries: Iterable[ManifestEntry],
     sequence_number: int | None = None,
+    codec: AvroCodec = _DEFLATE,
 ) -> ManifestFile:
     """Write a manifest and return its manifest-list entry.
 
@@ -314,6 +348,7 @@ def write_manifest(
         records,
         _manifest_metadata(schema, spec, format_version, content),
         path,
+        codec,
     )
     io.write_bytes(path, data)
 
@@ -403,11 +438,22 @@ def _manifest_metadata(
 
 
 def _encode(
-    parsed_schema: Any, records: list[dict[str, Any]], metadata: dict[str, str], path: str
+    parsed_schema: Any,
+    records: list[dict[str, Any]],
+    metadata: dict[str, str],
+    path: str,
+    codec: AvroCodec,
 ) -> bytes:
     buf = _io.BytesIO()
     with _values_of(path):
-        fastavro.writer(buf, parsed_schema, records, codec=_CODEC, metadata=metadata)
+        fastavro.writer(
+            buf,
+            parsed_schema,
+            records,
+            codec=codec.name,
+            metadata=metadata,
+            codec_compression_level=codec.level,
+        )
     return buf.getvalue()
 
 
@@ -436,6 +482,7 @@ def write_manifest_list(
     sequence_number: int,
     manifests: Sequence[ManifestFile],
     first_row_id: int | None = None,
+    codec: AvroCodec = _DEFLATE,
 ) -> list[ManifestFile]:
     """Write the manifest list of a snapshot and return its entries as written.
 
@@ -486,7 +533,9 @@ def write_manifest_list(
     if format_version >= 3 and first_row_id is not None:
         metadata["first-row-id"] = str(first_row_id)
     buf = _io.BytesIO()
-    writer = fastavro.write.Writer(buf, schema, codec=_CODEC, metadata=metadata)
+    writer = fastavro.write.Writer(
+        buf, schema, codec=codec.name, metadata=metadata, compression_level=codec.level
+    )
     if records:
         writer.write_block(_Block(_io.BytesIO(b"".join(records)), len(records)))
     writer.flush()

@@ -140,6 +140,7 @@ _NON_NEGATIVE = "an integer >= 0"
 _BOOLEAN = "true or false"
 _MIB = 1024 * 1024
 _CODECS = ("zstd", "snappy", "gzip", "lz4", "brotli", "uncompressed", "none")
+_AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
 _FORMATS = ("parquet", "avro", "orc")
 _ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
 _ISOLATION = ("serializable", "snapshot")
@@ -187,6 +188,14 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     PropertyDef("write.parquet.page-row-limit", 20_000, _int_at_least(1), _POSITIVE),
     PropertyDef("write.parquet.dict-size-bytes", 2 * _MIB, _int_at_least(1), _POSITIVE),
     PropertyDef("write.parquet.compression-codec", "zstd", _one_of(*_CODECS), ", ".join(_CODECS)),
+    # the codec of manifests and manifest lists (Avro), as Iceberg-Java writes them
+    PropertyDef(
+        "write.avro.compression-codec",
+        "gzip",
+        _one_of(*_AVRO_CODECS),
+        ", ".join(_AVRO_CODECS),
+    ),
+    PropertyDef("write.avro.compression-level", None, _any_int, "an integer"),
     PropertyDef("write.parquet.compression-level", None, _any_int, "an integer"),
     PropertyDef("write.parquet.bloom-filter-max-bytes", _MIB, _int_at_least(1), _POSITIVE),
     # neve: Parquet's page index (column and offset index), which random access and
