@@ -7,11 +7,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 #: Imported only by what needs them: httpx (and the click, rich and pygments its own
 #: command line imports) by the REST catalog's client, pyspark by neve.spark, the
-#: server by ``neve serve``, botocore by the server's vended credentials.
-NOT_ON_IMPORT = ["httpx", "click", "rich", "pygments", "pyspark", "neve.server", "botocore"]
+#: server by ``neve serve``, botocore by the server's vended credentials, polars (~165 ms)
+#: by key lookups, row-level changes, merge engines and changelogs.
+NOT_ON_IMPORT = [
+    "httpx",
+    "click",
+    "rich",
+    "pygments",
+    "pyspark",
+    "neve.server",
+    "botocore",
+    "polars",
+]
 
 
 def _modules_after(statement: str) -> set[str]:
@@ -39,3 +50,31 @@ def test_a_rest_catalog_client_imports_httpx_when_made() -> None:
         "from neve.catalog.rest_http import RestHttp; RestHttp('http://127.0.0.1:9', {})"
     )
     assert "httpx" in loaded
+
+
+def test_planning_and_reading_a_table_leave_polars_out(tmp_path: Path) -> None:
+    """Manifests are decoded by polars-avro's native reader, loaded without its package
+    (whose ``__init__`` imports polars): a process that plans and reads a table with more
+    manifest entries than fastavro takes (so the native reader runs) never imports
+    polars."""
+    script = f"""
+import sys
+import pyarrow as pa
+import neve
+from neve.planning import manifest_columnar
+calls = []
+read_arrow = manifest_columnar.read_arrow
+manifest_columnar.read_arrow = lambda data: calls.append(1) or read_arrow(data)
+cat = neve.connect("sqlite:///{tmp_path}/c.db", warehouse="{tmp_path}/wh")
+cat.create_namespace("n")
+t = cat.create_table("n.t", pa.schema([("id", pa.int64()), ("p", pa.int32())]), partition_by=["p"])
+t.append(pa.table({{"id": list(range(40)), "p": [i % 20 for i in range(40)]}}))
+t = cat.load_table("n.t")
+assert len(t.scan(filter="id < 30").plan_files()) == 20
+assert t.scan().to_arrow().num_rows == 40
+assert calls, "the native reader did not run"
+print("polars" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from neve.actions.base import TableState
 from neve.actions.snapshot import RebasePolicy
-from neve.arrow import keys, positions, rowlevel, write
+from neve.arrow import keys, positions, write
 from neve.arrow.compaction_rebase import CompactionRebase
 from neve.arrow.positions import read_task
 from neve.arrow.reader import DeleteCache
@@ -131,17 +131,29 @@ class ArrowEngine(DriverRebases):
         case_sensitive: bool,
         merge_on_read: bool,
     ) -> UpdateOutcome:
+        # rowlevel imports polars (~165 ms): only the processes that change rows pay it
+        from neve.arrow import rowlevel
+
         return rowlevel.update_rows(table, tasks, expr, values, case_sensitive, merge_on_read)
 
     def key_filter(self, table: TableState, rows: pa.Table, on: Sequence[str]) -> BooleanExpression:
+        # rowlevel imports polars (~165 ms): only the processes that change rows pay it
+        from neve.arrow import rowlevel
+
         source = rowlevel.conform_keys(rows, on, table.metadata.schema())
         return keys.key_filter(source, on)
 
     def source_keys(self, table: TableState, rows: pa.Table, on: Sequence[str]) -> KeySource:
+        # rowlevel imports polars (~165 ms): only the processes that change rows pay it
+        from neve.arrow import rowlevel
+
         data = rowlevel.conform_keys(rows, on, table.metadata.schema())
         return lambda: data.select(list(on))
 
     def execute_merge(self, table: TableState, rows: pa.Table, plan: MergePlan) -> MergeOutcome:
+        # rowlevel imports polars (~165 ms): only the processes that change rows pay it
+        from neve.arrow import rowlevel
+
         return rowlevel.execute_merge(table, rows, plan)
 
     def compact(

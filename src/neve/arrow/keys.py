@@ -15,8 +15,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
@@ -35,6 +35,9 @@ from neve.planning.tasks import FileScanTask
 from neve.spec.refs import MAIN_BRANCH
 from neve.spec.schema import ROW_POSITION, Schema
 from neve.spec.types import NestedField
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "DEFAULT_KEY_CACHE_BYTES",
@@ -116,6 +119,9 @@ def find_keys(
             f"key columns {list(on)} do not convert to the table's types: {exc}"
         ) from None
     POLARS.require("a primary-key lookup (upsert, MERGE, key checks)")
+    # polars is imported where it runs: every process imports this module (~165 ms)
+    import polars as pl
+
     wanted = pl.DataFrame(typed).unique()
     read_schema = Schema(*key_schema.fields, ROW_POSITION)
     shared = cache or DeleteCache()
@@ -222,6 +228,9 @@ def key_column(table: TableState, task: FileScanTask, field: NestedField) -> pl.
     whole = replace(task, start=0, length=task.file.file_size_in_bytes, delete_files=())
 
     def load() -> pl.Series:
+        # polars is imported where it runs: every process imports this module
+        import polars as pl
+
         rows = read_task(table, whole, Schema(field))
         POLARS.require("a primary-key lookup (upsert, MERGE, key checks)")
         return pl.Series(field.name, rows.column(0).combine_chunks())
@@ -233,6 +242,9 @@ def key_column(table: TableState, task: FileScanTask, field: NestedField) -> pl.
 def duplicate_keys(keys: pa.Table, on: Sequence[str]) -> pa.Table:
     """The keys that occur more than once in ``keys``."""
     POLARS.require("a check of primary keys for duplicates")
+    # polars is imported where it runs: every process imports this module
+    import polars as pl
+
     counts = pl.DataFrame(keys.select(list(on))).group_by(list(on)).len()
     return counts.filter(pl.col("len") > 1).select(list(on)).to_arrow()
 

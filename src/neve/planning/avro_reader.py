@@ -5,22 +5,54 @@ schemas as it takes them.
 The reader is polars-avro's native part (arrow-rs's Avro decoder), reached through
 ``polars_avro._avro_rs.AvroSource`` without the package's polars plugin, which costs
 ~2 ms a call: a private module, so the package is pinned to one minor version, and
-callers treat any exception of :func:`read_arrow` as "decode with fastavro"."""
+callers treat any exception of :func:`read_arrow` as "decode with fastavro". The native
+module is loaded from its file without running the package's ``__init__``, which
+imports polars (~165 ms of every process's start) for the plugin neve does not use; the
+module itself needs neither polars nor arro3 (it hands out Arrow C data)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import importlib.util
 import io
 import json
 import os
+import sys
 from collections.abc import Iterator
 from functools import lru_cache
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
-from polars_avro._avro_rs import AvroSource
 
 __all__ = ["read_arrow", "readable_schema"]
+
+_NATIVE = "polars_avro._avro_rs"
+
+
+def _native_module() -> ModuleType:
+    """polars-avro's native module (whoever loads it first: this, or an import of the
+    package), loaded from the package's folder without importing the package."""
+    found = sys.modules.get(_NATIVE)
+    if found is not None:
+        return found
+    package = importlib.util.find_spec("polars_avro")  # a top-level name: not imported
+    folders = package.submodule_search_locations if package is not None else None
+    for folder in folders or ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_avro_rs" + suffix)
+            spec = importlib.util.spec_from_file_location(_NATIVE, path)
+            if spec is None or spec.loader is None or not os.path.exists(path):
+                continue
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[_NATIVE] = module
+            return module
+    raise ImportError(f"polars-avro's native module {_NATIVE} is not installed")
+
+
+AvroSource: Any = _native_module().AvroSource
 
 #: Rows per record batch of the reader: a planning read is one batch.
 _BATCH_ROWS = 1 << 20
