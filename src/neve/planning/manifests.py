@@ -52,6 +52,7 @@ from neve.spec.manifest_io import (
     PLAIN_FIELDS,
     EntryPlan,
     block_bytes,
+    decoding_schema,
     entry_plan,
     int_keyed,
     iter_records,
@@ -178,7 +179,7 @@ def prepare_manifest_reads(datas: Sequence[bytes]) -> ManifestReads:
     reads = []
     for (text, _), members in groups.items():
         try:
-            decoding = entry_plan(text, None, None).schema
+            decoding = decoding_schema(text)
         except DECODE_ERRORS:
             continue
         read = prepare_read([datas[i] for i in members], [headers[i] for i in members], decoding)

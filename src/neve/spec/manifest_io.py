@@ -52,6 +52,7 @@ __all__ = [
     "PLAIN_FIELDS",
     "EntryPlan",
     "block_bytes",
+    "decoding_schema",
     "entry_plan",
     "int_keyed",
     "iter_records",
@@ -211,6 +212,12 @@ def _plain(schema: Any) -> Any:
 
 #: A manifest layout's decoding schema (fastavro-parsed), shared by its entry plans.
 _decoding_schema = lru_cache(maxsize=64)(_schemas.manifest_decoding_schema)
+
+
+def decoding_schema(text: str) -> Any:
+    """The fastavro-parsed decoding schema of a manifest's writer schema ``text``: what
+    an :class:`EntryPlan` decodes with, without the plan's partition converters."""
+    return _decoding_schema(text).parsed
 
 
 @lru_cache(maxsize=64)
