@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neve
+from budget import examples
 from neve.errors import ValidationError
 from neve.planning.manifest_cache import manifest_cache
 from neve.planning.manifest_columnar import DECODER_ENV
@@ -118,7 +119,8 @@ OPS = st.lists(
 CODEC_KEY, LEVEL_KEY = "write.avro.compression-codec", "write.avro.compression-level"
 
 
-@settings(max_examples=12, deadline=None)
+@pytest.mark.property
+@settings(max_examples=examples(12, 300), deadline=None)
 @given(ops=OPS, decoder=st.sampled_from(["columnar", "fastavro"]))
 def test_random_codecs_against_a_model(
     ops: list[tuple[str | None, str | None, str, int]],
