@@ -14,19 +14,15 @@ manifest (it reads deflate, snappy and null; fastavro decodes zstandard).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import fastavro
 import pyarrow as pa
 import pytest
 
 from javaengine import IcebergJava
+from manifest_codecs import CODECS, manifest_codecs
 from neve.catalog import SqlCatalog
 
 pytestmark = pytest.mark.java
 
-#: Iceberg's codec names, and the ``avro.codec`` of the files written with each.
-CODECS = {"gzip": "deflate", "zstd": "zstandard", "snappy": "snappy", "uncompressed": "null"}
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("part", pa.int32())])
 DELETED = (3, 41, 77, 150)
 
@@ -37,13 +33,7 @@ def commit_rows(k: int) -> list[dict[str, int]]:
 
 
 def avro_codecs(catalog: SqlCatalog, ns: str, name: str) -> dict[str, str]:
-    """The ``avro.codec`` of each manifest list and manifest of the table, by file name."""
-    folder = Path(catalog.load_table((ns, name)).metadata.location) / "metadata"
-    out = {}
-    for path in folder.glob("*.avro"):
-        with path.open("rb") as f:
-            out[path.name] = fastavro.reader(f).codec
-    return out
+    return manifest_codecs(catalog.load_table((ns, name)))
 
 
 def test_java_1_10_writes_deflate_whatever_the_property(

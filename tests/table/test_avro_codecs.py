@@ -12,13 +12,9 @@ four in tests/interop/test_java_avro_codecs.py).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
-import fastavro
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -26,24 +22,13 @@ from hypothesis import strategies as st
 
 import neve
 from budget import examples
+from manifest_codecs import CODECS, manifest_codecs
+from manifest_decoder import manifest_decoder
 from neve.errors import ValidationError
-from neve.planning.manifest_cache import manifest_cache
-from neve.planning.manifest_columnar import DECODER_ENV
 from neve.spec.manifest_writer import AvroCodec
 from neve.spec.properties import TableProperties
-from neve.table.table import Table
 
-CODECS = {"gzip": "deflate", "zstd": "zstandard", "snappy": "snappy", "uncompressed": "null"}
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("part", pa.int32())])
-
-
-def codecs_of(table: Table) -> dict[str, str]:
-    """``avro.codec`` of each manifest list and manifest of the table, by file name."""
-    out = {}
-    for path in (Path(table.metadata.location) / "metadata").glob("*.avro"):
-        with path.open("rb") as f:
-            out[path.name] = fastavro.reader(f).codec
-    return out
 
 
 def test_codec_of_properties() -> None:
@@ -100,7 +85,7 @@ def test_pyiceberg_reads_the_codecs(codec: str, tmp_path: Path) -> None:
     rows = [{"id": i, "part": i % 20} for i in range(60)]
     t.append(pa.Table.from_pylist(rows, schema=SCHEMA))
     t.refresh().delete("id in (4, 25)")
-    assert set(codecs_of(t)) and set(codecs_of(t).values()) == {CODECS[codec]}
+    assert set(manifest_codecs(t)) and set(manifest_codecs(t).values()) == {CODECS[codec]}
     theirs = SqlCatalog("c", uri=uri, warehouse=f"file://{tmp_path}/wh").load_table("n.t")
     ids = sorted(theirs.scan().to_arrow().column("id").to_pylist())
     assert ids == [i for i in range(60) if i not in (4, 25)]
@@ -120,7 +105,7 @@ CODEC_KEY, LEVEL_KEY = "write.avro.compression-codec", "write.avro.compression-l
 
 
 @pytest.mark.property
-@settings(max_examples=examples(12, 300), deadline=None)
+@settings(max_examples=examples(12, 300))
 @given(ops=OPS, decoder=st.sampled_from(["columnar", "fastavro"]))
 def test_random_codecs_against_a_model(
     ops: list[tuple[str | None, str | None, str, int]],
@@ -147,7 +132,7 @@ def test_random_codecs_against_a_model(
         t.set_properties({k: v for k, v in ((CODEC_KEY, codec), (LEVEL_KEY, level)) if v})
         t.remove_properties(*(k for k, v in ((CODEC_KEY, codec), (LEVEL_KEY, level)) if not v))
         t = t.refresh()
-        before = codecs_of(t)
+        before = manifest_codecs(t)
         if op == "append" or not model:
             n = rnd.randint(1, 45)  # up to 45 rows in up to 20 partitions: one file each
             rows = {next_id + i: rnd.randrange(20) for i in range(n)}
@@ -166,24 +151,10 @@ def test_random_codecs_against_a_model(
         model |= rows
         next_id += len(rows)
         t = t.refresh()
-        new = {v for name, v in codecs_of(t).items() if name not in before}
+        new = {v for name, v in manifest_codecs(t).items() if name not in before}
         assert new == {CODECS[codec or "gzip"]}, (codec, op)
-        manifest_cache().clear()
-        with _decoder(decoder):
+        with manifest_decoder(decoder):
             got = t.scan().to_arrow()
         assert sorted(
             zip(got.column("id").to_pylist(), got.column("part").to_pylist(), strict=True)
         ) == sorted(model.items())
-
-
-@contextlib.contextmanager
-def _decoder(name: str) -> Iterator[None]:
-    before = os.environ.get(DECODER_ENV)
-    os.environ[DECODER_ENV] = name
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[DECODER_ENV]
-        else:
-            os.environ[DECODER_ENV] = before

@@ -42,8 +42,10 @@ def _native_module() -> ModuleType:
     for folder in folders or ():
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(folder, "_avro_rs" + suffix)
+            if not os.path.exists(path):
+                continue
             spec = importlib.util.spec_from_file_location(_NATIVE, path)
-            if spec is None or spec.loader is None or not os.path.exists(path):
+            if spec is None or spec.loader is None:
                 continue
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)

@@ -39,7 +39,7 @@ from neve.spec.manifest import (
 )
 from neve.spec.metadata_json import partition_fields_to_json, schema_to_json
 from neve.spec.partition import PartitionSpec
-from neve.spec.properties import TableProperties
+from neve.spec.properties import AVRO_CODECS, TableProperties
 from neve.spec.schema import Schema
 from neve.spec.types import (
     BinaryType,
@@ -89,7 +89,7 @@ class AvroCodec:
         zstandard up to 22, as Iceberg-Java's zstd writer bounds it); snappy and null
         take none. Without a level: zlib's default for deflate, and 1 for zstandard,
         Iceberg-Java's."""
-        name = _AVRO_CODECS[props.as_text("write.avro.compression-codec") or "gzip"]
+        name = AVRO_CODECS[props.as_text("write.avro.compression-codec") or "gzip"]
         level = props.as_optional_int("write.avro.compression-level")
         if name == "deflate":
             return cls(name, None if level is None else max(0, min(level, 9)))
@@ -98,8 +98,6 @@ class AvroCodec:
         return cls(name)
 
 
-#: Iceberg's codec names (``write.avro.compression-codec``), as Avro names them.
-_AVRO_CODECS = {"gzip": "deflate", "zstd": "zstandard", "snappy": "snappy", "uncompressed": "null"}
 _DEFLATE = AvroCodec()
 #: Value written for the deprecated, v1-required ``block_size_in_bytes`` (as Java does).
 _V1_BLOCK_SIZE = 64 * 1024 * 1024

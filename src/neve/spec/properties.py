@@ -33,6 +33,7 @@ from neve.spec.name_mapping import parse_name_mapping
 from neve.spec.versions import SUPPORTED_FORMAT_VERSIONS
 
 __all__ = [
+    "AVRO_CODECS",
     "COLUMN_PROPERTIES",
     "FORMAT_VERSION",
     "PARQUET_LAYOUTS",
@@ -140,7 +141,13 @@ _NON_NEGATIVE = "an integer >= 0"
 _BOOLEAN = "true or false"
 _MIB = 1024 * 1024
 _CODECS = ("zstd", "snappy", "gzip", "lz4", "brotli", "uncompressed", "none")
-_AVRO_CODECS = ("gzip", "zstd", "snappy", "uncompressed")
+#: ``write.avro.compression-codec``'s values (Iceberg's names), as Avro names the codecs.
+AVRO_CODECS: Mapping[str, str] = {
+    "gzip": "deflate",
+    "zstd": "zstandard",
+    "snappy": "snappy",
+    "uncompressed": "null",
+}
 _FORMATS = ("parquet", "avro", "orc")
 _ROW_LEVEL_MODES = ("copy-on-write", "merge-on-read")
 _ISOLATION = ("serializable", "snapshot")
@@ -192,8 +199,8 @@ PROPERTIES: Mapping[str, PropertyDef] = _defs(
     PropertyDef(
         "write.avro.compression-codec",
         "gzip",
-        _one_of(*_AVRO_CODECS),
-        ", ".join(_AVRO_CODECS),
+        _one_of(*AVRO_CODECS),
+        ", ".join(AVRO_CODECS),
     ),
     PropertyDef("write.avro.compression-level", None, _any_int, "an integer"),
     PropertyDef("write.parquet.compression-level", None, _any_int, "an integer"),
