@@ -34,11 +34,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from neve.catalog import Catalog, FilesystemCatalog, SqlCatalog
 from neve.catalog.rest import RestCatalog
 from restserver import NeveServer, oidc_key, secured_config
 from s3server import S3Server, S3Warehouse
+
+# Property tests judge results, never time: no per-example deadline, and no failure
+# when a loaded machine (two pytest workers beside Spark and Java) draws examples
+# slowly. A test that names its own suppressed health checks names too_slow with them.
+settings.register_profile("neve", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("neve")
 
 # No test may reach the cloud's instance metadata service (a link-local address) when
 # it builds an object store without credentials: the AWS SDK under pyarrow is told

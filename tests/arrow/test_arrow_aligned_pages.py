@@ -94,7 +94,6 @@ def _one_file_take(path: Path, table: pa.Table, positions: np.ndarray) -> None:
 
 @settings(
     max_examples=examples(20, 400),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(

@@ -254,7 +254,7 @@ def test_dv_crc_mismatch_in_file_raises(tmp_path: Path) -> None:
         read_deletion_vector(IO, entry.with_(content_offset=None))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.sets(st.one_of(st.integers(0, 70_000), st.integers(0, 2**40)), max_size=300))
 def test_dv_round_trip_property(positions: set[int]) -> None:
     assert deserialize_deletion_vector(serialize_deletion_vector(positions)) == BitMap64(positions)

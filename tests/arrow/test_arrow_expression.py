@@ -335,7 +335,7 @@ def tables(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     return rows
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(tables(), _FILTERS)
 def test_random_filters_select_what_the_evaluator_selects(
     rows: list[tuple[Any, ...]], expr: BooleanExpression

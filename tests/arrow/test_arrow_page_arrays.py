@@ -68,7 +68,6 @@ WRITES = st.fixed_dictionaries(
 
 @settings(
     max_examples=examples(15, 300),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(

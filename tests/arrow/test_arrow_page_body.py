@@ -125,7 +125,6 @@ def test_zstd_pages_are_read_as_far_as_the_rows_wanted(
 
 @settings(
     max_examples=examples(6, 150),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(

@@ -58,7 +58,6 @@ WRITES = st.fixed_dictionaries(
 
 @settings(
     max_examples=examples(15, 400),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(
@@ -191,7 +190,7 @@ _LOCATION = st.tuples(
 )
 
 
-@settings(max_examples=examples(60, 1000), deadline=None)
+@settings(max_examples=examples(60, 1000))
 @given(
     locations=st.lists(_LOCATION, min_size=1, max_size=40),
     unencoded=st.booleans(),

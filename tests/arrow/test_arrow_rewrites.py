@@ -171,7 +171,6 @@ Change = tuple[str, int, int]  # (kind, a, b): delete or overwrite of "id < a or
 @pytest.mark.property
 @settings(
     max_examples=examples(8, 300),
-    deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(

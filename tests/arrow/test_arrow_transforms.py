@@ -126,7 +126,7 @@ def _id(case: tuple[IcebergType, pa.DataType, Any]) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(data=st.data(), n=NUMS)
 def test_bucket_matches_scalar(
     case: tuple[IcebergType, pa.DataType, st.SearchStrategy[Any]], data: st.DataObject, n: int
@@ -141,7 +141,7 @@ TRUNCATABLE = [c for c in CASES if TruncateTransform(1).can_transform(c[0])]
 
 
 @pytest.mark.parametrize("case", TRUNCATABLE, ids=[_id(c) for c in TRUNCATABLE])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(data=st.data(), width=st.sampled_from([1, 2, 3, 10, 50, 2**30, 2**31 - 1]))
 def test_truncate_matches_scalar(
     case: tuple[IcebergType, pa.DataType, st.SearchStrategy[Any]], data: st.DataObject, width: int
@@ -155,7 +155,7 @@ TEMPORAL = [c for c in CASES if YearTransform().can_transform(c[0])]
 
 
 @pytest.mark.parametrize("case", TEMPORAL, ids=[_id(c) for c in TEMPORAL])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(data=st.data())
 def test_time_transforms_match_scalar(
     case: tuple[IcebergType, pa.DataType, st.SearchStrategy[Any]], data: st.DataObject
@@ -200,7 +200,7 @@ _FAR = [
 
 
 @pytest.mark.parametrize("case", _FAR, ids=[str(c[0]) for c in _FAR])
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(data=st.data())
 def test_time_transforms_match_scalar_over_the_whole_range(
     case: tuple[IcebergType, pa.DataType, list[int]], data: st.DataObject

@@ -275,7 +275,7 @@ def test_negative_zero_upper_bound(tmp_path: Path) -> None:
     assert lo == -1.0 and hi == 0.0 and math.copysign(1, hi) == -1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     values=st.lists(
         st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)),

@@ -53,7 +53,6 @@ def _sort_key(c: Column) -> Any:
 
 @settings(
     max_examples=examples(12, 1000),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases(max_rows=40), data=st.data())

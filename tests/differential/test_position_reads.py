@@ -32,7 +32,6 @@ pytestmark = pytest.mark.property
 
 @settings(
     max_examples=examples(40, 600),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases(max_rows=60), data=st.data())

@@ -130,7 +130,6 @@ def check_delete(catalog: Catalog, table: Table, case: Case, f: Filter) -> None:
 
 @settings(
     max_examples=examples(80, 1500),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases(), data=st.data())

@@ -103,7 +103,6 @@ def check_delete(spark: Any, catalog: Catalog, table: Table, case: Case, f: Filt
 
 @settings(
     max_examples=examples(3, 40),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases(max_rows=10, versions=(1, 2), restrict=SPARK_COLUMNS), data=st.data())

@@ -82,7 +82,6 @@ def _ids(values: list[Any]) -> list[int]:
 
 @settings(
     max_examples=examples(12, 500),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(case=cases(max_rows=40, versions=(2, 3, 3)), data=st.data())

@@ -139,7 +139,7 @@ def _truth(schema: Schema, expr: BooleanExpression, rows: list[tuple[Any, ...]])
     return [test(r) for r in rows]
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250)
 @given(st.sampled_from(sorted(_KINDS)).flatmap(files))
 def test_metrics_evaluators_agree_with_rows(
     case: tuple[Schema, list[tuple[Any, ...]], DataFile, BooleanExpression],
@@ -172,7 +172,7 @@ def partitioned(
     return schema, spec, rows, expr
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250)
 @given(st.sampled_from(sorted(_KINDS)).flatmap(partitioned))
 def test_manifest_evaluator_never_prunes_a_matching_row(
     case: tuple[Schema, PartitionSpec, list[tuple[Any, ...]], BooleanExpression],
@@ -194,7 +194,7 @@ def test_manifest_evaluator_never_prunes_a_matching_row(
     assert ManifestEvaluator(spec, schema, expr).eval(manifest), f"pruned {expr} on {rows}"
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250)
 @given(st.sampled_from(sorted(_KINDS)).flatmap(partitioned))
 def test_residuals_agree_with_the_filter_on_every_row(
     case: tuple[Schema, PartitionSpec, list[tuple[Any, ...]], BooleanExpression],

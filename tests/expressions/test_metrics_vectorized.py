@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neve.expressions import (
@@ -179,7 +179,7 @@ def _names(expr: BooleanExpression) -> set[str]:
     return {by_id[r.field_id] for r in references(evaluator.expr)}
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(
     files=st.lists(_file(), min_size=0, max_size=12),
     row_filter=_filter(),

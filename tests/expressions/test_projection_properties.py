@@ -195,7 +195,7 @@ KINDS = sorted(_VALUES)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(data=st.data())
 def test_inclusive_projection_never_drops_a_matching_row(kind: str, data: st.DataObject) -> None:
     _, transform, pred, v = data.draw(cases(kind))
@@ -205,7 +205,7 @@ def test_inclusive_projection_never_drops_a_matching_row(kind: str, data: st.Dat
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(data=st.data())
 def test_strict_projection_never_keeps_a_failing_row(kind: str, data: st.DataObject) -> None:
     _, transform, pred, v = data.draw(cases(kind))
@@ -221,6 +221,8 @@ def test_the_strategies_reach_both_outcomes(kind: str) -> None:
     """Guard against a vacuous property: projections exist and both outcomes occur."""
     seen: set[tuple[str, bool]] = set()
 
+    # derandomize seeds from a digest of this function's source: editing these lines
+    # (even this redundant deadline) draws other examples, which may miss an outcome
     @settings(max_examples=250, deadline=None, database=None, derandomize=True)
     @given(data=st.data())
     def collect(data: st.DataObject) -> None:

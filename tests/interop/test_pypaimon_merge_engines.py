@@ -34,7 +34,6 @@ def test_neve_equals_pypaimon(engine: str) -> None:
 
     @settings(
         max_examples=examples(4, 60),
-        deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(drawn=batches(config))

@@ -146,7 +146,6 @@ class ChangelogMachine(RowLevelMachine):
 ChangelogMachine.TestCase.settings = settings(
     max_examples=examples(5, 150),
     stateful_step_count=30 if LONG else 12,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_changelog_model = ChangelogMachine.TestCase

@@ -253,7 +253,6 @@ class RowLevelMachine(RuleBasedStateMachine):
 RowLevelMachine.TestCase.settings = settings(
     max_examples=examples(6, 200),
     stateful_step_count=30 if LONG else 10,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_rowlevel_model = RowLevelMachine.TestCase

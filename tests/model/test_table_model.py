@@ -709,7 +709,6 @@ class TableMachine(RuleBasedStateMachine):
 TableMachine.TestCase.settings = settings(
     max_examples=examples(12, 400),
     stateful_step_count=40 if LONG else 15,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_table_model = TableMachine.TestCase

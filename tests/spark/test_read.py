@@ -912,7 +912,6 @@ def build(
 @pytest.mark.property
 @settings(
     max_examples=examples(3, 40),
-    deadline=None,
     # one catalog serves every example: each table gets a new name
     suppress_health_check=[
         HealthCheck.too_slow,

@@ -32,7 +32,6 @@ def sorted_rows(table: neve.Table) -> list[dict[str, object]]:
 def test_spark_equals_pyarrow_and_the_model(spark: SparkSession, engine: str) -> None:
     @settings(
         max_examples=examples(3, 40),
-        deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(data=st.data(), version=st.sampled_from([2, 3]))

@@ -70,7 +70,6 @@ class SparkRowLevelMachine(RowLevelMachine):
 SparkRowLevelMachine.TestCase.settings = settings(
     max_examples=examples(2, 30),
     stateful_step_count=12 if LONG else 6,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_spark_rowlevel_model = SparkRowLevelMachine.TestCase

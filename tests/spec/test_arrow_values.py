@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from budget import examples
@@ -84,9 +84,7 @@ def _sliced(
     return arr, arr.to_pylist(), rows
 
 
-@settings(
-    max_examples=examples(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=examples(60, 1000))
 @given(data=st.data(), layout=st.sampled_from(range(len(_LAYOUTS))))
 def test_gather_equals_pyarrow(data: st.DataObject, layout: int) -> None:
     arrow_type, values, as_map = _LAYOUTS[layout]
@@ -113,9 +111,7 @@ _LAYOUTS_WITH_FALLBACK = [
 ]
 
 
-@settings(
-    max_examples=examples(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@settings(max_examples=examples(60, 1000))
 @given(data=st.data(), layout=st.sampled_from(_MAP_LAYOUTS))
 def test_lazy_maps_equal_the_maps_gather_builds(data: st.DataObject, layout: int) -> None:
     """Each row's LazyMap holds nothing until read, then the row's map as a dict (the

@@ -27,7 +27,7 @@ def _fastavro_header(data: bytes) -> tuple[dict[str, bytes], bytes]:
     return meta, reader._header["sync"]
 
 
-@settings(max_examples=examples(50, 500), deadline=None)
+@settings(max_examples=examples(50, 500))
 @given(
     meta=st.dictionaries(
         st.text(min_size=1, max_size=20).filter(lambda k: not k.startswith("avro.")),

@@ -24,7 +24,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forked import run_forked
@@ -212,7 +212,7 @@ def _manifests(draw: st.DrawFn) -> tuple[int, Schema, PartitionSpec, list[Manife
     return version, schema, spec, entries
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100)
 @given(case=_manifests(), manifest_seq=st.integers(0, 20), first_row_id=st.integers(0, 99))
 def test_columnar_equals_fastavro_on_random_manifests(
     case: tuple[int, Schema, PartitionSpec, list[ManifestEntry]],
@@ -243,7 +243,7 @@ def test_columnar_equals_fastavro_on_random_manifests(
     _assert_same(*_both(data, m))  # the spec from the file itself
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(case=_manifests(), cuts=st.lists(st.integers(0, 12), min_size=2, max_size=2))
 def test_manifests_read_together_equal_each_read_by_fastavro(
     case: tuple[int, Schema, PartitionSpec, list[ManifestEntry]], cuts: list[int]
@@ -278,7 +278,7 @@ def test_manifests_read_together_equal_each_read_by_fastavro(
         _assert_same(col, avro)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(
     case=_manifests(),
     cut=st.integers(0, 12),

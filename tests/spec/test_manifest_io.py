@@ -555,9 +555,7 @@ def _sort_key(t: IcebergType) -> Any:
     return lambda v: v
 
 
-@settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(partitions=st.lists(_PARTITIONS, min_size=1, max_size=4))
 def test_partition_values_and_summaries_round_trip(
     partitions: list[tuple[Any, ...]], tmp_path: Path
@@ -1437,7 +1435,7 @@ def test_entries_may_be_a_one_shot_iterator(tmp_path: Path, fio: FileIO) -> None
         )
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(
     path=st.text(max_size=8),
     counts=st.lists(st.integers(0, 2**40), min_size=6, max_size=6),

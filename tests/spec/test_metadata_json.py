@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neve.errors import UnsupportedFormatVersionError, ValidationError
@@ -974,9 +974,9 @@ def table_metadata(draw: st.DrawFn, version: int | None = None) -> TableMetadata
     )
 
 
-HYPOTHESIS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYPOTHESIS = settings(max_examples=100)
 
-PARTS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PARTS = settings(max_examples=60)
 
 
 @HYPOTHESIS
@@ -990,7 +990,7 @@ def test_metadata_json_round_trip(md: TableMetadata) -> None:
     assert ("partition-spec" in out) == (md.format_version == 1)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30)
 @given(table_metadata(), st.booleans())
 def test_metadata_bytes_round_trip(md: TableMetadata, compress: bool) -> None:
     data = metadata_to_bytes(md, compress=compress)

@@ -53,7 +53,6 @@ def run_against_model(
 def test_engine_equals_the_model(engine: str) -> None:
     @settings(
         max_examples=examples(12, 300),
-        deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(data=st.data(), version=st.sampled_from([2, 3]))

@@ -18,7 +18,7 @@ import tempfile
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neve
@@ -109,7 +109,7 @@ def _compares_strings(expr: BooleanExpression) -> bool:
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(
     metrics=st.lists(_metrics(), min_size=FILES, max_size=FILES),
     filters=st.lists(_FILTERS, min_size=3, max_size=3),

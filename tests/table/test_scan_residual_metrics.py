@@ -188,7 +188,6 @@ _FILTERS: st.SearchStrategy[BooleanExpression] = st.recursive(
 
 @settings(
     max_examples=examples(40, 400),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(row_filter=_FILTERS)

@@ -55,7 +55,6 @@ def _check(table: neve.Table, asked: list[int], snapshot_id: int | None = None) 
 
 @settings(
     max_examples=examples(8, 200),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())

@@ -43,7 +43,6 @@ def _check(table: neve.Table, asked: list[int]) -> None:
 
 @settings(
     max_examples=examples(12, 200),
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(

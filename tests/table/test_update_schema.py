@@ -739,7 +739,7 @@ _OPS = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(_OPS)
 def test_random_changes_keep_ids_unique_and_stable(ops: list[tuple[str, int]]) -> None:
     """Whatever sequence of changes is accepted, field ids stay unique, surviving columns
