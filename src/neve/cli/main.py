@@ -9,6 +9,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table as RichTable
@@ -16,8 +17,10 @@ from rich.table import Table as RichTable
 from neve.cli import browse, change, changes, maintain, read, serve
 from neve.cli.context import State, err_console, json_option, pass_state
 from neve.cli.output import arrow_table, emit_json, rows_json, show
-from neve.cli.sql import QueryPlan, explain, run_query
 from neve.errors import NeveError
+
+if TYPE_CHECKING:
+    from neve.cli.sql import QueryPlan
 
 __all__ = ["EXIT_INTERNAL", "EXIT_NEVE", "EXIT_OK", "EXIT_USAGE", "cli", "main"]
 
@@ -106,6 +109,9 @@ def _plan_table(plan: QueryPlan) -> RichTable:
 def sql(state: State, query: str, only_explain: bool, show_reads: bool, as_json: bool) -> None:
     """Run a SQL query (DuckDB) over neve tables named namespace.table; the WHERE
     filters on each table are pushed into neve's planner."""
+    # heavy: sqlglot (and DuckDB) load only for this verb
+    from neve.cli.sql import explain, run_query
+
     if only_explain:
         plan = explain(query, state.catalog)
         if as_json:

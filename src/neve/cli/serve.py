@@ -12,7 +12,6 @@ import click
 from neve.catalog.config import default_entry, lookup
 from neve.cli.context import State, pass_state
 from neve.errors import CatalogNotConfiguredError, ValidationError
-from neve.server.config import CONFIG_ENV, SIGNING_KEY_ENV, load_config
 
 __all__ = ["VERBS", "connect_hints"]
 
@@ -82,8 +81,10 @@ def serve(
 ) -> None:
     """Serve a SQL catalog over the Iceberg REST protocol (Spark, pyiceberg, DuckDB,
     Trino and neve connect to it)."""
-    # heavy: uvicorn and the server load only for this verb
+    # heavy: uvicorn and the server (the package imports its app) load only for this verb
     import uvicorn
+
+    from neve.server.config import CONFIG_ENV, SIGNING_KEY_ENV, load_config
 
     cat = _catalog_args(state, catalog_uri, catalog_warehouse)
     path = os.path.abspath(config_file) if config_file else None
