@@ -12,7 +12,8 @@ from pathlib import Path
 #: Imported only by what needs them: httpx (and the click, rich and pygments its own
 #: command line imports) by the REST catalog's client, pyspark by neve.spark, the
 #: server by ``neve serve``, botocore by the server's vended credentials, polars (~165 ms)
-#: by key lookups, row-level changes, merge engines and changelogs.
+#: by key lookups, row-level changes, merge engines and changelogs, SQLAlchemy (~0.2 s)
+#: by the first SQL catalog.
 NOT_ON_IMPORT = [
     "httpx",
     "click",
@@ -22,6 +23,7 @@ NOT_ON_IMPORT = [
     "neve.server",
     "botocore",
     "polars",
+    "sqlalchemy",
 ]
 
 
@@ -43,6 +45,15 @@ def test_import_neve_leaves_what_it_does_not_need() -> None:
     loaded = _modules_after("import neve")
     assert "neve.catalog.rest" in loaded  # the REST catalog class is still importable
     assert sorted(m for m in NOT_ON_IMPORT if m in loaded) == []
+
+
+def test_a_sql_catalog_brings_sqlalchemy(tmp_path: Path) -> None:
+    for statement in (
+        f"import neve; neve.connect('sqlite:///{tmp_path}/c.db', warehouse='{tmp_path}/wh')",
+        "import neve; neve.SqlCatalog",
+        "from neve.catalog import SqlCatalog",
+    ):
+        assert "sqlalchemy" in _modules_after(statement), statement
 
 
 def test_a_rest_catalog_client_imports_httpx_when_made() -> None:

@@ -7,8 +7,10 @@ table.append(pa_table)
 table.scan(filter="id < 100").to_arrow()
 """
 
+import typing
+
 from neve.arrow.engine import ArrowEngine
-from neve.catalog import Catalog, FilesystemCatalog, RestCatalog, SqlCatalog, View, connect
+from neve.catalog import Catalog, FilesystemCatalog, RestCatalog, View, connect
 from neve.engine.protocol import Engine
 from neve.errors import (
     AccessDeniedError,
@@ -48,6 +50,9 @@ from neve.spec.types import NestedField
 from neve.table.scan import TableScan
 from neve.table.table import Table
 from neve.table.transaction import Transaction
+
+if typing.TYPE_CHECKING:
+    from neve.catalog.sql import SqlCatalog
 
 __version__ = "0.1.0"
 
@@ -98,3 +103,14 @@ __all__ = [
     "__version__",
     "connect",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``neve.SqlCatalog`` on first use (see :mod:`neve.catalog`: SQLAlchemy loads with
+    it)."""
+    if name == "SqlCatalog":
+        # heavy: SQLAlchemy loads with the first SQL catalog
+        from neve.catalog import SqlCatalog
+
+        return SqlCatalog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -115,6 +115,10 @@ class Catalog(ViewCatalog, ABC):
         self.__dict__.update(state)
         self._init_caches()
 
+    def dispose(self) -> None:
+        """Close what the catalog holds open (pooled database connections, HTTP
+        connections); later calls open them again. A filesystem catalog holds nothing."""
+
     def _init_caches(self) -> None:
         """The caches a catalog keeps (also after unpickling): parsed metadata by
         location, and per table the version this catalog last loaded or committed."""

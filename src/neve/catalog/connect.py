@@ -17,7 +17,6 @@ from neve.catalog.config import (
 )
 from neve.catalog.filesystem import FilesystemCatalog
 from neve.catalog.rest import RestCatalog
-from neve.catalog.sql import SqlCatalog
 from neve.errors import NotFoundError, ValidationError
 from neve.io.fileio import local_path
 from neve.io.objectstore import OBJECT_SCHEMES
@@ -148,6 +147,9 @@ def _open_uri(uri: str, wh: str | None, name: str, props: dict[str, str]) -> Cat
                 f"a SQL catalog needs a warehouse, the place for new tables: "
                 f"connect({uri!r}, warehouse='/abs/path') or warehouse='s3://bucket/warehouse'"
             )
+        # heavy: SQLAlchemy loads with the first SQL catalog
+        from neve.catalog.sql import SqlCatalog
+
         return SqlCatalog(name, _sql_uri(uri), _absolute(wh), props)
     if scheme in ("", "file"):
         folder = _absolute(uri)

@@ -81,9 +81,10 @@ def serve(
 ) -> None:
     """Serve a SQL catalog over the Iceberg REST protocol (Spark, pyiceberg, DuckDB,
     Trino and neve connect to it)."""
-    # heavy: uvicorn and the server (the package imports its app) load only for this verb
+    # heavy: uvicorn and the server load only for this verb
     import uvicorn
 
+    # (the server package imports its app)
     from neve.server.config import CONFIG_ENV, SIGNING_KEY_ENV, load_config
 
     cat = _catalog_args(state, catalog_uri, catalog_warehouse)

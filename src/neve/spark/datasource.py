@@ -95,8 +95,6 @@ from neve.arrow.writer import delete_written_files, write_data_files
 from neve.catalog.base import Catalog, parse_identifier
 from neve.catalog.config import lookup
 from neve.catalog.connect import connect, open_entry
-from neve.catalog.rest import RestCatalog
-from neve.catalog.sql import SqlCatalog
 from neve.errors import NoSuchTableError, ValidationError
 from neve.expressions.binding import bind
 from neve.io.fileio import FileIO
@@ -261,8 +259,7 @@ def _catalog(opts: _Options) -> Iterator[Catalog]:
     try:
         yield cat
     finally:
-        if isinstance(cat, (SqlCatalog, RestCatalog)):
-            cat.dispose()
+        cat.dispose()
 
 
 def _time(raw: str | None) -> int | str | None:

@@ -59,7 +59,6 @@ from pyspark.sql.streaming.datasource import (
 
 from neve.arrow.writer import delete_written_files, write_data_files
 from neve.catalog.base import Catalog
-from neve.catalog.sql import SqlCatalog
 from neve.errors import NeveIOError, NoSuchSnapshotError, ValidationError
 from neve.io.fileio import FileIO
 from neve.io.locations import LocationProvider
@@ -161,8 +160,7 @@ def _open(opts: StreamOptions) -> Iterator[Catalog]:
     try:
         yield cat
     finally:
-        if isinstance(cat, SqlCatalog):
-            cat.dispose()
+        cat.dispose()
 
 
 def is_changelog_stream(opts: StreamOptions) -> bool:
