@@ -124,6 +124,7 @@ def test_bench_spark_quick_runs() -> None:
         "full-scan aggregate (Q1)",
         "month-partitioned write",
         "one-month aggregate",
+        "append of 1,000 rows",
     ]
     # the month write also against the side doing the same work: raw Spark shuffling by
     # month first, as neve does; neve without the shuffle, as raw partitionBy
