@@ -181,6 +181,9 @@ def conform(df: DataFrame, schema: Schema, keep: Sequence[str] = ()) -> DataFram
 # messages (a walk of the stack and several Py4J round trips, ~0.6 ms a call), which made
 # fitting a 16-column DataFrame cost ~50 ms of every write: on classic sessions the two
 # steps every column takes, its reference and its alias, go to the JVM directly.
+# DataFrame.to(schema) would fit columns that need no cast in one call, but the field
+# ids it sets do not survive Spark's optimizer: a column that came with another table's
+# id showed the new one in the DataFrame's schema and was written with the old one.
 
 
 def _column(df: DataFrame, name: str) -> Column:
